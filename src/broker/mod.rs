@@ -1,0 +1,1 @@
+//! Brokers: replica manager, partitions, fetchers, purgatory.

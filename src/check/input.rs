@@ -1,0 +1,42 @@
+//! What the checkers read besides the history: the final read and each replica's log,
+//! taken after the heal phase. Nothing here comes from a broker's in-memory state.
+
+use crate::types::{BrokerId, Offset, TopicPartition};
+use serde::{Deserialize, Serialize};
+
+/// One record as read back: its offset and value (the value carries the message id).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadRecord {
+    pub offset: Offset,
+    pub value: Vec<u8>,
+}
+
+/// A replica's log as it stands on its broker's disk after healing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaLog {
+    pub broker: BrokerId,
+    /// In the ISR the controller holds at the end.
+    pub in_isr: bool,
+    pub log_start_offset: Offset,
+    pub log_end_offset: Offset,
+    /// Every record of the log, in offset order.
+    pub records: Vec<ReadRecord>,
+}
+
+/// One partition after the heal phase.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionFinal {
+    pub tp: TopicPartition,
+    /// `None`: offline at the end of the heal phase.
+    pub leader: Option<BrokerId>,
+    pub high_watermark: Offset,
+    pub log_start_offset: Offset,
+    /// The final read: a consumer's read from the log start offset up to the HW.
+    pub read: Vec<ReadRecord>,
+    pub replicas: Vec<ReplicaLog>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinalState {
+    pub partitions: Vec<PartitionFinal>,
+}

@@ -1,0 +1,101 @@
+//! The Jepsen-style history of a run: every client call as an invoke and its completion
+//! (ok / fail / info), with simulated times. It lives outside the hosts (a crash must not
+//! erase what the clients were told) and is all the checkers know of the clients.
+
+use crate::types::{Offset, TopicPartition};
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// A produced message's unique id: producer number and that producer's send sequence.
+/// It is written at the start of the message value as `producer-2:000417`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct MessageId {
+    pub producer: u32,
+    pub seq: u64,
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "producer-{}:{:06}", self.producer, self.seq)
+    }
+}
+
+impl MessageId {
+    /// The id at the start of a message value, if the value carries one.
+    pub fn parse_value(value: &[u8]) -> Option<MessageId> {
+        let end = value.iter().position(|&b| b == b'|').unwrap_or(value.len());
+        let text = std::str::from_utf8(&value[..end]).ok()?;
+        let rest = text.strip_prefix("producer-")?;
+        let (producer, seq) = rest.split_once(':')?;
+        Some(MessageId { producer: producer.parse().ok()?, seq: seq.parse().ok()? })
+    }
+
+    /// A value of `len` bytes (at least the id) starting with this id, then `|` padding.
+    pub fn value(&self, len: usize) -> Vec<u8> {
+        let mut v = format!("{self}|").into_bytes();
+        v.resize(len.max(v.len()), b'.');
+        v
+    }
+}
+
+/// What happened, per Jepsen: an invocation and its completion.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// A send was invoked (the application called `send`).
+    Invoke { id: MessageId, tp: TopicPartition },
+    /// The send was acknowledged at this offset.
+    Ok { id: MessageId, tp: TopicPartition, offset: Offset },
+    /// The send definitely failed: nothing was written.
+    Fail { id: MessageId, error: String },
+    /// The outcome is unknown (timeout, disconnect, error after append, acks=0).
+    Info { id: MessageId, error: String },
+    /// A consumer read a record during the run.
+    Read { consumer: u32, tp: TopicPartition, offset: Offset, id: Option<MessageId> },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Simulated time since the start of the run.
+    #[serde(with = "millis")]
+    pub time: Duration,
+    /// The host that recorded the event (`producer-1`, `consumer-2`).
+    pub process: String,
+    #[serde(flatten)]
+    pub op: Op,
+}
+
+/// A shared, append-only history. Cloning shares it.
+#[derive(Clone, Default)]
+pub struct History {
+    events: Rc<RefCell<Vec<Event>>>,
+}
+
+impl History {
+    pub fn record(&self, process: &str, op: Op) {
+        let time = crate::sim::clock::now();
+        self.events.borrow_mut().push(Event { time, process: process.to_string(), op });
+    }
+
+    /// The events so far, in order.
+    pub fn events(&self) -> Vec<Event> {
+        self.events.borrow().clone()
+    }
+}
+
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64(ms / 1000.0))
+    }
+}

@@ -1,0 +1,3 @@
+//! Clients: the producer, consumers and the history they record.
+
+pub mod history;

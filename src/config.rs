@@ -1,0 +1,196 @@
+//! Kafka configuration with Kafka's names and defaults. Field `log_segment_bytes` is the
+//! key `log.segment.bytes`; the registry in `scenario::keys` maps one to the other and
+//! documents each key for `hightide config`.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `acks`: how many replicas must have a write before the producer is told it is safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Acks {
+    /// `acks=0`: send and forget; the broker never answers.
+    None,
+    /// `acks=1`: the leader's own append.
+    Leader,
+    /// `acks=all` (or `-1`): the high watermark has passed the batch.
+    All,
+}
+
+/// How a follower finds where its log diverges from the new leader's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Truncation {
+    /// KIP-101/KIP-279: ask the leader for the end offset of the last fetched epoch.
+    LeaderEpoch,
+    /// The pre-KIP-101 rule: truncate to the checkpointed high watermark.
+    HighWatermark,
+}
+
+/// Kafka's "never": `Long.MAX_VALUE`.
+pub const NEVER: u64 = i64::MAX as u64;
+
+/// Broker configuration (`[broker]`), Kafka's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrokerConfig {
+    pub min_insync_replicas: u32,
+    pub unclean_leader_election_enable: bool,
+    pub log_flush_interval_messages: u64,
+    pub log_flush_interval_ms: u64,
+    pub log_flush_scheduler_interval_ms: u64,
+    pub log_flush_offset_checkpoint_interval_ms: u64,
+    pub log_segment_bytes: u64,
+    pub log_roll_ms: u64,
+    pub log_index_interval_bytes: u64,
+    pub log_retention_bytes: i64,
+    pub log_retention_ms: i64,
+    pub log_retention_check_interval_ms: u64,
+    pub replica_lag_time_max_ms: u64,
+    pub replica_fetch_wait_max_ms: u64,
+    pub replica_fetch_max_bytes: u64,
+    pub replica_fetch_min_bytes: u64,
+    pub replica_fetch_backoff_ms: u64,
+    pub replica_socket_timeout_ms: u64,
+    pub replica_high_watermark_checkpoint_interval_ms: u64,
+    pub broker_heartbeat_interval_ms: u64,
+    pub broker_session_timeout_ms: u64,
+    pub replication_truncation: Truncation,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+            log_flush_interval_messages: NEVER,
+            log_flush_interval_ms: NEVER,
+            log_flush_scheduler_interval_ms: NEVER,
+            log_flush_offset_checkpoint_interval_ms: 60_000,
+            log_segment_bytes: 1 << 30,
+            log_roll_ms: 7 * 24 * 3_600_000,
+            log_index_interval_bytes: 4096,
+            log_retention_bytes: -1,
+            log_retention_ms: 7 * 24 * 3_600_000,
+            log_retention_check_interval_ms: 300_000,
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_max_bytes: 1_048_576,
+            replica_fetch_min_bytes: 1,
+            replica_fetch_backoff_ms: 1_000,
+            replica_socket_timeout_ms: 30_000,
+            replica_high_watermark_checkpoint_interval_ms: 5_000,
+            broker_heartbeat_interval_ms: 2_000,
+            broker_session_timeout_ms: 9_000,
+            replication_truncation: Truncation::LeaderEpoch,
+        }
+    }
+}
+
+/// Per-topic overrides (`topics = [{ ..., config = { "min.insync.replicas" = 2 } }]`),
+/// Kafka's topic-level names. `None` inherits the broker's value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TopicConfig {
+    pub min_insync_replicas: Option<u32>,
+    pub unclean_leader_election_enable: Option<bool>,
+    pub flush_messages: Option<u64>,
+    pub flush_ms: Option<u64>,
+    pub segment_bytes: Option<u64>,
+    pub segment_ms: Option<u64>,
+    pub retention_bytes: Option<i64>,
+    pub retention_ms: Option<i64>,
+    pub index_interval_bytes: Option<u64>,
+}
+
+/// Producer configuration (`[producer]`), Kafka's defaults (3.0+: acks=all, idempotent).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerConfig {
+    pub acks: Acks,
+    pub enable_idempotence: bool,
+    pub retries: u32,
+    pub max_in_flight_requests_per_connection: u32,
+    pub linger_ms: u64,
+    pub batch_size: u64,
+    pub delivery_timeout_ms: u64,
+    pub request_timeout_ms: u64,
+    pub retry_backoff_ms: u64,
+    pub metadata_max_age_ms: u64,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            acks: Acks::All,
+            enable_idempotence: true,
+            retries: i32::MAX as u32,
+            max_in_flight_requests_per_connection: 5,
+            linger_ms: 5,
+            batch_size: 16_384,
+            delivery_timeout_ms: 120_000,
+            request_timeout_ms: 30_000,
+            retry_backoff_ms: 100,
+            metadata_max_age_ms: 300_000,
+        }
+    }
+}
+
+/// Consumer configuration (`[consumer]`), Kafka's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerConfig {
+    pub fetch_max_wait_ms: u64,
+    pub fetch_min_bytes: u64,
+    pub max_partition_fetch_bytes: u64,
+    pub request_timeout_ms: u64,
+    pub retry_backoff_ms: u64,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            fetch_max_wait_ms: 500,
+            fetch_min_bytes: 1,
+            max_partition_fetch_bytes: 1_048_576,
+            request_timeout_ms: 30_000,
+            retry_backoff_ms: 100,
+        }
+    }
+}
+
+/// Storage configuration of one partition's log: the broker's values with the topic's
+/// overrides applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub roll_ms: u64,
+    pub index_interval_bytes: u64,
+    pub retention_bytes: i64,
+    pub retention_ms: i64,
+    pub flush_interval_messages: u64,
+    pub flush_interval_ms: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig::resolve(&BrokerConfig::default(), &TopicConfig::default())
+    }
+}
+
+impl LogConfig {
+    pub fn resolve(broker: &BrokerConfig, topic: &TopicConfig) -> LogConfig {
+        LogConfig {
+            segment_bytes: topic.segment_bytes.unwrap_or(broker.log_segment_bytes),
+            roll_ms: topic.segment_ms.unwrap_or(broker.log_roll_ms),
+            index_interval_bytes: topic
+                .index_interval_bytes
+                .unwrap_or(broker.log_index_interval_bytes),
+            retention_bytes: topic.retention_bytes.unwrap_or(broker.log_retention_bytes),
+            retention_ms: topic.retention_ms.unwrap_or(broker.log_retention_ms),
+            flush_interval_messages: topic
+                .flush_messages
+                .unwrap_or(broker.log_flush_interval_messages),
+            flush_interval_ms: topic.flush_ms.unwrap_or(broker.log_flush_interval_ms),
+        }
+    }
+}
+
+/// A millisecond config value as a `Duration`; `NEVER` stays effectively infinite.
+pub fn ms(value: u64) -> Duration {
+    Duration::from_millis(value.min(NEVER))
+}

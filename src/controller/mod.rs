@@ -1,0 +1,1 @@
+//! The controller: cluster metadata, liveness, elections.

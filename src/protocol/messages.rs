@@ -1,0 +1,235 @@
+//! Typed requests and responses. Kafka's API names and error names; the bytes on the
+//! wire are our own compact serde encoding (see `frame`), except record batches, which
+//! travel as Kafka RecordBatch v2 bytes exactly as they sit in a segment.
+//!
+//! Metadata flow: brokers *pull* it. A broker's heartbeat is a long poll: the controller
+//! answers at once when its metadata image is newer than the version the broker holds,
+//! otherwise after `HEARTBEAT_LONG_POLL` (KRaft brokers fetch the metadata log; we fold
+//! that fetch into the heartbeat, so a broker that is cut off from the controller both
+//! stops learning leadership and stops proving liveness, as in KRaft).
+
+use crate::types::{BrokerId, Epoch, HostName, Offset, ProducerId, TopicPartition};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long the controller holds a heartbeat when nothing changed.
+pub const HEARTBEAT_LONG_POLL: Duration = Duration::from_millis(500);
+
+/// Kafka's error codes, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    NotLeaderOrFollower,
+    FencedLeaderEpoch,
+    UnknownLeaderEpoch,
+    NotEnoughReplicas,
+    NotEnoughReplicasAfterAppend,
+    RequestTimedOut,
+    OutOfOrderSequenceNumber,
+    DuplicateSequenceNumber,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    UnknownTopicOrPartition,
+    InvalidRecord,
+    CorruptMessage,
+    StaleBrokerEpoch,
+    InvalidUpdateVersion,
+    FencedInstanceId,
+    BrokerNotAvailable,
+}
+
+impl ErrorCode {
+    /// Kafka's name for the error, as a Kafka user would read it in a log.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::NotLeaderOrFollower => "NOT_LEADER_OR_FOLLOWER",
+            ErrorCode::FencedLeaderEpoch => "FENCED_LEADER_EPOCH",
+            ErrorCode::UnknownLeaderEpoch => "UNKNOWN_LEADER_EPOCH",
+            ErrorCode::NotEnoughReplicas => "NOT_ENOUGH_REPLICAS",
+            ErrorCode::NotEnoughReplicasAfterAppend => "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+            ErrorCode::RequestTimedOut => "REQUEST_TIMED_OUT",
+            ErrorCode::OutOfOrderSequenceNumber => "OUT_OF_ORDER_SEQUENCE_NUMBER",
+            ErrorCode::DuplicateSequenceNumber => "DUPLICATE_SEQUENCE_NUMBER",
+            ErrorCode::KafkaStorageError => "KAFKA_STORAGE_ERROR",
+            ErrorCode::OffsetOutOfRange => "OFFSET_OUT_OF_RANGE",
+            ErrorCode::UnknownTopicOrPartition => "UNKNOWN_TOPIC_OR_PARTITION",
+            ErrorCode::InvalidRecord => "INVALID_RECORD",
+            ErrorCode::CorruptMessage => "CORRUPT_MESSAGE",
+            ErrorCode::StaleBrokerEpoch => "STALE_BROKER_EPOCH",
+            ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
+            ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
+            ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
+        }
+    }
+
+    /// Whether a producer may retry the request (Kafka's RetriableException family).
+    pub fn is_retriable(self) -> bool {
+        !matches!(
+            self,
+            ErrorCode::InvalidRecord
+                | ErrorCode::CorruptMessage
+                | ErrorCode::OutOfOrderSequenceNumber
+                | ErrorCode::FencedInstanceId
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One partition's state in the controller's metadata image.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionState {
+    /// Replica assignment, in placement order (the first is the preferred leader).
+    pub replicas: Vec<BrokerId>,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: Epoch,
+    /// Bumped by every change to leader or ISR (KIP-497's partition epoch).
+    pub partition_epoch: i32,
+    pub isr: Vec<BrokerId>,
+}
+
+/// A registered broker as the controller sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRegistration {
+    pub id: BrokerId,
+    /// Changes at every process start; a new incarnation is first the failure of the old.
+    pub incarnation: u64,
+    pub fenced: bool,
+}
+
+/// The controller's metadata image, as brokers and clients receive it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterMetadata {
+    /// Bumped by every change; brokers long-poll for a newer one.
+    pub version: u64,
+    pub brokers: BTreeMap<BrokerId, BrokerRegistration>,
+    pub partitions: BTreeMap<TopicPartition, PartitionState>,
+}
+
+/// Every request; the response has the same shape name with `Response`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Request {
+    // broker -> controller
+    RegisterBroker { broker: BrokerId, incarnation: u64 },
+    BrokerHeartbeat { broker: BrokerId, incarnation: u64, known_version: u64 },
+    AlterPartition(AlterPartition),
+    ControlledShutdown { broker: BrokerId, incarnation: u64 },
+    AllocateProducerId,
+    // clients and replicas -> broker
+    Metadata,
+    Produce(Produce),
+    Fetch(Fetch),
+    OffsetsForLeaderEpoch(OffsetsForLeaderEpoch),
+    ListOffsets { tp: TopicPartition, spec: OffsetSpec },
+    InitProducerId,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Response {
+    RegisterBroker { error: Option<ErrorCode> },
+    BrokerHeartbeat { fenced: bool, metadata: Option<ClusterMetadata> },
+    AlterPartition { error: Option<ErrorCode>, state: Option<PartitionState> },
+    ControlledShutdown { error: Option<ErrorCode>, remaining: usize },
+    AllocateProducerId { producer_id: ProducerId },
+    Metadata(ClusterMetadata),
+    Produce(ProduceResponse),
+    Fetch(FetchResponse),
+    OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse),
+    ListOffsets { error: Option<ErrorCode>, offset: Offset },
+    InitProducerId { error: Option<ErrorCode>, producer_id: ProducerId, producer_epoch: i16 },
+}
+
+/// AlterPartition: a leader asks the controller to change a partition's ISR.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AlterPartition {
+    pub broker: BrokerId,
+    pub incarnation: u64,
+    pub tp: TopicPartition,
+    pub leader_epoch: Epoch,
+    /// The partition epoch the leader based its proposal on; stale proposals are rejected.
+    pub partition_epoch: i32,
+    pub new_isr: Vec<BrokerId>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Produce {
+    pub tp: TopicPartition,
+    /// -1 (all), 0 or 1, as on Kafka's wire.
+    pub acks: i16,
+    pub timeout_ms: u64,
+    /// One RecordBatch v2, as encoded by `storage::record`.
+    pub batch: Vec<u8>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProduceResponse {
+    pub error: Option<ErrorCode>,
+    pub base_offset: Offset,
+    pub log_start_offset: Offset,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Fetch {
+    /// Set for follower fetches; `None` for consumers.
+    pub replica: Option<BrokerId>,
+    pub tp: TopicPartition,
+    pub fetch_offset: Offset,
+    /// KIP-320 fencing: the leader epoch the fetcher believes is current.
+    pub current_leader_epoch: Epoch,
+    /// The epoch of the last batch the fetcher has (KIP-595-style divergence check).
+    pub last_fetched_epoch: Option<Epoch>,
+    pub max_bytes: u64,
+    pub max_wait_ms: u64,
+    pub min_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FetchResponse {
+    pub error: Option<ErrorCode>,
+    pub high_watermark: Offset,
+    pub log_start_offset: Offset,
+    /// Whole RecordBatch v2 batches, concatenated.
+    pub records: Vec<u8>,
+    /// Set when the fetcher's log diverges: truncate to the end of this epoch, then fetch.
+    pub diverging_epoch: Option<EpochEndOffset>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochEndOffset {
+    pub epoch: Epoch,
+    pub end_offset: Offset,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OffsetsForLeaderEpoch {
+    pub replica: BrokerId,
+    pub tp: TopicPartition,
+    pub current_leader_epoch: Epoch,
+    pub leader_epoch: Epoch,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OffsetsForLeaderEpochResponse {
+    pub error: Option<ErrorCode>,
+    /// The largest epoch ≤ the requested one, and where it ends (KIP-279).
+    pub end: EpochEndOffset,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OffsetSpec {
+    Earliest,
+    /// The high watermark (Kafka's "latest" under read_uncommitted).
+    Latest,
+}
+
+/// The port every server listens on.
+pub const PORT: u16 = 9092;
+
+/// The address of a host in the simulated network.
+pub fn address(host: HostName) -> (String, u16) {
+    (host.to_string(), PORT)
+}

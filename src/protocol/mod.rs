@@ -1,0 +1,3 @@
+//! The wire protocol: typed requests and responses in length-prefixed frames.
+
+pub mod messages;

@@ -1,0 +1,1 @@
+//! Reports: tables and charts of runs and sweeps.

@@ -1,0 +1,3 @@
+//! Scenario files: parse, validate, resolve into plain data.
+
+pub mod model;

@@ -1,0 +1,4 @@
+//! The simulated world: hosts on a turmoil network, disks, faults, the runner.
+
+pub mod clock;
+pub mod disk;

@@ -1,0 +1,1 @@
+//! Storage: Kafka segmented logs, indexes, checkpoints and recovery.
