@@ -6,6 +6,7 @@
 
 pub mod broker;
 pub mod check;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod controller;

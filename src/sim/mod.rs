@@ -2,3 +2,19 @@
 
 pub mod clock;
 pub mod disk;
+pub mod batch;
+pub mod faults;
+pub mod runner;
+pub mod trace;
+pub mod world;
+
+use siphasher::sip::SipHasher13;
+use std::hash::Hasher;
+
+/// A seed for one named part of a run (a disk, a producer), derived from the run's seed,
+/// so that parts draw independent streams and adding one part does not shift the others.
+pub fn derive_seed(seed: u64, label: &str) -> u64 {
+    let mut hasher = SipHasher13::new_with_keys(seed, 0x6869_6768_7469_6465);
+    hasher.write(label.as_bytes());
+    hasher.finish()
+}

@@ -1,0 +1,78 @@
+//! The command line (SCENARIOS.md "The command line"). Exit status: 0 every expectation
+//! holds, 1 an expectation failed, 2 bad input.
+
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(name = "hightide", version, about = "A deterministic simulation lab for Kafka-style message durability")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario over its seeds and variants, check every expectation.
+    Run(run::RunArgs),
+    /// List every supported configuration key with its default and meaning.
+    Config,
+    /// Print the batches and records of a log segment, like kafka-dump-log.sh.
+    DumpLog {
+        /// A segment file (`00000000000000000000.log`).
+        file: PathBuf,
+        /// Print every record, not only the batch headers.
+        #[arg(long)]
+        print_data: bool,
+    },
+    /// Measure the speed of a layer (not a test: figures to write down).
+    Bench {
+        #[arg(value_enum)]
+        what: BenchTarget,
+    },
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum BenchTarget {
+    /// Append and read throughput of the partition log.
+    Storage,
+}
+
+/// Parse the arguments, run the command, return the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK };
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Config => {
+            print!("{}", crate::scenario::config_reference());
+            EXIT_OK
+        }
+        Command::DumpLog { file, print_data } => match std::fs::read(&file) {
+            Ok(bytes) => {
+                println!("Dumping {}", file.display());
+                print!("{}", crate::storage::dump::dump_log(&bytes, print_data));
+                EXIT_OK
+            }
+            Err(error) => {
+                eprintln!("error: {}: {error}", file.display());
+                EXIT_BAD_INPUT
+            }
+        },
+        Command::Bench { what: BenchTarget::Storage } => {
+            print!("{}", crate::storage::bench::run());
+            EXIT_OK
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! `hightide run`: every variant of a scenario on every seed, side by side.
+
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use crate::report;
+use crate::scenario::{self, model::Scenario};
+use crate::sim::batch::{self, Job};
+use crate::sim::runner::{RunOptions, RunOutcome};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// Run only this seed (the replay of a failing run).
+    #[arg(long, conflicts_with = "seeds")]
+    seed: Option<u64>,
+    /// Seeds to run instead of the scenario's: "20" (1 to 20), "3,17,42" or "100..200".
+    #[arg(long)]
+    seeds: Option<String>,
+    /// Run only this variant.
+    #[arg(long)]
+    variant: Option<String>,
+    /// One JSON object per seed and variant instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Print the event trace (stamped with simulated time and host) to stderr.
+    #[arg(long)]
+    trace: bool,
+    /// Write the history of every run as JSON lines to this file.
+    #[arg(long)]
+    history: Option<PathBuf>,
+    /// With --seed: write every host's files after the run to DIR/<host>/.
+    #[arg(long, requires = "seed")]
+    dump_disks: Option<PathBuf>,
+    /// Simulations to run at once (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+pub fn run(args: RunArgs) -> i32 {
+    let scenario = match scenario::load(&args.file) {
+        Ok(s) => s,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let seeds = match (&args.seed, &args.seeds) {
+        (Some(seed), _) => vec![*seed],
+        (None, Some(spec)) => match scenario::parse_seeds(spec) {
+            Ok(seeds) => seeds,
+            Err(error) => {
+                eprintln!("error: --seeds {spec:?}: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        },
+        (None, None) => scenario.seeds.clone(),
+    };
+    let variants: Vec<_> = scenario
+        .variants
+        .iter()
+        .filter(|v| args.variant.as_ref().is_none_or(|name| &v.name == name))
+        .collect();
+    if variants.is_empty() {
+        let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+        eprintln!("error: no variant {:?} in {}; it has: {}", args.variant.unwrap_or_default(), args.file.display(), names.join(", "));
+        return EXIT_BAD_INPUT;
+    }
+    if let Some(dir) = &args.dump_disks {
+        if dir.exists() && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some()) {
+            eprintln!("error: --dump-disks {}: the directory exists and is not empty; refusing to overwrite it", dir.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
+    let jobs: Vec<Job> = seeds
+        .iter()
+        .flat_map(|&seed| variants.iter().map(move |&variant| Job { variant, seed }))
+        .collect();
+    let options = RunOptions { trace: args.trace, dump_disks: args.dump_disks.clone() };
+    let threads = if args.trace { 1 } else { args.jobs.unwrap_or_else(batch::default_threads) };
+    let results = batch::run_all(&jobs, threads, &options);
+
+    let mut outcomes = Vec::new();
+    for result in results {
+        match result {
+            Ok(outcome) => outcomes.push(outcome),
+            Err(error) => {
+                eprintln!("error: {error}");
+                return EXIT_FAILED;
+            }
+        }
+    }
+    if let Some(path) = &args.history {
+        if let Err(error) = write_history(path, &outcomes) {
+            eprintln!("error: --history {}: {error}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
+    print_outcomes(&scenario, &args, &outcomes)
+}
+
+fn write_history(path: &Path, outcomes: &[RunOutcome]) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    for outcome in outcomes {
+        for event in &outcome.history {
+            let mut value = serde_json::to_value(event).map_err(std::io::Error::other)?;
+            if let Some(object) = value.as_object_mut() {
+                object.insert("seed".into(), outcome.seed.into());
+                object.insert("variant".into(), outcome.variant.clone().into());
+            }
+            writeln!(out, "{value}")?;
+        }
+    }
+    out.flush()
+}
+
+/// Print every run, the expect_some verdicts and the summary; return the exit status.
+fn print_outcomes(scenario: &Scenario, args: &RunArgs, outcomes: &[RunOutcome]) -> i32 {
+    let reports: Vec<report::RunReport> =
+        outcomes.iter().map(|o| report::RunReport::from_outcome(&scenario.name, o)).collect();
+    if args.json {
+        for r in &reports {
+            println!("{}", report::run_json(r));
+        }
+    } else {
+        print!("{}", report::runs_table(&reports));
+    }
+    let mut failed = reports.iter().any(|r| !r.failures.is_empty());
+    let mut some_failures = Vec::new();
+    for variant in &scenario.variants {
+        let counts: Vec<_> = outcomes
+            .iter()
+            .filter(|o| o.variant == variant.name)
+            .map(|o| o.verdict.counts.clone())
+            .collect();
+        if counts.is_empty() {
+            continue;
+        }
+        for failure in crate::check::evaluate_some(&variant.expect_some, &counts) {
+            some_failures.push(format!("{}: {failure} (in no seed of {})", variant.name, counts.len()));
+        }
+    }
+    failed |= !some_failures.is_empty();
+    if !args.json {
+        print!("{}", report::summary(&reports));
+        for failure in &some_failures {
+            println!("FAIL expect_some {failure}");
+        }
+        for r in reports.iter().filter(|r| !r.failures.is_empty()) {
+            println!(
+                "FAIL seed {} variant {}: {}\n  replay: cargo run --release -- run {} --seed {} --variant {}",
+                r.seed,
+                r.variant,
+                r.failures.join("; "),
+                args.file.display(),
+                r.seed,
+                r.variant
+            );
+        }
+    }
+    if failed {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    }
+}

@@ -1,0 +1,432 @@
+//! The runner: one scenario variant on one seed. It builds the world (controller, brokers
+//! with their disks, producers, consumers), applies the fault schedule at its simulated
+//! times, then heals (every fault lifted, every host up, `heal` of settling), performs the
+//! final read and collects every replica's log for the checkers.
+
+use crate::broker::{self, BrokerContext};
+use crate::check::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use crate::check::{self, Verdict};
+use crate::client::budget::SendBudget;
+use crate::client::history::{Event, History};
+use crate::client::{self, ConsumerContext, ProducerContext};
+use crate::controller::{self, ControllerContext, MetadataView};
+use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
+use crate::sim::disk::{Disk, DiskFault};
+use crate::sim::world::World;
+use crate::sim::{derive_seed, faults, trace};
+use crate::storage;
+use crate::types::{BrokerId, HostName, TopicPartition};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// How long the final read may take before the partition counts as unreadable.
+const FINAL_READ_LIMIT: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Print the event trace to stderr.
+    pub trace: bool,
+    /// Write every host's files here after the run.
+    pub dump_disks: Option<PathBuf>,
+}
+
+/// Everything a run leaves behind.
+pub struct RunOutcome {
+    pub variant: String,
+    pub seed: u64,
+    pub history: Vec<Event>,
+    pub final_state: FinalState,
+    pub verdict: Verdict,
+    /// `[expect]` failures of this run (expect_some is judged over all seeds).
+    pub failures: Vec<String>,
+    pub trace_hash: u64,
+    pub sim_time: Duration,
+    pub wall_time: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the simulation failed: {0}")]
+    Simulation(String),
+    #[error("writing --dump-disks: {0}")]
+    Dump(#[from] std::io::Error),
+}
+
+/// Run one variant on one seed.
+pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutcome, RunError> {
+    let started = Instant::now();
+    let (result, hash) = trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
+    let (history, final_state, sim_time) = result?;
+    let verdict = check::check(&history, &final_state);
+    let failures = check::evaluate(&variant.expect, &verdict.counts);
+    Ok(RunOutcome {
+        variant: variant.name.clone(),
+        seed,
+        history,
+        final_state,
+        verdict,
+        failures,
+        trace_hash: hash.value(),
+        sim_time,
+        wall_time: started.elapsed(),
+    })
+}
+
+/// Harness state shared with host programs across restarts (it plays the role of the
+/// operator and of Jepsen's control node, not of any process).
+struct Harness {
+    view: MetadataView,
+    shutdown: BTreeMap<u32, Rc<Cell<bool>>>,
+    rng: StdRng,
+}
+
+type Simulated = (Vec<Event>, FinalState, Duration);
+
+fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simulated, RunError> {
+    let sim_error = |e: Box<dyn std::error::Error>| RunError::Simulation(e.to_string());
+    let mut world = World::new(seed, settings.network.latency_min, settings.network.latency_max);
+    let history = History::default();
+    let mut harness = Harness {
+        view: MetadataView::default(),
+        shutdown: BTreeMap::new(),
+        rng: StdRng::seed_from_u64(derive_seed(seed, "targets")),
+    };
+    let partitions = topic_partitions(settings);
+    add_controller(&mut world, settings, seed, &harness.view, &partitions);
+    for n in 1..=settings.cluster.brokers {
+        let flag = add_broker(&mut world, settings, seed, n);
+        harness.shutdown.insert(n, flag);
+    }
+    add_clients(&mut world, settings, seed, &history);
+
+    let schedule = faults::schedule(
+        &settings.faults,
+        settings.nemesis.as_ref(),
+        settings.cluster.brokers,
+        settings.duration,
+        seed,
+    );
+    for fault in &schedule {
+        world.run_until(fault.at).map_err(sim_error)?;
+        apply(&mut world, &mut harness, settings, fault);
+    }
+    world.run_until(settings.duration).map_err(sim_error)?;
+
+    heal(&mut world);
+    world.run_until(settings.duration + settings.heal).map_err(sim_error)?;
+
+    let read = final_read(&mut world, settings, &partitions)?;
+    let final_state = collect_final_state(&world, &harness.view, &partitions, read);
+    if let Some(dir) = &options.dump_disks {
+        for (host, disk) in world.disks() {
+            disk.dump_to(&dir.join(host.to_string()))?;
+        }
+    }
+    Ok((history.events(), final_state, world.elapsed()))
+}
+
+fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
+    let brokers = settings.cluster.brokers;
+    settings
+        .cluster
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            (0..topic.partitions).map(move |p| {
+                let placement = controller::placement(p, brokers, topic.replication_factor);
+                (TopicPartition::new(&topic.name, p), placement)
+            })
+        })
+        .collect()
+}
+
+fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
+    Disk::new(settings.disk.clone(), derive_seed(seed, &format!("disk/{host}")))
+}
+
+fn add_controller(
+    world: &mut World<'_>,
+    settings: &Settings,
+    seed: u64,
+    view: &MetadataView,
+    partitions: &[(TopicPartition, Vec<BrokerId>)],
+) {
+    let disk = disk_for(settings, seed, HostName::Controller);
+    let topic_configs: BTreeMap<&str, _> =
+        settings.cluster.topics.iter().map(|t| (t.name.as_str(), t.config.clone())).collect();
+    let topics: Vec<_> = partitions
+        .iter()
+        .map(|(tp, replicas)| (tp.clone(), replicas.clone(), topic_configs[tp.topic.as_str()].clone()))
+        .collect();
+    let config = settings.broker.clone();
+    let brokers = settings.cluster.brokers;
+    let view = view.clone();
+    let host_disk = disk.clone();
+    world.add_host(HostName::Controller, Some(disk), move || {
+        controller::run(ControllerContext {
+            disk: host_disk.clone(),
+            config: config.clone(),
+            brokers,
+            topics: topics.clone(),
+            view: view.clone(),
+        })
+    });
+}
+
+fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> Rc<Cell<bool>> {
+    let host = HostName::Broker(n);
+    let disk = disk_for(settings, seed, host);
+    let shutdown = Rc::new(Cell::new(false));
+    let incarnation = Rc::new(Cell::new(0u64));
+    let config = settings.broker.clone();
+    let topic_configs: BTreeMap<String, _> =
+        settings.cluster.topics.iter().map(|t| (t.name.clone(), t.config.clone())).collect();
+    let host_disk = disk.clone();
+    let flag = shutdown.clone();
+    world.add_host(host, Some(disk), move || {
+        incarnation.set(incarnation.get() + 1);
+        flag.set(false);
+        broker::run(BrokerContext {
+            id: BrokerId(n),
+            incarnation: incarnation.get(),
+            config: config.clone(),
+            topic_configs: topic_configs.clone(),
+            disk: host_disk.clone(),
+            shutdown: flag.clone(),
+        })
+    });
+    shutdown
+}
+
+fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &History) {
+    let workload = &settings.workload;
+    let partitions = settings
+        .cluster
+        .topics
+        .iter()
+        .find(|t| t.name == workload.topic)
+        .map_or(0, |t| t.partitions);
+    let budget = SendBudget::new(workload.producers, workload.messages);
+    for n in 1..=workload.producers {
+        let ctx = ProducerContext {
+            index: n,
+            config: settings.producer.clone(),
+            topic: workload.topic.clone(),
+            partitions,
+            rate: workload.rate,
+            keys: workload.keys,
+            value_bytes: workload.value_bytes,
+            brokers: settings.cluster.brokers,
+            history: history.clone(),
+            budget: budget.clone(),
+            stop_at: settings.duration,
+            seed: derive_seed(seed, &format!("producer-{n}")),
+        };
+        world.add_host(HostName::Producer(n), None, move || client::run_producer(ctx.clone()));
+    }
+    for n in 1..=workload.consumers {
+        let ctx = ConsumerContext {
+            index: n,
+            config: settings.consumer.clone(),
+            topic: workload.topic.clone(),
+            partitions,
+            brokers: settings.cluster.brokers,
+            history: history.clone(),
+        };
+        world.add_host(HostName::Consumer(n), None, move || client::run_consumer(ctx.clone()));
+    }
+}
+
+/// Resolve a target to hosts, from the controller's view at this instant.
+fn resolve(world: &World<'_>, harness: &mut Harness, settings: &Settings, target: &Target) -> Vec<HostName> {
+    let brokers = settings.cluster.brokers;
+    let followers = |harness: &Harness, tp: &TopicPartition| -> Vec<HostName> {
+        let metadata = harness.view.get();
+        metadata
+            .partitions
+            .get(tp)
+            .map(|p| {
+                p.replicas
+                    .iter()
+                    .filter(|&&r| Some(r) != p.leader)
+                    .map(|r| HostName::Broker(r.0))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    match target {
+        Target::Host(host) => vec![*host],
+        Target::List(targets) => {
+            targets.iter().flat_map(|t| resolve(world, harness, settings, t)).collect()
+        }
+        Target::Brokers => (1..=brokers).map(HostName::Broker).collect(),
+        Target::Crashed => world.stopped_hosts(),
+        Target::Leader(tp) => harness
+            .view
+            .get()
+            .partitions
+            .get(tp)
+            .and_then(|p| p.leader)
+            .map(|b| vec![HostName::Broker(b.0)])
+            .unwrap_or_default(),
+        Target::Followers(tp) => followers(harness, tp),
+        Target::Follower(tp) => {
+            let all = followers(harness, tp);
+            if all.is_empty() {
+                all
+            } else {
+                vec![all[harness.rng.random_range(0..all.len())]]
+            }
+        }
+        Target::RandomBroker => vec![HostName::Broker(harness.rng.random_range(1..=brokers.max(1)))],
+    }
+}
+
+fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, fault: &Fault) {
+    let mut hosts = |target: &Target| resolve(world, harness, settings, target);
+    match &fault.action {
+        FaultAction::Kill(t) => hosts(t).into_iter().for_each(|h| world.kill(h)),
+        FaultAction::PowerLoss(t) => hosts(t).into_iter().for_each(|h| world.power_loss(h)),
+        FaultAction::Restart(t) => hosts(t).into_iter().for_each(|h| world.restart(h)),
+        FaultAction::Shutdown(t) => {
+            for host in hosts(t) {
+                match host {
+                    HostName::Broker(n) => {
+                        tracing::info!(host = %host, "controlled shutdown requested");
+                        harness.shutdown[&n].set(true);
+                    }
+                    // Other hosts keep no state worth a clean stop.
+                    _ => world.kill(host),
+                }
+            }
+        }
+        FaultAction::Partition(groups) => {
+            let groups: Vec<Vec<HostName>> = groups.iter().map(|g| hosts(g)).collect();
+            world.partition(&groups);
+        }
+        FaultAction::Isolate(t) => hosts(t).into_iter().for_each(|h| world.isolate(h)),
+        FaultAction::Heal => world.heal_network(),
+        FaultAction::SlowLink { between, latency } => {
+            let (a, b) = (hosts(&between.0), hosts(&between.1));
+            for &x in &a {
+                for &y in &b {
+                    if x != y {
+                        world.slow_link(x, y, *latency);
+                    }
+                }
+            }
+        }
+        FaultAction::SlowDisk { target, latency } => {
+            inject(world, hosts(target), DiskFault::Slow(*latency))
+        }
+        FaultAction::HealDisk(t) => inject(world, hosts(t), DiskFault::Heal),
+        FaultAction::FsyncError(t) => inject(world, hosts(t), DiskFault::FsyncError),
+        FaultAction::DiskFull(t) => inject(world, hosts(t), DiskFault::Full),
+        FaultAction::Corrupt { target, file, bytes } => inject(
+            world,
+            hosts(target),
+            DiskFault::Corrupt { glob: file.clone(), bytes: *bytes },
+        ),
+    }
+}
+
+fn inject(world: &World<'_>, hosts: Vec<HostName>, fault: DiskFault) {
+    for host in hosts {
+        if let Some(disk) = world.disk(host) {
+            tracing::info!(host = %host, fault = ?fault, "disk fault");
+            if let Err(error) = disk.inject(fault.clone()) {
+                tracing::info!(host = %host, %error, "disk fault not applied");
+            }
+        }
+    }
+}
+
+/// The heal phase: every fault lifted, every host up.
+fn heal(world: &mut World<'_>) {
+    tracing::info!("heal phase");
+    world.heal_network();
+    for host in world.hosts().to_vec() {
+        if let Some(disk) = world.disk(host) {
+            let _ = disk.inject(DiskFault::Heal);
+        }
+    }
+    for host in world.stopped_hosts() {
+        world.restart(host);
+    }
+}
+
+type FinalRead = Vec<client::FinalRead>;
+
+fn final_read(
+    world: &mut World<'_>,
+    settings: &Settings,
+    partitions: &[(TopicPartition, Vec<BrokerId>)],
+) -> Result<FinalRead, RunError> {
+    let out: Rc<RefCell<Option<FinalRead>>> = Rc::default();
+    let topics: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
+    let brokers = settings.cluster.brokers;
+    let sink = out.clone();
+    world.add_host(HostName::Reader, None, move || {
+        let sink = sink.clone();
+        let topics = topics.clone();
+        async move {
+            let read = client::final_read(topics, brokers, FINAL_READ_LIMIT).await;
+            *sink.borrow_mut() = Some(read);
+            Ok(())
+        }
+    });
+    let deadline = world.elapsed() + FINAL_READ_LIMIT + Duration::from_secs(5);
+    while out.borrow().is_none() && world.elapsed() < deadline {
+        world.step().map_err(|e| RunError::Simulation(e.to_string()))?;
+    }
+    let read = out.borrow_mut().take();
+    read.ok_or_else(|| RunError::Simulation("the final read did not finish".into()))
+}
+
+fn collect_final_state(
+    world: &World<'_>,
+    view: &MetadataView,
+    partitions: &[(TopicPartition, Vec<BrokerId>)],
+    read: FinalRead,
+) -> FinalState {
+    let metadata = view.get();
+    let mut by_tp: BTreeMap<TopicPartition, client::FinalRead> =
+        read.into_iter().map(|r| (r.0.clone(), r)).collect();
+    let partitions = partitions
+        .iter()
+        .map(|(tp, replicas)| {
+            let isr = metadata.partitions.get(tp).map(|p| p.isr.clone()).unwrap_or_default();
+            let (_, leader, log_start_offset, high_watermark, read) =
+                by_tp.remove(tp).unwrap_or((tp.clone(), None, Default::default(), Default::default(), Vec::new()));
+            let replicas = replicas
+                .iter()
+                .map(|&broker| replica_log(world, tp, broker, isr.contains(&broker)))
+                .collect();
+            PartitionFinal { tp: tp.clone(), leader, high_watermark, log_start_offset, read, replicas }
+        })
+        .collect();
+    FinalState { partitions }
+}
+
+fn replica_log(world: &World<'_>, tp: &TopicPartition, broker: BrokerId, in_isr: bool) -> ReplicaLog {
+    let records = world
+        .disk(HostName::Broker(broker.0))
+        .and_then(|disk| storage::log::read_records(disk, tp).ok())
+        .unwrap_or_default();
+    let records: Vec<ReadRecord> = records
+        .into_iter()
+        .map(|(offset, _, record)| ReadRecord { offset, value: record.value.unwrap_or_default() })
+        .collect();
+    ReplicaLog {
+        broker,
+        in_isr,
+        log_start_offset: records.first().map_or(Default::default(), |r| r.offset),
+        log_end_offset: records.last().map_or(Default::default(), |r| r.offset.next()),
+        records,
+    }
+}
