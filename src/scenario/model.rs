@@ -170,3 +170,22 @@ pub struct Expectation {
     pub comparison: Comparison,
     pub value: u64,
 }
+
+impl std::fmt::Display for Target {
+    /// As written in a scenario file.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Host(host) => write!(f, "{host}"),
+            Target::List(targets) => {
+                let names: Vec<String> = targets.iter().map(ToString::to_string).collect();
+                write!(f, "[{}]", names.join(", "))
+            }
+            Target::Brokers => f.write_str("brokers"),
+            Target::Crashed => f.write_str("crashed"),
+            Target::Leader(tp) => write!(f, "leader:{tp}"),
+            Target::Follower(tp) => write!(f, "follower:{tp}"),
+            Target::Followers(tp) => write!(f, "followers:{tp}"),
+            Target::RandomBroker => f.write_str("random-broker"),
+        }
+    }
+}

@@ -12,10 +12,10 @@ use crate::client::{self, ConsumerContext, ProducerContext};
 use crate::controller::{self, ControllerContext, MetadataView};
 use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
 use crate::sim::disk::{Disk, DiskFault};
-use crate::sim::world::World;
+use crate::sim::world::{HostChange, World};
 use crate::sim::{derive_seed, faults, trace};
 use crate::storage;
-use crate::types::{BrokerId, HostName, TopicPartition};
+use crate::types::{BrokerId, Epoch, HostName, TopicPartition};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
@@ -35,6 +35,31 @@ pub struct RunOptions {
     pub dump_disks: Option<PathBuf>,
 }
 
+/// What happened to the cluster over time, for the timeline picture.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    pub duration: Duration,
+    pub heal: Duration,
+    pub hosts: Vec<HostName>,
+    pub host_changes: Vec<HostChange>,
+    /// Each fault as it fired, described as in the scenario file.
+    pub faults: Vec<(Duration, String)>,
+    /// Each change of a partition's leader, leader epoch or ISR, as the controller saw it.
+    pub leadership: Vec<LeadershipChange>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeadershipChange {
+    pub time: Duration,
+    pub tp: TopicPartition,
+    pub leader: Option<BrokerId>,
+    pub leader_epoch: Epoch,
+    pub isr: Vec<BrokerId>,
+}
+
+/// How often the runner samples the controller's view for the timeline.
+const LEADERSHIP_SAMPLE: Duration = Duration::from_millis(10);
+
 /// Everything a run leaves behind.
 pub struct RunOutcome {
     pub variant: String,
@@ -47,6 +72,7 @@ pub struct RunOutcome {
     pub trace_hash: u64,
     pub sim_time: Duration,
     pub wall_time: Duration,
+    pub timeline: Timeline,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +87,8 @@ pub enum RunError {
 pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
     let (result, hash) = trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
-    let (history, final_state, sim_time) = result?;
+    let (history, final_state, timeline) = result?;
+    let sim_time = timeline.duration + timeline.heal;
     let verdict = check::check(&history, &final_state);
     let failures = check::evaluate(&variant.expect, &verdict.counts);
     Ok(RunOutcome {
@@ -74,6 +101,7 @@ pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutc
         trace_hash: hash.value(),
         sim_time,
         wall_time: started.elapsed(),
+        timeline,
     })
 }
 
@@ -85,10 +113,33 @@ struct Harness {
     rng: StdRng,
 }
 
-type Simulated = (Vec<Event>, FinalState, Duration);
+type Simulated = (Vec<Event>, FinalState, Timeline);
+
+/// Steps the world to a time, sampling the controller's view on the way.
+fn advance(world: &mut World<'_>, until: Duration, view: &MetadataView, timeline: &mut Timeline) -> Result<(), RunError> {
+    let mut last: BTreeMap<TopicPartition, LeadershipChange> = BTreeMap::new();
+    for change in &timeline.leadership {
+        last.insert(change.tp.clone(), change.clone());
+    }
+    while world.elapsed() < until {
+        world.step().map_err(|e| RunError::Simulation(e.to_string()))?;
+        let now = world.elapsed();
+        if now.as_millis() % LEADERSHIP_SAMPLE.as_millis() != 0 {
+            continue;
+        }
+        for (tp, state) in view.get().partitions {
+            let seen = last.get(&tp);
+            if seen.is_none_or(|c| c.leader != state.leader || c.leader_epoch != state.leader_epoch || c.isr != state.isr) {
+                let change = LeadershipChange { time: now, tp: tp.clone(), leader: state.leader, leader_epoch: state.leader_epoch, isr: state.isr };
+                timeline.leadership.push(change.clone());
+                last.insert(tp, change);
+            }
+        }
+    }
+    Ok(())
+}
 
 fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simulated, RunError> {
-    let sim_error = |e: Box<dyn std::error::Error>| RunError::Simulation(e.to_string());
     let mut world = World::new(seed, settings.network.latency_min, settings.network.latency_max);
     let history = History::default();
     let mut harness = Harness {
@@ -111,14 +162,16 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         settings.duration,
         seed,
     );
+    let mut timeline = Timeline { duration: settings.duration, heal: settings.heal, ..Timeline::default() };
     for fault in &schedule {
-        world.run_until(fault.at).map_err(sim_error)?;
+        advance(&mut world, fault.at, &harness.view, &mut timeline)?;
+        timeline.faults.push((fault.at, describe(&fault.action)));
         apply(&mut world, &mut harness, settings, fault);
     }
-    world.run_until(settings.duration).map_err(sim_error)?;
+    advance(&mut world, settings.duration, &harness.view, &mut timeline)?;
 
     heal(&mut world);
-    world.run_until(settings.duration + settings.heal).map_err(sim_error)?;
+    advance(&mut world, settings.duration + settings.heal, &harness.view, &mut timeline)?;
 
     let read = final_read(&mut world, settings, &partitions)?;
     let final_state = collect_final_state(&world, &harness.view, &partitions, read);
@@ -127,7 +180,34 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
             disk.dump_to(&dir.join(host.to_string()))?;
         }
     }
-    Ok((history.events(), final_state, world.elapsed()))
+    timeline.hosts = world.hosts().to_vec();
+    timeline.host_changes = world.host_changes().to_vec();
+    Ok((history.events(), final_state, timeline))
+}
+
+/// A fault as a person would write it in a scenario file.
+fn describe(action: &FaultAction) -> String {
+    let t = |target: &Target| target.to_string();
+    match action {
+        FaultAction::Kill(x) => format!("kill {}", t(x)),
+        FaultAction::Shutdown(x) => format!("shutdown {}", t(x)),
+        FaultAction::PowerLoss(x) => format!("power-loss {}", t(x)),
+        FaultAction::Restart(x) => format!("restart {}", t(x)),
+        FaultAction::Partition(groups) => {
+            let groups: Vec<String> = groups.iter().map(t).collect();
+            format!("partition {}", groups.join(" | "))
+        }
+        FaultAction::Isolate(x) => format!("isolate {}", t(x)),
+        FaultAction::Heal => "heal".to_string(),
+        FaultAction::SlowLink { between, latency } => {
+            format!("slow-link {} <-> {} +{}ms", t(&between.0), t(&between.1), latency.as_millis())
+        }
+        FaultAction::SlowDisk { target, latency } => format!("slow-disk {} +{}ms", t(target), latency.as_millis()),
+        FaultAction::HealDisk(x) => format!("heal-disk {}", t(x)),
+        FaultAction::FsyncError(x) => format!("fsync-error {}", t(x)),
+        FaultAction::DiskFull(x) => format!("disk-full {}", t(x)),
+        FaultAction::Corrupt { target, file, bytes } => format!("corrupt {} {file} {bytes}B", t(target)),
+    }
 }
 
 fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {

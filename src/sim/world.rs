@@ -29,6 +29,15 @@ use turmoil::{Builder, Sim};
 /// The fixed epoch of every simulation: 2024-01-01T00:00:00Z.
 pub const EPOCH_SECS: u64 = 1_704_067_200;
 
+/// A change of a host's state, for the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostChange {
+    pub time: Duration,
+    pub host: HostName,
+    /// `None`: the host (re)started.
+    pub stopped: Option<Stopped>,
+}
+
 /// Why a host is not running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stopped {
@@ -52,6 +61,7 @@ pub struct World<'a> {
     /// Extra latency on links slowed by `slow-link`.
     slow: BTreeMap<(HostName, HostName), Duration>,
     base_latency: (Duration, Duration),
+    changes: Vec<HostChange>,
 }
 
 fn pair(a: HostName, b: HostName) -> (HostName, HostName) {
@@ -84,6 +94,7 @@ impl<'a> World<'a> {
             unpowered: BTreeSet::new(),
             slow: BTreeMap::new(),
             base_latency: (latency_min, latency_max),
+            changes: Vec::new(),
         }
     }
 
@@ -144,6 +155,7 @@ impl<'a> World<'a> {
             if !self.stopped.contains_key(&host) && !self.sim.is_host_running(addr) {
                 tracing::info!(host = %host, "host exited");
                 self.stopped.insert(host, Stopped::Exited);
+                self.changes.push(HostChange { time: self.sim.elapsed(), host, stopped: Some(Stopped::Exited) });
             }
         }
     }
@@ -164,7 +176,7 @@ impl<'a> World<'a> {
         }
         tracing::info!(host = %host, "kill");
         self.sim.crash(host.to_string());
-        self.stopped.insert(host, Stopped::Killed);
+        self.mark(host, Some(Stopped::Killed));
     }
 
     /// Machine crash: silence on the network, then the page cache is lost.
@@ -178,7 +190,7 @@ impl<'a> World<'a> {
         if let Some(disk) = self.disks.get(&host) {
             disk.power_loss();
         }
-        self.stopped.insert(host, Stopped::PowerLost);
+        self.mark(host, Some(Stopped::PowerLost));
     }
 
     /// Start a stopped host again (a running host is left alone).
@@ -187,7 +199,7 @@ impl<'a> World<'a> {
             return;
         }
         tracing::info!(host = %host, "restart");
-        self.stopped.remove(&host);
+        self.mark(host, None);
         if self.unpowered.remove(&host) {
             self.apply_links_of(host);
         }
@@ -195,6 +207,19 @@ impl<'a> World<'a> {
             self.sim.crash(host.to_string());
         }
         self.sim.bounce(host.to_string());
+    }
+
+    /// Every start and stop of a host so far.
+    pub fn host_changes(&self) -> &[HostChange] {
+        &self.changes
+    }
+
+    fn mark(&mut self, host: HostName, stopped: Option<Stopped>) {
+        match stopped {
+            Some(why) => self.stopped.insert(host, why),
+            None => self.stopped.remove(&host),
+        };
+        self.changes.push(HostChange { time: self.sim.elapsed(), host, stopped });
     }
 
     /// Cut every link between hosts of different groups.
