@@ -164,9 +164,18 @@ impl<'a> World<'a> {
         !self.stopped.contains_key(&host)
     }
 
-    /// Every host stopped by a fault or that exited (the `crashed` target).
+    /// Every host stopped by a fault (the `crashed` target): killed or powered off, and
+    /// servers that exited (a controlled shutdown, a log dir gone offline). A client that
+    /// finished its work is not stopped by a fault.
     pub fn stopped_hosts(&self) -> Vec<HostName> {
-        self.stopped.keys().copied().collect()
+        self.stopped
+            .iter()
+            .filter(|(host, why)| {
+                let server = matches!(host, HostName::Controller | HostName::Broker(_));
+                server || **why != Stopped::Exited
+            })
+            .map(|(host, _)| *host)
+            .collect()
     }
 
     /// Process crash (SIGKILL): the page cache survives.
