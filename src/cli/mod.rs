@@ -2,6 +2,7 @@
 //! holds, 1 an expectation failed, 2 bad input.
 
 mod run;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ struct Cli {
 enum Command {
     /// Run a scenario over its seeds and variants, check every expectation.
     Run(run::RunArgs),
+    /// Run a base scenario under every combination of settings and write a report.
+    Sweep(sweep::SweepArgs),
     /// List every supported configuration key with its default and meaning.
     Config,
     /// Print the batches and records of a log segment, like kafka-dump-log.sh.
@@ -55,6 +58,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Config => {
             print!("{}", crate::scenario::config_reference());
             EXIT_OK
