@@ -1,3 +1,5 @@
 //! Storage: Kafka segmented logs, indexes, checkpoints and recovery.
 
+pub mod checkpoint;
+pub mod epoch_cache;
 pub mod record;
