@@ -141,6 +141,7 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 pub struct BatchBuilder {
     buf: Vec<u8>,
     base_timestamp: i64,
+    /// The largest record timestamp, as Kafka's `MemoryRecordsBuilder` computes it.
     max_timestamp: i64,
     producer_id: ProducerId,
     producer_epoch: i16,
@@ -158,7 +159,7 @@ impl BatchBuilder {
         BatchBuilder {
             buf: vec![0; BATCH_HEADER_LEN],
             base_timestamp,
-            max_timestamp: base_timestamp,
+            max_timestamp: i64::MIN,
             producer_id,
             producer_epoch,
             base_sequence,
@@ -876,7 +877,7 @@ mod tests {
             prop_assert_eq!(h.base_offset, Offset(base_offset));
             prop_assert_eq!(h.partition_leader_epoch, Epoch(leader_epoch));
             prop_assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (ProducerId(pid), epoch, seq));
-            let max_ts = recs.iter().map(|r| base_ts + r.0).max().unwrap().max(base_ts);
+            let max_ts = recs.iter().map(|r| base_ts + r.0).max().unwrap();
             prop_assert_eq!(h.max_timestamp, max_ts);
             let decoded = records(&bytes).unwrap();
             for (i, (d, (ts, k, v, hs))) in decoded.iter().zip(&recs).enumerate() {
