@@ -307,11 +307,11 @@ fn zigzag64(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
 
-pub fn put_varint(out: &mut Vec<u8>, n: i32) {
+fn put_varint(out: &mut Vec<u8>, n: i32) {
     put_uvarint(out, u64::from(zigzag32(n)));
 }
 
-pub fn put_varlong(out: &mut Vec<u8>, n: i64) {
+fn put_varlong(out: &mut Vec<u8>, n: i64) {
     put_uvarint(out, zigzag64(n));
 }
 
@@ -323,11 +323,11 @@ fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-pub fn varint_len(n: i32) -> usize {
+fn varint_len(n: i32) -> usize {
     uvarint_len(u64::from(zigzag32(n)))
 }
 
-pub fn varlong_len(n: i64) -> usize {
+fn varlong_len(n: i64) -> usize {
     uvarint_len(zigzag64(n))
 }
 
@@ -395,20 +395,6 @@ impl<'a> Reader<'a> {
             len => Ok(Some(self.take(len as usize, what)?)),
         }
     }
-}
-
-/// Decode a zigzag varint at the front of `bytes`: the value and the bytes it used.
-pub fn read_varint(bytes: &[u8]) -> Result<(i32, usize), RecordError> {
-    let mut r = Reader { bytes };
-    let v = r.varint("varint")?;
-    Ok((v, bytes.len() - r.bytes.len()))
-}
-
-/// Decode a zigzag varlong at the front of `bytes`: the value and the bytes it used.
-pub fn read_varlong(bytes: &[u8]) -> Result<(i64, usize), RecordError> {
-    let mut r = Reader { bytes };
-    let v = r.varlong("varlong")?;
-    Ok((v, bytes.len() - r.bytes.len()))
 }
 
 fn be<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
@@ -623,6 +609,19 @@ impl<'a> Iterator for Batches<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A varint at the front of `bytes`: the value and the bytes it used.
+    fn read_varint(bytes: &[u8]) -> Result<(i32, usize), RecordError> {
+        let mut r = Reader { bytes };
+        let v = r.varint("varint")?;
+        Ok((v, bytes.len() - r.bytes.len()))
+    }
+
+    fn read_varlong(bytes: &[u8]) -> Result<(i64, usize), RecordError> {
+        let mut r = Reader { bytes };
+        let v = r.varlong("varlong")?;
+        Ok((v, bytes.len() - r.bytes.len()))
+    }
 
     #[test]
     fn crc32c_known_answer() {
