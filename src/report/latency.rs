@@ -259,14 +259,18 @@ mod tests {
 
     #[test]
     fn buckets_tile_the_line() {
+        // 64 exact buckets, then 32 per power of two up to 2^64.
+        let last = 64 + 58 * 32 - 1;
         let mut expected_low = 0;
-        for bucket in 0..2000 {
+        for bucket in 0..last {
             let (low, width) = bucket_range(bucket);
             assert_eq!(low, expected_low, "bucket {bucket}");
             assert_eq!(bucket_of(low), bucket);
             assert_eq!(bucket_of(low + width - 1), bucket);
             expected_low = low + width;
         }
+        assert_eq!(bucket_range(last).0, expected_low);
+        assert_eq!(bucket_of(u64::MAX), last);
     }
 
     proptest! {

@@ -6,6 +6,8 @@ mod latency;
 mod run;
 mod svg;
 mod sweep;
+#[cfg(test)]
+mod tests;
 
 pub use json::run_json;
 pub use latency::{latency_stats, HistoryStats, LatencyHistogram, LatencyStats};

@@ -4,6 +4,7 @@
 use super::latency::HistoryStats;
 use crate::check::{count_name, evaluate_some, Counts, Verdict};
 use crate::scenario::model::{Count, Expectation};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -148,26 +149,30 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
 /// All runs: a line per run, or a side-by-side table for each seed that ran several
 /// variants; a failing run is followed by its details.
 pub fn runs_text(reports: &[RunReport]) -> String {
-    let mut seeds: Vec<u64> = Vec::new();
+    let mut order: Vec<u64> = Vec::new();
+    let mut by_seed: BTreeMap<u64, Vec<&RunReport>> = BTreeMap::new();
     for report in reports {
-        if !seeds.contains(&report.seed) {
-            seeds.push(report.seed);
+        let runs = by_seed.entry(report.seed).or_default();
+        if runs.is_empty() {
+            order.push(report.seed);
         }
+        runs.push(report);
     }
     let mut text = String::new();
-    for seed in seeds {
-        let runs: Vec<&RunReport> = reports.iter().filter(|r| r.seed == seed).collect();
+    for runs in order.iter().filter_map(|seed| by_seed.get(seed)) {
         if let [single] = runs.as_slice() {
             let _ = writeln!(text, "{}", run_line(single));
-        } else {
-            text.push_str(&side_by_side(&runs));
-        }
-        for run in runs.iter().filter(|r| !r.pass()) {
-            if runs.len() > 1 {
-                let _ = writeln!(text, "  {}:", run.variant);
+            if !single.pass() {
+                text.push_str(&run_details(single));
             }
+            continue;
+        }
+        text.push_str(&side_by_side(runs));
+        for run in runs.iter().filter(|r| !r.pass()) {
+            let _ = writeln!(text, "  {}:", run.variant);
             text.push_str(&run_details(run));
         }
+        text.push('\n');
     }
     text
 }

@@ -2,7 +2,7 @@
 //! (long labels read better down the side than under tilted bars), a value on each bar,
 //! a scale with gridlines. No dependencies, deterministic output.
 
-use super::sweep::SweepRow;
+use super::sweep::{common_settings, short_settings, SweepRow};
 use std::fmt::Write;
 
 const FONT: &str = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -38,7 +38,7 @@ struct Bar {
 
 struct Chart<'a> {
     title: String,
-    subtitle: &'a str,
+    subtitle: String,
     axis_label: &'a str,
     color: &'static str,
     inner_color: &'static str,
@@ -47,9 +47,11 @@ struct Chart<'a> {
 
 /// Acked messages lost per run: bar = average, whisker = worst run.
 pub fn sweep_svg_lost(name: &str, rows: &[SweepRow]) -> String {
+    let labels = labels(rows);
     let bars: Vec<Bar> = rows
         .iter()
-        .map(|row| {
+        .zip(labels)
+        .map(|(row, label)| {
             let (text, text_color) = if !row.acknowledges() {
                 ("nothing acknowledged (acks=0)".to_string(), MUTED)
             } else if row.lost_max == 0 {
@@ -67,7 +69,7 @@ pub fn sweep_svg_lost(name: &str, rows: &[SweepRow]) -> String {
                 )
             };
             Bar {
-                label: row.label(),
+                label,
                 value: row.lost_avg(),
                 inner: None,
                 whisker: (row.lost_max > 0).then_some(row.lost_max as f64),
@@ -79,7 +81,7 @@ pub fn sweep_svg_lost(name: &str, rows: &[SweepRow]) -> String {
     horizontal_bars(
         &Chart {
             title: format!("{name}: acknowledged messages lost per run"),
-            subtitle: "bar: average over runs; whisker: the worst run",
+            subtitle: subtitle("bar: average over runs; whisker: the worst run", rows),
             axis_label: "acknowledged messages lost per run",
             color: LOSS,
             inner_color: LOSS,
@@ -91,21 +93,19 @@ pub fn sweep_svg_lost(name: &str, rows: &[SweepRow]) -> String {
 
 /// Ack latency: bar = p99, inner bar = p50, in simulated ms.
 pub fn sweep_svg_latency(name: &str, rows: &[SweepRow]) -> String {
+    let labels = labels(rows);
     let bars: Vec<Bar> = rows
         .iter()
-        .map(|row| {
+        .zip(labels)
+        .map(|(row, label)| {
             let has_acks = row.latency.count() > 0;
             Bar {
-                label: row.label(),
+                label,
                 value: row.p99_ms(),
                 inner: has_acks.then(|| row.p50_ms()),
                 whisker: None,
                 text: if has_acks {
-                    format!(
-                        "p50 {} · p99 {} ms",
-                        number(row.p50_ms()),
-                        number(row.p99_ms())
-                    )
+                    format!("p50 {:.1} · p99 {:.1} ms", row.p50_ms(), row.p99_ms())
                 } else {
                     "no acknowledgements".to_string()
                 },
@@ -116,7 +116,10 @@ pub fn sweep_svg_latency(name: &str, rows: &[SweepRow]) -> String {
     horizontal_bars(
         &Chart {
             title: format!("{name}: ack latency"),
-            subtitle: "send to acknowledgement, simulated time, all runs pooled",
+            subtitle: subtitle(
+                "send to acknowledgement, simulated time, all runs pooled",
+                rows,
+            ),
             axis_label: "milliseconds",
             color: P99,
             inner_color: P50,
@@ -124,6 +127,30 @@ pub fn sweep_svg_latency(name: &str, rows: &[SweepRow]) -> String {
         },
         &bars,
     )
+}
+
+/// Bar labels: the settings that vary between rows (all of them if none varies).
+fn labels(rows: &[SweepRow]) -> Vec<String> {
+    let common = common_settings(rows);
+    rows.iter()
+        .map(|row| {
+            let varying = row.settings.iter().filter(|s| !common.contains(s));
+            match short_settings(varying) {
+                label if label.is_empty() => row.label(),
+                label => label,
+            }
+        })
+        .collect()
+}
+
+/// The chart's note, and the settings every bar shares.
+fn subtitle(note: &str, rows: &[SweepRow]) -> String {
+    let common = common_settings(rows);
+    if common.is_empty() || rows.len() < 2 {
+        note.to_string()
+    } else {
+        format!("{note} · every bar: {}", short_settings(common.into_iter()))
+    }
 }
 
 fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
@@ -158,7 +185,7 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
     let _ = writeln!(
         svg,
         r#"<text x="{MARGIN_PX}" y="46" fill="{MUTED}">{}</text>"#,
-        escape(chart.subtitle)
+        escape(&chart.subtitle)
     );
     let mut legend_x = MARGIN_PX;
     for (color, name) in chart.legend {

@@ -109,18 +109,13 @@ impl SweepRow {
 
     /// `acks=all min.isr=2 flush.msgs=MAX leader-kill`: short enough for a chart axis.
     pub fn label(&self) -> String {
-        let parts: Vec<String> = self
-            .settings
-            .iter()
-            .map(|(key, value)| {
-                if key == "faults" {
-                    value_text(value).to_string()
-                } else {
-                    format!("{}={}", abbreviation(kafka_name(key)), value_text(value))
-                }
-            })
-            .collect();
-        parts.join(" ")
+        short_settings(self.settings.iter())
+    }
+
+    /// `acks=all, min.insync.replicas=2, faults=leader-kill`: Kafka's names, for prose.
+    pub fn description(&self) -> String {
+        let parts: Vec<String> = self.settings.iter().map(setting_text).collect();
+        parts.join(", ")
     }
 
     fn has(&self, setting: &(String, String)) -> bool {
@@ -157,13 +152,41 @@ fn value_text(value: &str) -> &str {
     }
 }
 
+/// `acks=all min.isr=2 flush.msgs=MAX leader-kill`
+pub(super) fn short_settings<'a>(settings: impl Iterator<Item = &'a (String, String)>) -> String {
+    let parts: Vec<String> = settings
+        .map(|(key, value)| {
+            if key == "faults" {
+                value_text(value).to_string()
+            } else {
+                format!("{}={}", abbreviation(kafka_name(key)), value_text(value))
+            }
+        })
+        .collect();
+    parts.join(" ")
+}
+
+/// `min.insync.replicas=2`
+fn setting_text((key, value): &(String, String)) -> String {
+    format!("{}={}", kafka_name(key), value_text(value))
+}
+
 /// `acks=all and min.insync.replicas=2`
 fn rule_text(rule: &[&(String, String)]) -> String {
-    let parts: Vec<String> = rule
-        .iter()
-        .map(|(key, value)| format!("{}={}", kafka_name(key), value_text(value)))
-        .collect();
+    let parts: Vec<String> = rule.iter().map(|s| setting_text(s)).collect();
     parts.join(" and ")
+}
+
+/// Settings every row shares: charts name them once, in the subtitle.
+pub(super) fn common_settings(rows: &[SweepRow]) -> Vec<&(String, String)> {
+    match rows.split_first() {
+        None => Vec::new(),
+        Some((first, rest)) => first
+            .settings
+            .iter()
+            .filter(|s| rest.iter().all(|r| r.has(s)))
+            .collect(),
+    }
 }
 
 /// The chart files [`sweep_markdown`] links to, named after the sweep.
@@ -206,22 +229,25 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow]) -> String {
                 .unwrap_or("");
             let _ = write!(line, " {value} |");
         }
-        let lost = if row.acknowledges() {
-            format!("{:.1}", row.lost_avg())
-        } else {
-            "n/a".to_string()
+        let na = |text: String| {
+            if row.acknowledges() {
+                text
+            } else {
+                "n/a".to_string()
+            }
         };
         let _ = writeln!(
             line,
-            " {} | {} | {lost} | {} | {:.1} | {} | {:.0} | {:.1} | {:.1} |",
+            " {} | {} | {} | {} | {:.1} | {} | {:.0} | {} | {} |",
             row.runs,
-            row.runs_with_loss,
-            row.lost_max,
+            na(row.runs_with_loss.to_string()),
+            na(format!("{:.1}", row.lost_avg())),
+            na(row.lost_max.to_string()),
             row.missing_avg(),
             row.duplicates,
             row.throughput_per_s(),
-            row.p50_ms(),
-            row.p99_ms()
+            na(format!("{:.1}", row.p50_ms())),
+            na(format!("{:.1}", row.p99_ms()))
         );
         md.push_str(&line);
     }
@@ -260,27 +286,36 @@ fn setting_keys(rows: &[SweepRow]) -> Vec<&str> {
 /// The paragraph: which settings lost data, which did not, and the price in latency.
 fn explain(rows: &[SweepRow]) -> String {
     let runs: u64 = rows.iter().map(|r| r.runs).sum();
-    if rows.is_empty() || runs == 0 {
+    if runs == 0 {
         return "No run completed.".to_string();
     }
+    let plural = if rows.len() == 1 { "" } else { "s" };
+    let mut sentences = vec![format!(
+        "{} configuration{plural}, {runs} runs in all.",
+        rows.len()
+    )];
+    sentences.extend(loss_sentences(rows));
+    sentences.extend(acks_0_sentence(rows));
+    sentences.push(duplicates_sentence(rows));
+    sentences.join(" ")
+}
+
+/// Which configurations lost acknowledged messages, the settings that decide it, the worst
+/// case, and what safety cost.
+fn loss_sentences(rows: &[SweepRow]) -> Vec<String> {
     let acking: Vec<&SweepRow> = rows.iter().filter(|r| r.acknowledges()).collect();
     let (lossy, safe): (Vec<&SweepRow>, Vec<&SweepRow>) =
         acking.iter().partition(|r| r.runs_with_loss > 0);
-    let mut sentences = vec![format!(
-        "{} configurations, {runs} runs in all.",
-        rows.len()
-    )];
-
     if acking.is_empty() {
-        sentences.push(
-            "No configuration acknowledged a message, so none can have lost one.".to_string(),
-        );
-    } else if lossy.is_empty() {
-        sentences.push("No configuration lost an acknowledged message.".to_string());
-    } else if safe.is_empty() {
-        sentences.push(
-            "Every configuration lost acknowledged messages in at least one run.".to_string(),
-        );
+        return vec!["No configuration acknowledged a message, so none can have lost one.".into()];
+    }
+    if lossy.is_empty() {
+        return vec!["No configuration lost an acknowledged message.".into()];
+    }
+    let mut sentences = Vec::new();
+    if safe.is_empty() {
+        sentences
+            .push("Every configuration lost acknowledged messages in at least one run.".into());
     } else {
         sentences.push(format!(
             "{} of {} configurations lost acknowledged messages; {} lost none.",
@@ -297,81 +332,106 @@ fn explain(rows: &[SweepRow]) -> String {
         }
         let loses = rules(&acking, |r| r.runs_with_loss > 0);
         if !loses.is_empty() {
+            let every = if acking.len() < rows.len() {
+                "Among the configurations that acknowledge writes, every one"
+            } else {
+                "Every configuration"
+            };
             sentences.push(format!(
-                "Every configuration with {} lost some.",
+                "{every} with {} lost some.",
                 loses.join(", or with ")
             ));
         }
     }
-    if let Some(worst) = lossy.iter().max_by(|a, b| {
-        a.lost_max
-            .cmp(&b.lost_max)
-            .then(a.lost.cmp(&b.lost))
+    let worst = lossy.iter().max_by(|a, b| {
+        (a.lost_max, a.lost)
+            .cmp(&(b.lost_max, b.lost))
             .then(b.label().cmp(&a.label()))
-    }) {
+    });
+    if let Some(worst) = worst {
         sentences.push(format!(
             "The worst was {}: {} acknowledged messages lost in one run, with loss in {} of {} runs.",
-            worst.label(),
+            worst.description(),
             worst.lost_max,
             worst.runs_with_loss,
             worst.runs
         ));
     }
-    if !safe.is_empty() && !lossy.is_empty() {
-        let p99 = |rs: &[&SweepRow]| median(rs.iter().map(|r| r.p99_ms()).collect());
-        let throughput =
-            |rs: &[&SweepRow]| median(rs.iter().map(|r| r.throughput_per_s()).collect());
-        let (safe_p99, lossy_p99) = (p99(&safe), p99(&lossy));
-        let price = if safe_p99 > lossy_p99 && lossy_p99 > 0.0 {
-            format!(
-                "The price of safety: {:.1}x the p99 ack latency",
-                safe_p99 / lossy_p99
-            )
-        } else {
-            "Safety cost no ack latency here".to_string()
-        };
-        sentences.push(format!(
-            "{price} ({safe_p99:.1} ms where nothing was lost against {lossy_p99:.1} ms where data was lost, \
-             medians over configurations), at {:.0} against {:.0} acknowledged messages per second.",
-            throughput(&safe),
-            throughput(&lossy)
-        ));
+    if !safe.is_empty() {
+        sentences.push(price_sentence(&safe, &lossy));
     }
+    sentences
+}
+
+/// Ack latency and throughput where nothing was lost against where data was lost.
+fn price_sentence(safe: &[&SweepRow], lossy: &[&SweepRow]) -> String {
+    let p99 = |rows: &[&SweepRow]| median(rows.iter().map(|r| r.p99_ms()).collect());
+    let throughput =
+        |rows: &[&SweepRow]| median(rows.iter().map(|r| r.throughput_per_s()).collect());
+    let (safe_p99, lossy_p99) = (p99(safe), p99(lossy));
+    let price = if safe_p99 > lossy_p99 && lossy_p99 > 0.0 {
+        format!(
+            "The price of safety is {:.1}x the p99 ack latency",
+            safe_p99 / lossy_p99
+        )
+    } else {
+        "Safety cost no ack latency here".to_string()
+    };
+    let (safe_rate, lossy_rate) = (throughput(safe), throughput(lossy));
+    let rate = if (safe_rate - lossy_rate).abs() <= 0.02 * lossy_rate.max(safe_rate) {
+        format!("at the same throughput ({lossy_rate:.0} acknowledged messages per second)")
+    } else {
+        format!("at {safe_rate:.0} against {lossy_rate:.0} acknowledged messages per second")
+    };
+    format!(
+        "{price}: {safe_p99:.1} ms where nothing was lost against {lossy_p99:.1} ms where data was \
+         lost (medians over configurations), {rate}."
+    )
+}
+
+/// acks=0 acknowledges nothing: only `missing` can show what it loses.
+fn acks_0_sentence(rows: &[SweepRow]) -> Option<String> {
     let silent: Vec<&SweepRow> = rows.iter().filter(|r| !r.acknowledges()).collect();
-    if !silent.is_empty() {
-        let attempted: u64 = silent.iter().map(|r| r.attempted).sum();
-        let missing: u64 = silent.iter().map(|r| r.missing).sum();
-        sentences.push(format!(
-            "{} configuration{} acknowledged nothing (acks=0), so no loss can be counted against {}; \
-             yet {:.1}% of {} sends never reached the final read.",
-            silent.len(),
-            if silent.len() == 1 { "" } else { "s" },
-            if silent.len() == 1 { "it" } else { "them" },
-            100.0 * missing as f64 / attempted.max(1) as f64,
-            if silent.len() == 1 { "its" } else { "their" }
-        ));
+    if silent.is_empty() {
+        return None;
     }
+    let attempted: u64 = silent.iter().map(|r| r.attempted).sum();
+    let missing: u64 = silent.iter().map(|r| r.missing).sum();
+    let (plural, them, their) = if silent.len() == 1 {
+        ("", "it", "its")
+    } else {
+        ("s", "them", "their")
+    };
+    Some(format!(
+        "{} configuration{plural} acknowledged nothing (acks=0), so no loss can be counted against \
+         {them}; yet {:.1}% of {their} sends never reached the final read.",
+        silent.len(),
+        100.0 * missing as f64 / attempted.max(1) as f64
+    ))
+}
+
+fn duplicates_sentence(rows: &[SweepRow]) -> String {
     let duplicated: Vec<&SweepRow> = rows.iter().filter(|r| r.duplicates > 0).collect();
-    match duplicated.iter().max_by(|a, b| {
+    let most = duplicated.iter().max_by(|a, b| {
         a.duplicates
             .cmp(&b.duplicates)
             .then(b.label().cmp(&a.label()))
-    }) {
-        None => sentences.push("No configuration produced duplicates.".to_string()),
-        Some(most) => sentences.push(format!(
+    });
+    match most {
+        None => "No configuration produced duplicates.".to_string(),
+        Some(most) => format!(
             "Duplicates appeared in {} configuration{}, most under {} ({} in all).",
             duplicated.len(),
             if duplicated.len() == 1 { "" } else { "s" },
-            most.label(),
+            most.description(),
             most.duplicates
-        )),
+        ),
     }
-    sentences.join(" ")
 }
 
 /// Settings, alone or in pairs, under which every row satisfies `outcome` while some row
 /// without them does not: the settings that decide it. A pair is quoted only if neither
-/// half decides alone.
+/// half decides alone. Settings are taken in column order, so rules read like the table.
 fn rules(rows: &[&SweepRow], outcome: impl Fn(&SweepRow) -> bool) -> Vec<String> {
     let mut settings: Vec<&(String, String)> = Vec::new();
     for setting in rows.iter().flat_map(|r| &r.settings) {
@@ -379,6 +439,12 @@ fn rules(rows: &[&SweepRow], outcome: impl Fn(&SweepRow) -> bool) -> Vec<String>
             settings.push(setting);
         }
     }
+    let column: Vec<&str> = rows
+        .iter()
+        .flat_map(|r| &r.settings)
+        .map(|(key, _)| key.as_str())
+        .collect();
+    settings.sort_by_key(|(key, _)| column.iter().position(|k| k == key));
     let decides = |rule: &[&(String, String)]| {
         let mut with = rows
             .iter()
