@@ -1,9 +1,7 @@
 //! Example texts: what the client was told, what the final read holds and where, with
 //! simulated times, so that a person can go straight to the trace.
 
-use super::at;
 use super::final_read::{FinalIndex, Located};
-use super::id_of;
 use super::input::{PartitionFinal, ReadRecord};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
@@ -17,6 +15,11 @@ use std::time::Duration;
 const LOCATIONS_SHOWN: usize = 5;
 /// Bytes of a corrupt value shown.
 const VALUE_BYTES_SHOWN: usize = 32;
+
+/// `orders/0@812`
+fn at(tp: &TopicPartition, offset: Offset) -> String {
+    format!("{tp}@{offset}")
+}
 
 /// `t=10.012s`
 fn time(t: Duration) -> String {
@@ -60,7 +63,7 @@ fn locations(index: &FinalIndex, copies: &[Located]) -> String {
 fn record_id(record: Option<&ReadRecord>) -> String {
     match record {
         None => "nothing".to_string(),
-        Some(r) => id_text(id_of(&r.value)),
+        Some(r) => id_text(MessageId::parse_value(&r.value)),
     }
 }
 

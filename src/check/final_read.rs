@@ -1,7 +1,6 @@
 //! The final read indexed two ways: by message id (to follow a send) and by partition and
 //! offset (to check what a consumer read during the run).
 
-use super::id_of;
 use super::input::{FinalState, PartitionFinal};
 use crate::client::history::MessageId;
 use crate::types::{Offset, TopicPartition};
@@ -41,7 +40,7 @@ impl<'a> FinalIndex<'a> {
         for (part, p) in partitions.iter().enumerate() {
             let mut here = Vec::with_capacity(p.read.len());
             for (i, record) in p.read.iter().enumerate() {
-                let id = id_of(&record.value);
+                let id = MessageId::parse_value(&record.value);
                 match id {
                     Some(id) => by_id.push(Located {
                         id,

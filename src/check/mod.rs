@@ -18,9 +18,8 @@ mod sends;
 
 pub use expect::{comparison_symbol, count_name, evaluate, evaluate_some, holds};
 
-use crate::client::history::{Event, MessageId, Op};
+use crate::client::history::{Event, Op};
 use crate::scenario::model::Count;
-use crate::types::Offset;
 use final_read::FinalIndex;
 use input::FinalState;
 use sends::{Outcome, Send};
@@ -146,54 +145,45 @@ impl Examples {
 pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     let sends = sends::sends(history);
     let index = FinalIndex::new(final_state);
-    let mut counts = Counts::default();
-    let mut examples = Examples::default();
+    let mut tally = Tally::default();
 
-    let mut lost_examples = Vec::new();
-    let mut groups = reorder::Groups::default();
+    // Merge join of the sends and the final read's copies, both sorted by id.
     let mut occurrences = index.by_id().iter().peekable();
     for send in &sends {
         // Ids in the final read that sort before this send were never attempted.
         while let Some(located) = occurrences.next_if(|l| l.id < send.id) {
-            counts.unexpected += 1;
-            examples.add(Count::Unexpected, || describe::never_sent(&index, located));
+            tally.never_sent(&index, located);
         }
         let start = index.by_id().len() - occurrences.len();
         let mut found = 0;
         while occurrences.next_if(|l| l.id == send.id).is_some() {
             found += 1;
         }
-        let copies = &index.by_id()[start..start + found];
-        check_send(
-            send,
-            copies,
-            &index,
-            &mut counts,
-            &mut examples,
-            &mut lost_examples,
-            &mut groups,
-        );
+        tally.send(send, &index.by_id()[start..start + found], &index);
     }
     for located in occurrences {
-        counts.unexpected += 1;
-        examples.add(Count::Unexpected, || describe::never_sent(&index, located));
+        tally.never_sent(&index, located);
     }
+    let Tally {
+        mut counts,
+        mut examples,
+        lost,
+        reorder,
+    } = tally;
+
     for (part, offset, value) in index.unparsed() {
         counts.unexpected += 1;
         examples.add(Count::Unexpected, || {
             describe::corrupt(&index, part, offset, value)
         });
     }
-
-    let holders = replicas::holders(final_state, &lost_examples);
-    for (send, hw) in lost_examples.iter().zip(holders) {
-        examples.add(Count::Lost, || describe::lost(send, &index, &hw));
+    let holders = replicas::holders(final_state, &lost);
+    for (send, held) in lost.iter().zip(holders) {
+        examples.add(Count::Lost, || describe::lost(send, &index, &held));
     }
-
-    counts.reordered = groups.count(&mut |a, b| {
+    counts.reordered = reorder.count(&mut |a, b| {
         examples.add(Count::Reordered, || describe::reordered(&index, a, b));
     });
-
     check_reads(history, &index, &mut counts, &mut examples);
     check_partitions(final_state, &mut counts, &mut examples);
 
@@ -203,64 +193,75 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     }
 }
 
-/// Outcome counts, delivery, duplicates, lost and moved for one send, given its copies in
-/// the final read (sorted by partition and offset).
-fn check_send<'a>(
-    send: &Send<'a>,
-    copies: &[final_read::Located],
-    index: &FinalIndex<'a>,
-    counts: &mut Counts,
-    examples: &mut Examples,
-    lost_examples: &mut Vec<Send<'a>>,
-    groups: &mut reorder::Groups,
-) {
-    counts.attempted += 1;
-    match send.outcome {
-        Outcome::Acked { .. } => counts.acked += 1,
-        Outcome::Failed { .. } => {
-            counts.failed += 1;
-            examples.add(Count::Failed, || describe::send_status(send, index, copies));
-        }
-        Outcome::Indeterminate { .. } | Outcome::Pending => {
-            counts.indeterminate += 1;
-            examples.add(Count::Indeterminate, || {
-                describe::send_status(send, index, copies)
-            });
-        }
+/// The per-message pass: counts, examples, the lost sends to describe once the replicas'
+/// holdings are known, and the sequences to check for reordering.
+#[derive(Default)]
+struct Tally<'a> {
+    counts: Counts,
+    examples: Examples,
+    lost: Vec<Send<'a>>,
+    reorder: reorder::Groups,
+}
+
+impl<'a> Tally<'a> {
+    fn never_sent(&mut self, index: &FinalIndex, located: &final_read::Located) {
+        self.counts.unexpected += 1;
+        self.examples
+            .add(Count::Unexpected, || describe::never_sent(index, located));
     }
-    if copies.is_empty() {
-        if !matches!(send.outcome, Outcome::Failed { .. }) {
-            counts.missing += 1;
+
+    /// Outcome, delivery, duplicates, lost, moved and the reorder sequence of one send,
+    /// given its copies in the final read (sorted by partition and offset).
+    fn send(&mut self, send: &Send<'a>, copies: &[final_read::Located], index: &FinalIndex) {
+        let (counts, examples) = (&mut self.counts, &mut self.examples);
+        counts.attempted += 1;
+        match send.outcome {
+            Outcome::Acked { .. } => counts.acked += 1,
+            Outcome::Failed { .. } => {
+                counts.failed += 1;
+                examples.add(Count::Failed, || describe::send_status(send, index, copies));
+            }
+            Outcome::Indeterminate { .. } | Outcome::Pending => {
+                counts.indeterminate += 1;
+                examples.add(Count::Indeterminate, || {
+                    describe::send_status(send, index, copies)
+                });
+            }
         }
-    } else {
-        counts.delivered += 1;
-        if copies.len() > 1 {
-            counts.duplicates += copies.len() as u64 - 1;
-            examples.add(Count::Duplicates, || {
-                describe::duplicate(send, index, copies)
-            });
+        if copies.is_empty() {
+            if !matches!(send.outcome, Outcome::Failed { .. }) {
+                counts.missing += 1;
+            }
+        } else {
+            counts.delivered += 1;
+            if copies.len() > 1 {
+                counts.duplicates += copies.len() as u64 - 1;
+                examples.add(Count::Duplicates, || {
+                    describe::duplicate(send, index, copies)
+                });
+            }
         }
-    }
-    let Outcome::Acked { tp, offset, .. } = send.outcome else {
-        return;
-    };
-    if copies.is_empty() {
-        counts.lost += 1;
-        if examples.wants(Count::Lost) && lost_examples.len() < EXAMPLES_PER_COUNT {
-            lost_examples.push(send.clone());
+        let Outcome::Acked { tp, offset, .. } = send.outcome else {
+            return;
+        };
+        if copies.is_empty() {
+            counts.lost += 1;
+            if self.lost.len() < EXAMPLES_PER_COUNT {
+                self.lost.push(send.clone());
+            }
+            return;
         }
-        return;
-    }
-    let part = index.partition_index(tp);
-    if !copies
-        .iter()
-        .any(|c| Some(c.part) == part && c.offset == offset)
-    {
-        counts.moved += 1;
-        examples.add(Count::Moved, || describe::moved(send, index, copies));
-    }
-    if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
-        groups.push(send.id, first.part, offset, first.offset);
+        let part = index.partition_index(tp);
+        if !copies
+            .iter()
+            .any(|c| Some(c.part) == part && c.offset == offset)
+        {
+            counts.moved += 1;
+            examples.add(Count::Moved, || describe::moved(send, index, copies));
+        }
+        if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
+            self.reorder.push(send.id, first.part, offset, first.offset);
+        }
     }
 }
 
@@ -275,8 +276,9 @@ fn check_reads(
         let Op::Read { tp, offset, id, .. } = &event.op else {
             continue;
         };
-        let now = index.at(tp, *offset);
-        if now.map(|held| held != *id).unwrap_or(true) {
+        // `None`: no record there; `Some(held)`: the id the record there carries.
+        let held = index.at(tp, *offset);
+        if held != Some(*id) {
             counts.dirty_reads += 1;
             examples.add(Count::DirtyReads, || {
                 describe::dirty_read(event, tp, *offset, *id, index)
@@ -299,14 +301,4 @@ fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mu
             });
         }
     }
-}
-
-/// The id a record value carries, if any.
-fn id_of(value: &[u8]) -> Option<MessageId> {
-    MessageId::parse_value(value)
-}
-
-/// `orders/0@812`
-fn at(tp: &crate::types::TopicPartition, offset: Offset) -> String {
-    format!("{tp}@{offset}")
 }

@@ -1,9 +1,9 @@
 //! What the replicas' own logs say: where a lost message still lives, and whether the
 //! in-sync replicas agree below the high watermark.
 
-use super::id_of;
 use super::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use super::sends::Send;
+use crate::client::history::MessageId;
 use crate::types::{BrokerId, Offset, TopicPartition};
 
 /// A replica log holding a copy of a message.
@@ -24,7 +24,7 @@ pub fn holders<'a>(state: &'a FinalState, sends: &[Send]) -> Vec<Vec<Holder<'a>>
     for partition in &state.partitions {
         for replica in &partition.replicas {
             for record in &replica.records {
-                let Some(id) = id_of(&record.value) else {
+                let Some(id) = MessageId::parse_value(&record.value) else {
                     continue;
                 };
                 if let Ok(i) = sends.binary_search_by_key(&id, |s| s.id) {
