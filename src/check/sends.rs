@@ -55,14 +55,14 @@ impl<'a> Send<'a> {
 
 /// Every send the history mentions, sorted by id.
 pub fn sends(history: &[Event]) -> Vec<Send<'_>> {
-    let mut ops: Vec<(MessageId, u32)> = history
+    let mut ops: Vec<(MessageId, usize)> = history
         .iter()
         .enumerate()
         .filter_map(|(i, e)| match &e.op {
             Op::Invoke { id, .. }
             | Op::Ok { id, .. }
             | Op::Fail { id, .. }
-            | Op::Info { id, .. } => Some((*id, i as u32)),
+            | Op::Info { id, .. } => Some((*id, i)),
             Op::Read { .. } => None,
         })
         .collect();
@@ -72,7 +72,7 @@ pub fn sends(history: &[Event]) -> Vec<Send<'_>> {
 
     let mut sends: Vec<Send<'_>> = Vec::new();
     for (id, i) in ops {
-        let event = &history[i as usize];
+        let event = &history[i];
         if sends.last().map(|s| s.id) != Some(id) {
             sends.push(Send {
                 id,
