@@ -1,3 +1,304 @@
-//! Checkers: anomaly counts over the history, the final read and the replicas logs.
+//! Checkers: anomaly counts over the history, the final read and the replicas' logs.
+//!
+//! Model: the checkers know only what a client was told (the history), what a consumer
+//! reads after healing (the final read) and what each replica's disk holds (the replica
+//! logs); never a broker's memory, so that a broker bug cannot hide itself. The counts
+//! are defined in CHECKERS.md; the precise rules for edge cases are on [`Counts`].
+//!
+//! Cost: O(n log n) in the number of events and records (two sorts and a merge join),
+//! so that histories of a million events check in well under a second.
 
+mod describe;
+mod expect;
+mod final_read;
 pub mod input;
+mod reorder;
+mod replicas;
+mod sends;
+
+pub use expect::{comparison_symbol, count_name, evaluate, evaluate_some, holds};
+
+use crate::client::history::{Event, Op};
+use crate::scenario::model::Count;
+use final_read::FinalIndex;
+use input::FinalState;
+use sends::{Outcome, Send};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Examples kept per count: enough to follow into the trace, few enough to read.
+pub const EXAMPLES_PER_COUNT: usize = 5;
+
+/// Every count of CHECKERS.md.
+///
+/// Sends are keyed by message id; a well-formed history has one invoke and at most one
+/// completion per id. Defensively, an id with several completions takes the strongest
+/// (ok, then fail, then info): if the client was ever told "ok", its ack is checked.
+/// `attempted == acked + failed + indeterminate`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Distinct ids the history mentions in an invoke (or, defensively, a completion).
+    pub attempted: u64,
+    pub acked: u64,
+    pub failed: u64,
+    /// Completed with info, or never completed.
+    pub indeterminate: u64,
+    /// Acked ids with no copy anywhere in the final read.
+    pub lost: u64,
+    /// Acked ids with copies in the final read, none at the acked partition and offset.
+    pub moved: u64,
+    /// Over attempted ids: copies in the final read beyond the first. Records of ids
+    /// never attempted count as `unexpected` only.
+    pub duplicates: u64,
+    /// Final-read records whose value carries no parseable id, or an id never attempted.
+    pub unexpected: u64,
+    /// Inversions: see [`reorder`] for the exact definition.
+    pub reordered: u64,
+    /// Read events (one per consumer read) whose id the final read does not hold at that
+    /// partition and offset.
+    pub dirty_reads: u64,
+    /// Partitions whose in-ISR replicas hold different records below the HW.
+    pub divergent: u64,
+    /// Partitions without a leader after the heal phase.
+    pub offline: u64,
+    /// Attempted ids with at least one copy in the final read.
+    pub delivered: u64,
+    /// Attempted ids neither delivered nor failed; equals `attempted - delivered - failed`
+    /// unless a send that definitely failed shows up in the final read anyway.
+    pub missing: u64,
+}
+
+impl Counts {
+    pub fn get(&self, count: Count) -> u64 {
+        match count {
+            Count::Attempted => self.attempted,
+            Count::Acked => self.acked,
+            Count::Failed => self.failed,
+            Count::Indeterminate => self.indeterminate,
+            Count::Lost => self.lost,
+            Count::Moved => self.moved,
+            Count::Duplicates => self.duplicates,
+            Count::Unexpected => self.unexpected,
+            Count::Reordered => self.reordered,
+            Count::DirtyReads => self.dirty_reads,
+            Count::Divergent => self.divergent,
+            Count::Offline => self.offline,
+        }
+    }
+}
+
+/// One instance of a count, in words a person can follow into the trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Example {
+    pub count: Count,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub counts: Counts,
+    /// At most [`EXAMPLES_PER_COUNT`] per count, ordered by count, then as found (by id
+    /// for per-message counts, by history order for reads, by partition otherwise).
+    pub examples: Vec<Example>,
+}
+
+impl Verdict {
+    /// The examples of one count.
+    pub fn examples_of(&self, count: Count) -> impl Iterator<Item = &str> {
+        self.examples
+            .iter()
+            .filter(move |e| e.count == count)
+            .map(|e| e.text.as_str())
+    }
+}
+
+/// Collects examples, at most [`EXAMPLES_PER_COUNT`] per count; texts are only built when
+/// they will be kept, so a run with a million anomalies formats five of them.
+#[derive(Default)]
+struct Examples {
+    kept: BTreeMap<Count, usize>,
+    list: Vec<Example>,
+}
+
+impl Examples {
+    fn wants(&self, count: Count) -> bool {
+        self.kept.get(&count).copied().unwrap_or(0) < EXAMPLES_PER_COUNT
+    }
+
+    fn add(&mut self, count: Count, text: impl FnOnce() -> String) {
+        if self.wants(count) {
+            *self.kept.entry(count).or_insert(0) += 1;
+            self.list.push(Example {
+                count,
+                text: text(),
+            });
+        }
+    }
+
+    fn into_sorted(mut self) -> Vec<Example> {
+        self.list.sort_by_key(|e| e.count);
+        self.list
+    }
+}
+
+/// Compute every count, with examples.
+pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
+    let sends = sends::sends(history);
+    let index = FinalIndex::new(final_state);
+    let mut tally = Tally::default();
+
+    // Merge join of the sends and the final read's copies, both sorted by id.
+    let mut occurrences = index.by_id().iter().peekable();
+    for send in &sends {
+        // Ids in the final read that sort before this send were never attempted.
+        while let Some(located) = occurrences.next_if(|l| l.id < send.id) {
+            tally.never_sent(&index, located);
+        }
+        let start = index.by_id().len() - occurrences.len();
+        let mut found = 0;
+        while occurrences.next_if(|l| l.id == send.id).is_some() {
+            found += 1;
+        }
+        tally.send(send, &index.by_id()[start..start + found], &index);
+    }
+    for located in occurrences {
+        tally.never_sent(&index, located);
+    }
+    let Tally {
+        mut counts,
+        mut examples,
+        lost,
+        reorder,
+    } = tally;
+
+    for (part, offset, value) in index.unparsed() {
+        counts.unexpected += 1;
+        examples.add(Count::Unexpected, || {
+            describe::corrupt(&index, part, offset, value)
+        });
+    }
+    let holders = replicas::holders(final_state, &lost);
+    for (send, held) in lost.iter().zip(holders) {
+        examples.add(Count::Lost, || describe::lost(send, &index, &held));
+    }
+    counts.reordered = reorder.count(&mut |a, b| {
+        examples.add(Count::Reordered, || describe::reordered(&index, a, b));
+    });
+    check_reads(history, &index, &mut counts, &mut examples);
+    check_partitions(final_state, &mut counts, &mut examples);
+
+    Verdict {
+        counts,
+        examples: examples.into_sorted(),
+    }
+}
+
+/// The per-message pass: counts, examples, the lost sends to describe once the replicas'
+/// holdings are known, and the sequences to check for reordering.
+#[derive(Default)]
+struct Tally<'a> {
+    counts: Counts,
+    examples: Examples,
+    lost: Vec<Send<'a>>,
+    reorder: reorder::Groups,
+}
+
+impl<'a> Tally<'a> {
+    fn never_sent(&mut self, index: &FinalIndex, located: &final_read::Located) {
+        self.counts.unexpected += 1;
+        self.examples
+            .add(Count::Unexpected, || describe::never_sent(index, located));
+    }
+
+    /// Outcome, delivery, duplicates, lost, moved and the reorder sequence of one send,
+    /// given its copies in the final read (sorted by partition and offset).
+    fn send(&mut self, send: &Send<'a>, copies: &[final_read::Located], index: &FinalIndex) {
+        let (counts, examples) = (&mut self.counts, &mut self.examples);
+        counts.attempted += 1;
+        match send.outcome {
+            Outcome::Acked { .. } => counts.acked += 1,
+            Outcome::Failed { .. } => {
+                counts.failed += 1;
+                examples.add(Count::Failed, || describe::send_status(send, index, copies));
+            }
+            Outcome::Indeterminate { .. } | Outcome::Pending => {
+                counts.indeterminate += 1;
+                examples.add(Count::Indeterminate, || {
+                    describe::send_status(send, index, copies)
+                });
+            }
+        }
+        if copies.is_empty() {
+            if !matches!(send.outcome, Outcome::Failed { .. }) {
+                counts.missing += 1;
+            }
+        } else {
+            counts.delivered += 1;
+            if copies.len() > 1 {
+                counts.duplicates += copies.len() as u64 - 1;
+                examples.add(Count::Duplicates, || {
+                    describe::duplicate(send, index, copies)
+                });
+            }
+        }
+        let Outcome::Acked { tp, offset, .. } = send.outcome else {
+            return;
+        };
+        if copies.is_empty() {
+            counts.lost += 1;
+            if self.lost.len() < EXAMPLES_PER_COUNT {
+                self.lost.push(send.clone());
+            }
+            return;
+        }
+        let part = index.partition_index(tp);
+        if !copies
+            .iter()
+            .any(|c| Some(c.part) == part && c.offset == offset)
+        {
+            counts.moved += 1;
+            examples.add(Count::Moved, || describe::moved(send, index, copies));
+        }
+        if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
+            self.reorder.push(send.id, first.part, offset, first.offset);
+        }
+    }
+}
+
+/// Dirty reads: what a consumer saw during the run against the final read at that offset.
+fn check_reads(
+    history: &[Event],
+    index: &FinalIndex,
+    counts: &mut Counts,
+    examples: &mut Examples,
+) {
+    for event in history {
+        let Op::Read { tp, offset, id, .. } = &event.op else {
+            continue;
+        };
+        // `None`: no record there; `Some(held)`: the id the record there carries.
+        let held = index.at(tp, *offset);
+        if held != Some(*id) {
+            counts.dirty_reads += 1;
+            examples.add(Count::DirtyReads, || {
+                describe::dirty_read(event, tp, *offset, *id, index)
+            });
+        }
+    }
+}
+
+/// Divergent and offline partitions.
+fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mut Examples) {
+    for partition in &final_state.partitions {
+        if partition.leader.is_none() {
+            counts.offline += 1;
+            examples.add(Count::Offline, || describe::offline(partition));
+        }
+        if let Some(divergence) = replicas::divergence(partition) {
+            counts.divergent += 1;
+            examples.add(Count::Divergent, || {
+                describe::divergent(partition, &divergence)
+            });
+        }
+    }
+}

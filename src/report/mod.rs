@@ -1,1 +1,19 @@
-//! Reports: tables and charts of runs and sweeps.
+//! Reports: what a run prints (a line, a side-by-side table, a summary, or JSON) and what a
+//! sweep writes (a Markdown table with a paragraph that reads the numbers, and SVG charts).
+
+mod json;
+mod latency;
+mod run;
+mod svg;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+pub use json::run_json;
+pub use latency::{latency_stats, HistoryStats, LatencyHistogram, LatencyStats};
+pub use run::{
+    expect_some_failures, hash_text, run_details, run_line, runs_text, side_by_side, summary,
+    RunReport, ANOMALIES,
+};
+pub use svg::{sweep_svg_latency, sweep_svg_lost};
+pub use sweep::{chart_file_names, sweep_charts, sweep_markdown, SweepRow};

@@ -1,0 +1,174 @@
+//! The verdict against a scenario's `[expect]` (every seed) and `[expect_some]` (at least
+//! one seed of the set).
+
+use super::Counts;
+use crate::scenario::model::{Comparison, Count, Expectation};
+
+/// The count's name as written in `[expect]`.
+pub fn count_name(count: Count) -> &'static str {
+    match count {
+        Count::Attempted => "attempted",
+        Count::Acked => "acked",
+        Count::Failed => "failed",
+        Count::Indeterminate => "indeterminate",
+        Count::Lost => "lost",
+        Count::Moved => "moved",
+        Count::Duplicates => "duplicates",
+        Count::Unexpected => "unexpected",
+        Count::Reordered => "reordered",
+        Count::DirtyReads => "dirty_reads",
+        Count::Divergent => "divergent",
+        Count::Offline => "offline",
+    }
+}
+
+pub fn comparison_symbol(comparison: Comparison) -> &'static str {
+    match comparison {
+        Comparison::Eq => "==",
+        Comparison::Ne => "!=",
+        Comparison::Lt => "<",
+        Comparison::Le => "<=",
+        Comparison::Gt => ">",
+        Comparison::Ge => ">=",
+    }
+}
+
+/// Whether `value` satisfies the expectation.
+pub fn holds(expectation: &Expectation, value: u64) -> bool {
+    let bound = expectation.value;
+    match expectation.comparison {
+        Comparison::Eq => value == bound,
+        Comparison::Ne => value != bound,
+        Comparison::Lt => value < bound,
+        Comparison::Le => value <= bound,
+        Comparison::Gt => value > bound,
+        Comparison::Ge => value >= bound,
+    }
+}
+
+/// `lost == 0`
+fn expectation_text(e: &Expectation) -> String {
+    format!(
+        "{} {} {}",
+        count_name(e.count),
+        comparison_symbol(e.comparison),
+        e.value
+    )
+}
+
+/// The expectations one run fails: `expected lost == 0, got 3`.
+pub fn evaluate(expect: &[Expectation], counts: &Counts) -> Vec<String> {
+    expect
+        .iter()
+        .filter_map(|e| {
+            let got = counts.get(e.count);
+            (!holds(e, got)).then(|| format!("expected {}, got {got}", expectation_text(e)))
+        })
+        .collect()
+}
+
+/// The `[expect_some]` expectations that no run of the set satisfies:
+/// `expected lost > 0 in at least one seed, got 0 in all 20 seeds`.
+pub fn evaluate_some<'a>(
+    expect_some: &[Expectation],
+    runs: impl IntoIterator<Item = &'a Counts>,
+) -> Vec<String> {
+    let runs: Vec<&Counts> = runs.into_iter().collect();
+    expect_some
+        .iter()
+        .filter(|e| !runs.iter().any(|c| holds(e, c.get(e.count))))
+        .map(|e| {
+            let wanted = format!("expected {} in at least one seed", expectation_text(e));
+            let values = runs.iter().map(|c| c.get(e.count));
+            match (values.clone().min(), values.max()) {
+                (Some(low), Some(high)) if low == high => {
+                    format!("{wanted}, got {low} in all {} seeds", runs.len())
+                }
+                (Some(low), Some(high)) => {
+                    format!("{wanted}, got {low} to {high} across {} seeds", runs.len())
+                }
+                _ => format!("{wanted}, but no seed ran"),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expect(count: Count, comparison: Comparison, value: u64) -> Expectation {
+        Expectation {
+            count,
+            comparison,
+            value,
+        }
+    }
+
+    #[test]
+    fn a_failed_expectation_names_the_count_the_rule_and_the_value() {
+        let counts = Counts {
+            lost: 3,
+            duplicates: 0,
+            ..Counts::default()
+        };
+        let failures = evaluate(
+            &[
+                expect(Count::Lost, Comparison::Eq, 0),
+                expect(Count::Duplicates, Comparison::Eq, 0),
+            ],
+            &counts,
+        );
+        assert_eq!(failures, vec!["expected lost == 0, got 3".to_string()]);
+    }
+
+    #[test]
+    fn every_comparison_holds_where_it_should() {
+        let cases = [
+            (Comparison::Eq, [false, true, false]),
+            (Comparison::Ne, [true, false, true]),
+            (Comparison::Lt, [true, false, false]),
+            (Comparison::Le, [true, true, false]),
+            (Comparison::Gt, [false, false, true]),
+            (Comparison::Ge, [false, true, true]),
+        ];
+        for (comparison, expected) in cases {
+            for (value, want) in [4, 5, 6].into_iter().zip(expected) {
+                assert_eq!(
+                    holds(&expect(Count::Lost, comparison, 5), value),
+                    want,
+                    "{comparison:?} {value}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn expect_some_holds_if_one_seed_satisfies_it() {
+        let runs = [
+            Counts {
+                lost: 0,
+                ..Counts::default()
+            },
+            Counts {
+                lost: 2,
+                ..Counts::default()
+            },
+        ];
+        assert!(evaluate_some(&[expect(Count::Lost, Comparison::Gt, 0)], &runs).is_empty());
+        assert_eq!(
+            evaluate_some(&[expect(Count::Lost, Comparison::Gt, 5)], &runs),
+            vec!["expected lost > 5 in at least one seed, got 0 to 2 across 2 seeds".to_string()]
+        );
+        assert_eq!(
+            evaluate_some(&[expect(Count::DirtyReads, Comparison::Ge, 1)], &runs),
+            vec![
+                "expected dirty_reads >= 1 in at least one seed, got 0 in all 2 seeds".to_string()
+            ]
+        );
+        assert_eq!(
+            evaluate_some(&[expect(Count::Lost, Comparison::Gt, 0)], &[]),
+            vec!["expected lost > 0 in at least one seed, but no seed ran".to_string()]
+        );
+    }
+}

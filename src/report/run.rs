@@ -1,0 +1,260 @@
+//! What `hightide run` prints: a line per seed and variant (a table when several variants
+//! ran on one seed), the details of a failing run, and a summary per variant.
+
+use super::latency::HistoryStats;
+use crate::check::{count_name, evaluate_some, Counts, Verdict};
+use crate::scenario::model::{Count, Expectation};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// Everything known about one run (one seed of one variant).
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub scenario: String,
+    pub variant: String,
+    pub seed: u64,
+    pub verdict: Verdict,
+    /// The `[expect]` expectations this run fails (`check::evaluate`).
+    pub failures: Vec<String>,
+    /// The variant's `[expect_some]`: judged across seeds by [`expect_some_failures`].
+    pub expect_some: Vec<Expectation>,
+    pub trace_hash: u64,
+    /// Simulated time of the whole run, workload and heal.
+    pub sim_time: Duration,
+    pub wall_time: Duration,
+    pub stats: HistoryStats,
+}
+
+impl RunReport {
+    /// Whether every `[expect]` holds for this run.
+    pub fn pass(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    pub fn counts(&self) -> &Counts {
+        &self.verdict.counts
+    }
+}
+
+/// The anomaly counts, in the order reports show them.
+pub const ANOMALIES: [Count; 8] = [
+    Count::Lost,
+    Count::Moved,
+    Count::Duplicates,
+    Count::Unexpected,
+    Count::Reordered,
+    Count::DirtyReads,
+    Count::Divergent,
+    Count::Offline,
+];
+
+/// A trace hash as printed everywhere: 16 hex digits.
+pub fn hash_text(hash: u64) -> String {
+    format!("{hash:016x}")
+}
+
+fn verdict_text(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// One line per run:
+/// `seed    17  acks-1               acked   9876  lost    12  dup     0  ...  FAIL  3f2a9c0d11e2b4f7`
+pub fn run_line(report: &RunReport) -> String {
+    let c = report.counts();
+    format!(
+        "seed {:>5}  {:<20}  acked {:>7}  lost {:>5}  dup {:>5}  reord {:>5}  dirty {:>5}  diverg {:>2}  offline {:>2}  {}  {}",
+        report.seed,
+        report.variant,
+        c.acked,
+        c.lost,
+        c.duplicates,
+        c.reordered,
+        c.dirty_reads,
+        c.divergent,
+        c.offline,
+        verdict_text(report.pass()),
+        hash_text(report.trace_hash)
+    )
+}
+
+/// The failed expectations of a run and the examples of its non-zero anomaly counts, indented
+/// to sit under its line.
+pub fn run_details(report: &RunReport) -> String {
+    let mut text = String::new();
+    for failure in &report.failures {
+        let _ = writeln!(text, "    {failure}");
+    }
+    for count in ANOMALIES {
+        if report.counts().get(count) == 0 {
+            continue;
+        }
+        for example in report.verdict.examples_of(count) {
+            let _ = writeln!(text, "    {}: {example}", count_name(count));
+        }
+    }
+    text
+}
+
+/// Rows of the side-by-side table: a label and the cell of one run.
+type Row = (&'static str, fn(&RunReport) -> String);
+
+const TABLE_ROWS: [Row; 14] = [
+    ("attempted", |r| r.counts().attempted.to_string()),
+    ("acked", |r| r.counts().acked.to_string()),
+    ("lost", |r| r.counts().lost.to_string()),
+    ("moved", |r| r.counts().moved.to_string()),
+    ("duplicates", |r| r.counts().duplicates.to_string()),
+    ("unexpected", |r| r.counts().unexpected.to_string()),
+    ("reordered", |r| r.counts().reordered.to_string()),
+    ("dirty_reads", |r| r.counts().dirty_reads.to_string()),
+    ("divergent", |r| r.counts().divergent.to_string()),
+    ("offline", |r| r.counts().offline.to_string()),
+    ("missing", |r| r.counts().missing.to_string()),
+    ("ack p99 ms", |r| format!("{:.1}", r.stats.latency.p99_ms)),
+    ("result", |r| verdict_text(r.pass()).to_string()),
+    ("trace", |r| hash_text(r.trace_hash)),
+];
+
+/// Several variants of one seed, a column each, so that the one setting that differs
+/// shows as the one column that differs.
+pub fn side_by_side(reports: &[&RunReport]) -> String {
+    const LABEL_WIDTH: usize = 12;
+    let widths: Vec<usize> = reports.iter().map(|r| r.variant.len().max(16)).collect();
+    let mut text = format!(
+        "{:<LABEL_WIDTH$}",
+        reports
+            .first()
+            .map(|r| format!("seed {}", r.seed))
+            .unwrap_or_default()
+    );
+    for (report, width) in reports.iter().zip(&widths) {
+        let _ = write!(text, "  {:>width$}", report.variant);
+    }
+    text.push('\n');
+    for (label, cell) in TABLE_ROWS {
+        let _ = write!(text, "{label:<LABEL_WIDTH$}");
+        for (report, width) in reports.iter().zip(&widths) {
+            let _ = write!(text, "  {:>width$}", cell(report));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// All runs: a line per run, or a side-by-side table for each seed that ran several
+/// variants; a failing run is followed by its details.
+pub fn runs_text(reports: &[RunReport]) -> String {
+    let mut order: Vec<u64> = Vec::new();
+    let mut by_seed: BTreeMap<u64, Vec<&RunReport>> = BTreeMap::new();
+    for report in reports {
+        let runs = by_seed.entry(report.seed).or_default();
+        if runs.is_empty() {
+            order.push(report.seed);
+        }
+        runs.push(report);
+    }
+    let mut text = String::new();
+    for runs in order.iter().filter_map(|seed| by_seed.get(seed)) {
+        if let [single] = runs.as_slice() {
+            let _ = writeln!(text, "{}", run_line(single));
+            if !single.pass() {
+                text.push_str(&run_details(single));
+            }
+            continue;
+        }
+        text.push_str(&side_by_side(runs));
+        for run in runs.iter().filter(|r| !r.pass()) {
+            let _ = writeln!(text, "  {}:", run.variant);
+            text.push_str(&run_details(run));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+/// Variant names in the order they first ran.
+fn variants(reports: &[RunReport]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for report in reports {
+        if !names.contains(&report.variant.as_str()) {
+            names.push(&report.variant);
+        }
+    }
+    names
+}
+
+/// `[expect_some]` failures per variant: `acks-1: expected lost > 0 in at least one seed, ...`.
+pub fn expect_some_failures(reports: &[RunReport]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for variant in variants(reports) {
+        let runs: Vec<&RunReport> = reports.iter().filter(|r| r.variant == variant).collect();
+        let expect_some = runs
+            .first()
+            .map(|r| r.expect_some.as_slice())
+            .unwrap_or_default();
+        for failure in evaluate_some(expect_some, runs.iter().map(|r| r.counts())) {
+            failures.push(format!("{variant}: {failure}"));
+        }
+    }
+    failures
+}
+
+/// Per variant: seeds passed, lost (total, average, worst), duplicates, throughput and ack
+/// latency; then the `[expect_some]` verdict.
+pub fn summary(reports: &[RunReport]) -> String {
+    let names = variants(reports);
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(7);
+    let mut text = format!(
+        "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8}  {:>10}\n",
+        "variant", "passed", "lost total", "lost avg", "worst", "duplicates", "acked/s", "p99 ms"
+    );
+    for variant in &names {
+        let runs: Vec<&RunReport> = reports.iter().filter(|r| r.variant == *variant).collect();
+        let n = runs.len().max(1) as f64;
+        let passed = runs.iter().filter(|r| r.pass()).count();
+        let lost: u64 = runs.iter().map(|r| r.counts().lost).sum();
+        let worst = runs.iter().map(|r| r.counts().lost).max().unwrap_or(0);
+        let duplicates: u64 = runs.iter().map(|r| r.counts().duplicates).sum();
+        let throughput = runs.iter().map(|r| r.stats.throughput_per_s).sum::<f64>() / n;
+        let mut latency = super::LatencyHistogram::default();
+        for run in &runs {
+            latency.merge(&run.stats.histogram);
+        }
+        let _ = writeln!(
+            text,
+            "{:<width$}  {:>8}  {:>10}  {:>8.1}  {:>6}  {:>10}  {:>8.0}  {:>10.1}",
+            variant,
+            format!("{passed}/{}", runs.len()),
+            lost,
+            lost as f64 / n,
+            worst,
+            duplicates,
+            throughput,
+            latency.quantile_ms(0.99)
+        );
+    }
+    let some = expect_some_failures(reports);
+    for failure in &some {
+        let _ = writeln!(text, "FAIL {failure}");
+    }
+    let failed_runs = reports.iter().filter(|r| !r.pass()).count();
+    if failed_runs == 0 && some.is_empty() {
+        let _ = writeln!(
+            text,
+            "PASS: every expectation holds ({} runs)",
+            reports.len()
+        );
+    } else {
+        let _ = writeln!(
+            text,
+            "FAIL: {failed_runs} of {} runs failed an expectation",
+            reports.len()
+        );
+    }
+    text
+}

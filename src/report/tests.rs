@@ -1,0 +1,268 @@
+//! Reports from hand-built runs: the exact run line, the table, the summary, the JSON
+//! fields, and the sweep report's numbers, paragraph and charts.
+
+use super::*;
+use crate::check::{Counts, Example, Verdict};
+use crate::scenario::model::{Comparison, Count, Expectation};
+use std::time::Duration;
+
+fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
+    let mut stats = HistoryStats {
+        events: 20_000,
+        throughput_per_s: 495.0,
+        ..HistoryStats::default()
+    };
+    for ms in [2, 2, 3, p99_ms] {
+        stats.histogram.record(Duration::from_millis(ms));
+    }
+    stats.latency = LatencyStats {
+        count: 4,
+        p50_ms: 2.0,
+        p99_ms: p99_ms as f64,
+        max_ms: p99_ms as f64,
+    };
+    let counts = Counts {
+        attempted: 10_000,
+        acked: 9_900,
+        lost,
+        delivered: 10_000 - lost,
+        missing: lost,
+        ..Counts::default()
+    };
+    let examples = (lost > 0)
+        .then(|| Example {
+            count: Count::Lost,
+            text: "producer-1:000417 acked at orders/0@812 (t=10.012s)".into(),
+        })
+        .into_iter()
+        .collect();
+    let strict = variant.contains("all");
+    RunReport {
+        scenario: "leader-failure".into(),
+        variant: variant.into(),
+        seed,
+        verdict: Verdict { counts, examples },
+        failures: if strict && lost > 0 {
+            vec![format!("expected lost == 0, got {lost}")]
+        } else {
+            vec![]
+        },
+        expect_some: if strict {
+            vec![]
+        } else {
+            vec![Expectation {
+                count: Count::Lost,
+                comparison: Comparison::Gt,
+                value: 0,
+            }]
+        },
+        trace_hash: 0x3f2a_9c0d_11e2_b4f7,
+        sim_time: Duration::from_secs(60),
+        wall_time: Duration::from_millis(830),
+        stats,
+    }
+}
+
+#[test]
+fn a_run_line_shows_the_seed_variant_main_counts_verdict_and_trace_hash() {
+    assert_eq!(
+        run_line(&run("acks-all", 17, 3, 20)),
+        "seed    17  acks-all              acked    9900  lost     3  dup     0  reord     0  dirty     0  diverg  0  offline  0  FAIL  3f2a9c0d11e2b4f7"
+    );
+}
+
+#[test]
+fn variants_of_one_seed_stand_side_by_side_and_a_failing_one_shows_why() {
+    let reports = [
+        run("acks-1", 4, 0, 9),
+        run("acks-all", 4, 2, 20),
+        run("acks-1", 5, 0, 9),
+    ];
+    let text = runs_text(&reports);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "seed 4                  acks-1          acks-all");
+    assert!(
+        lines.contains(&"lost                         0                 2"),
+        "{text}"
+    );
+    assert!(
+        lines.contains(&"result                    PASS              FAIL"),
+        "{text}"
+    );
+    assert!(lines.contains(&"  acks-all:"), "{text}");
+    assert!(lines.contains(&"    expected lost == 0, got 2"), "{text}");
+    assert!(
+        lines.contains(&"    lost: producer-1:000417 acked at orders/0@812 (t=10.012s)"),
+        "{text}"
+    );
+    // Seed 5 ran one variant: a plain line.
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("seed     5  acks-1")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
+    let reports = [
+        run("acks-1", 1, 0, 9),
+        run("acks-1", 2, 0, 9),
+        run("acks-all", 1, 4, 20),
+        run("acks-all", 2, 0, 20),
+    ];
+    let text = summary(&reports);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "variant     passed  lost total  lost avg   worst  duplicates   acked/s      p99 ms"
+    );
+    assert_eq!(
+        lines[1],
+        "acks-1         2/2           0       0.0       0           0       495         9.0"
+    );
+    assert_eq!(
+        lines[2],
+        "acks-all       1/2           4       2.0       4           0       495        20.0"
+    );
+    assert_eq!(
+        lines[3],
+        "FAIL acks-1: expected lost > 0 in at least one seed, got 0 in all 2 seeds"
+    );
+    assert_eq!(lines[4], "FAIL: 1 of 4 runs failed an expectation");
+    assert_eq!(
+        expect_some_failures(&reports),
+        vec!["acks-1: expected lost > 0 in at least one seed, got 0 in all 2 seeds".to_string()]
+    );
+}
+
+#[test]
+fn the_json_of_a_run_carries_counts_latency_and_a_hex_trace_hash() {
+    let json = run_json(&run("acks-all", 17, 3, 20));
+    assert_eq!(json["scenario"], "leader-failure");
+    assert_eq!(json["seed"], 17);
+    assert_eq!(json["counts"]["lost"], 3);
+    assert_eq!(json["counts"]["dirty_reads"], 0);
+    assert_eq!(json["pass"], false);
+    assert_eq!(json["failures"][0], "expected lost == 0, got 3");
+    assert_eq!(json["trace_hash"], "3f2a9c0d11e2b4f7");
+    assert_eq!(json["sim_time_ms"], 60_000.0);
+    assert_eq!(json["wall_time_ms"], 830.0);
+    assert_eq!(json["throughput"], 495.0);
+    assert_eq!(json["ack_latency_ms"]["p99"], 20.0);
+    assert_eq!(json["examples"][0]["count"], "lost");
+}
+
+fn row(acks: &str, min_isr: &str, lost_per_run: &[u64], p99_ms: u64) -> SweepRow {
+    let settings = vec![
+        ("producer.acks".to_string(), acks.to_string()),
+        (
+            "broker.min.insync.replicas".to_string(),
+            min_isr.to_string(),
+        ),
+        ("faults".to_string(), "leader-kill".to_string()),
+    ];
+    let reports: Vec<RunReport> = lost_per_run
+        .iter()
+        .enumerate()
+        .map(|(seed, &lost)| {
+            let mut r = run("x", seed as u64, lost, p99_ms);
+            if acks == "0" {
+                r.verdict.counts.acked = 0;
+                r.verdict.counts.missing = 50;
+                r.stats.histogram = LatencyHistogram::default();
+            }
+            r
+        })
+        .collect();
+    SweepRow::from_reports(settings, &reports)
+}
+
+fn matrix() -> Vec<SweepRow> {
+    vec![
+        row("0", "1", &[0, 0], 0),
+        row("1", "1", &[0, 6], 9),
+        row("1", "2", &[3, 1], 9),
+        row("all", "1", &[2, 0], 20),
+        row("all", "2", &[0, 0], 20),
+    ]
+}
+
+#[test]
+fn a_sweep_row_accumulates_its_runs() {
+    let r = row("1", "2", &[3, 1, 0], 9);
+    assert_eq!((r.runs, r.runs_with_loss, r.lost, r.lost_max), (3, 2, 4, 3));
+    assert!((r.lost_avg() - 4.0 / 3.0).abs() < 1e-12);
+    assert_eq!(r.label(), "acks=1 min.isr=2 leader-kill");
+    assert_eq!(
+        r.description(),
+        "acks=1, min.insync.replicas=2, faults=leader-kill"
+    );
+}
+
+#[test]
+fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
+    let md = sweep_markdown("durability", &matrix());
+    assert!(md.starts_with("# Sweep: durability\n\n5 configurations, 10 runs in all. 3 of 4 configurations lost acknowledged messages; 1 lost none."), "{md}");
+    assert!(md.contains("Every configuration with acks=all and min.insync.replicas=2 kept every acknowledged message."), "{md}");
+    assert!(md.contains("The worst was acks=1, min.insync.replicas=1, faults=leader-kill: 6 acknowledged messages lost in one run, with loss in 1 of 2 runs."), "{md}");
+    assert!(md.contains("The price of safety is 2.2x the p99 ack latency: 20.0 ms where nothing was lost against 9.0 ms where data was lost"), "{md}");
+    assert!(md.contains("1 configuration acknowledged nothing (acks=0), so no loss can be counted against it; yet 0.5% of its sends never reached the final read."), "{md}");
+    assert!(
+        md.contains("| acks | min.insync.replicas | faults | runs | runs with loss |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 1 | 2 | leader-kill | 2 | 2 | 2.0 | 3 | 2.0 | 0 | 495 | 2.0 | 9.0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 0 | 1 | leader-kill | 2 | n/a | n/a | n/a | 50.0 | 0 | 495 | n/a | n/a |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("![Acknowledged messages lost per run](durability-lost.svg)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("![Ack latency](durability-latency.svg)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_sweep_without_loss_says_so() {
+    let md = sweep_markdown("safe", &[row("all", "2", &[0, 0], 20)]);
+    assert!(md.contains("1 configuration, 2 runs in all. No configuration lost an acknowledged message. No configuration produced duplicates."), "{md}");
+}
+
+#[test]
+fn charts_draw_a_bar_per_lossy_configuration_and_name_shared_settings_once() {
+    let rows = matrix();
+    let charts = sweep_charts("durability", &rows);
+    assert_eq!(
+        charts
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect::<Vec<_>>(),
+        ["durability-lost.svg", "durability-latency.svg"]
+    );
+    let lost = &charts[0].1;
+    assert!(lost.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(lost.trim_end().ends_with("</svg>"));
+    assert_eq!(lost.matches("fill=\"#d1495b\"").count(), 3, "{lost}");
+    assert!(lost.contains(">acks=1 min.isr=1</text>"), "{lost}");
+    assert!(lost.contains("every bar: leader-kill"), "{lost}");
+    assert!(
+        lost.contains(">avg 3 · worst 6 · 1/2 runs</text>"),
+        "{lost}"
+    );
+    assert!(lost.contains(">none lost</text>"), "{lost}");
+    let latency = &charts[1].1;
+    assert!(
+        latency.contains(">p50 2.0 · p99 20.0 ms</text>"),
+        "{latency}"
+    );
+    assert!(latency.contains(">no acknowledgements</text>"), "{latency}");
+}

@@ -1,0 +1,696 @@
+//! The checkers on hand-built histories and final states: each count, exactly, with the
+//! example text a person would follow into the trace.
+
+use hightide::check::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use hightide::check::{check, evaluate, Counts, Verdict};
+use hightide::client::history::{Event, MessageId, Op};
+use hightide::scenario::model::{Comparison, Count, Expectation};
+use hightide::types::{BrokerId, Offset, TopicPartition};
+use proptest::prelude::*;
+use std::time::Duration;
+
+fn orders(partition: u32) -> TopicPartition {
+    TopicPartition::new("orders", partition)
+}
+
+fn id(producer: u32, seq: u64) -> MessageId {
+    MessageId { producer, seq }
+}
+
+fn record(offset: i64, id: MessageId) -> ReadRecord {
+    ReadRecord {
+        offset: Offset(offset),
+        value: id.value(32),
+    }
+}
+
+fn replica(broker: u32, in_isr: bool, records: Vec<ReadRecord>) -> ReplicaLog {
+    ReplicaLog {
+        broker: BrokerId(broker),
+        in_isr,
+        log_start_offset: records.first().map(|r| r.offset).unwrap_or(Offset(0)),
+        log_end_offset: records.last().map(|r| r.offset.next()).unwrap_or(Offset(0)),
+        records,
+    }
+}
+
+/// A healthy partition: led by broker-1, every replica in the ISR holding the final read.
+fn partition(tp: TopicPartition, read: Vec<ReadRecord>) -> PartitionFinal {
+    let hw = read.last().map(|r| r.offset.next()).unwrap_or(Offset(0));
+    let replicas = (1..=3).map(|b| replica(b, true, read.clone())).collect();
+    PartitionFinal {
+        tp,
+        leader: Some(BrokerId(1)),
+        high_watermark: hw,
+        log_start_offset: Offset(0),
+        read,
+        replicas,
+    }
+}
+
+/// A history built call by call, with simulated times in ms.
+#[derive(Default)]
+struct History(Vec<Event>);
+
+impl History {
+    fn push(&mut self, ms: u64, process: &str, op: Op) -> &mut Self {
+        self.0.push(Event {
+            time: Duration::from_millis(ms),
+            process: process.to_string(),
+            op,
+        });
+        self
+    }
+    fn invoke(&mut self, ms: u64, id: MessageId, tp: &TopicPartition) -> &mut Self {
+        self.push(
+            ms,
+            &format!("producer-{}", id.producer),
+            Op::Invoke { id, tp: tp.clone() },
+        )
+    }
+    fn ok(&mut self, ms: u64, id: MessageId, tp: &TopicPartition, offset: i64) -> &mut Self {
+        self.push(
+            ms,
+            &format!("producer-{}", id.producer),
+            Op::Ok {
+                id,
+                tp: tp.clone(),
+                offset: Offset(offset),
+            },
+        )
+    }
+    fn fail(&mut self, ms: u64, id: MessageId, error: &str) -> &mut Self {
+        self.push(
+            ms,
+            &format!("producer-{}", id.producer),
+            Op::Fail {
+                id,
+                error: error.to_string(),
+            },
+        )
+    }
+    fn info(&mut self, ms: u64, id: MessageId, error: &str) -> &mut Self {
+        self.push(
+            ms,
+            &format!("producer-{}", id.producer),
+            Op::Info {
+                id,
+                error: error.to_string(),
+            },
+        )
+    }
+    fn read(
+        &mut self,
+        ms: u64,
+        consumer: u32,
+        tp: &TopicPartition,
+        offset: i64,
+        id: Option<MessageId>,
+    ) -> &mut Self {
+        self.push(
+            ms,
+            &format!("consumer-{consumer}"),
+            Op::Read {
+                consumer,
+                tp: tp.clone(),
+                offset: Offset(offset),
+                id,
+            },
+        )
+    }
+    /// Invoke at `ms`, ack 2 ms later.
+    fn acked(&mut self, ms: u64, id: MessageId, tp: &TopicPartition, offset: i64) -> &mut Self {
+        self.invoke(ms, id, tp).ok(ms + 2, id, tp, offset)
+    }
+}
+
+fn examples(verdict: &Verdict, count: Count) -> Vec<&str> {
+    verdict.examples_of(count).collect()
+}
+
+#[test]
+fn an_ack_absent_from_the_final_read_is_lost_and_its_example_names_the_replica_holding_it() {
+    let tp = orders(0);
+    let lost = id(1, 417);
+    let mut history = History::default();
+    history.invoke(10_000, lost, &tp).ok(10_012, lost, &tp, 812);
+    // The final read ends at HW 790; only broker-1, out of the ISR, still has the message.
+    let mut p = partition(tp.clone(), vec![]);
+    p.high_watermark = Offset(790);
+    p.log_start_offset = Offset(790);
+    p.replicas[0] = replica(1, false, vec![record(812, lost)]);
+    p.leader = Some(BrokerId(2));
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![p],
+        },
+    );
+
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 1,
+            acked: 1,
+            lost: 1,
+            missing: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Lost),
+        vec!["producer-1:000417 acked at orders/0@812 (t=10.012s); absent from the final read (HW 790); held by broker-1 only (not in ISR)"]
+    );
+}
+
+#[test]
+fn a_lost_example_lists_every_holder_and_where_a_copy_sits_elsewhere() {
+    let tp = orders(0);
+    let lost = id(2, 5);
+    let mut history = History::default();
+    history.acked(1_000, lost, &tp, 7);
+    let mut p = partition(tp.clone(), vec![]);
+    p.replicas = vec![
+        replica(1, false, vec![record(7, lost)]),
+        replica(3, true, vec![record(9, lost)]),
+    ];
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![p],
+        },
+    );
+    assert_eq!(verdict.counts.lost, 1);
+    assert_eq!(
+        examples(&verdict, Count::Lost),
+        vec!["producer-2:000005 acked at orders/0@7 (t=1.002s); absent from the final read (HW 0); held by broker-1 (not in ISR), broker-3 at orders/0@9 (in ISR)"]
+    );
+}
+
+#[test]
+fn an_ack_found_at_another_offset_is_moved_not_lost() {
+    let tp = orders(0);
+    let m = id(1, 1);
+    let mut history = History::default();
+    history.invoke(8, m, &tp).ok(10, m, &tp, 5);
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp.clone(), vec![record(6, m)])],
+        },
+    );
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 1,
+            acked: 1,
+            moved: 1,
+            delivered: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Moved),
+        vec!["producer-1:000001 acked at orders/0@5 (t=0.010s); in the final read at orders/0@6"]
+    );
+}
+
+#[test]
+fn extra_copies_of_an_id_are_duplicates_whatever_the_client_was_told() {
+    let tp = orders(0);
+    let (a, b) = (id(1, 0), id(1, 1));
+    let mut history = History::default();
+    history
+        .acked(0, a, &tp, 0)
+        .invoke(1, b, &tp)
+        .info(30_000, b, "request timed out");
+    let read = vec![
+        record(0, a),
+        record(1, a),
+        record(2, b),
+        record(3, b),
+        record(4, b),
+    ];
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp.clone(), read)],
+        },
+    );
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 2,
+            acked: 1,
+            indeterminate: 1,
+            duplicates: 3,
+            delivered: 2,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Duplicates),
+        vec![
+            "producer-1:000000 acked at orders/0@0 (t=0.002s); 2 copies in the final read: orders/0@0, orders/0@1",
+            "producer-1:000001 indeterminate at t=30.000s (request timed out); 3 copies in the final read: orders/0@2, orders/0@3, orders/0@4",
+        ]
+    );
+    assert_eq!(
+        examples(&verdict, Count::Indeterminate),
+        vec!["producer-1:000001 to orders/0 indeterminate at t=30.000s (request timed out); in the final read at orders/0@2, orders/0@3, orders/0@4"]
+    );
+}
+
+#[test]
+fn corrupt_records_and_ids_never_sent_are_unexpected() {
+    let tp = orders(0);
+    let sent = id(1, 0);
+    let mut history = History::default();
+    history.acked(0, sent, &tp, 0);
+    let read = vec![
+        record(0, sent),
+        record(1, id(9, 1)),
+        ReadRecord {
+            offset: Offset(2),
+            value: b"\x00\xffgarbage".to_vec(),
+        },
+    ];
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp.clone(), read)],
+        },
+    );
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 1,
+            acked: 1,
+            unexpected: 2,
+            delivered: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Unexpected),
+        vec![
+            "orders/0@1 holds producer-9:000001, which was never sent",
+            r#"orders/0@2 holds a value without a message id (9 bytes): "\x00\xffgarbage""#,
+        ]
+    );
+}
+
+#[test]
+fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
+    let (t0, t1) = (orders(0), orders(1));
+    let mut history = History::default();
+    // producer-1's first send was retried and landed after its next two.
+    history
+        .acked(0, id(1, 1), &t0, 12)
+        .acked(1, id(1, 2), &t0, 10)
+        .acked(2, id(1, 3), &t0, 11);
+    // Other producers and partitions are separate sequences.
+    history
+        .acked(3, id(2, 1), &t0, 13)
+        .acked(4, id(1, 4), &t1, 1)
+        .acked(5, id(1, 5), &t1, 2);
+    let read0 = vec![
+        record(10, id(1, 2)),
+        record(11, id(1, 3)),
+        record(12, id(1, 1)),
+        record(13, id(2, 1)),
+    ];
+    let read1 = vec![record(1, id(1, 4)), record(2, id(1, 5))];
+    let state = FinalState {
+        partitions: vec![partition(t0, read0), partition(t1, read1)],
+    };
+    let verdict = check(&history.0, &state);
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 6,
+            acked: 6,
+            reordered: 2,
+            delivered: 6,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Reordered),
+        vec!["producer-1:000001 and producer-1:000002, sent in that order to orders/0 (acked at @12 and @10), are at @12 and @10 in the final read"]
+    );
+}
+
+#[test]
+fn a_read_of_a_record_later_rolled_back_is_dirty() {
+    let tp = orders(0);
+    let (a, b, c) = (id(1, 0), id(1, 1), id(2, 0));
+    let mut history = History::default();
+    history
+        .acked(0, a, &tp, 0)
+        .acked(1, b, &tp, 1)
+        .acked(2, c, &tp, 1);
+    history
+        .read(2_000, 1, &tp, 0, Some(a)) // still there: clean
+        .read(2_500, 1, &tp, 1, Some(b)) // replaced by c after truncation
+        .read(2_600, 2, &tp, 7, Some(id(1, 7))); // beyond the final HW
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp.clone(), vec![record(0, a), record(1, c)])],
+        },
+    );
+    assert_eq!(verdict.counts.dirty_reads, 2);
+    assert_eq!(
+        examples(&verdict, Count::DirtyReads),
+        vec![
+            "consumer-1 read producer-1:000001 at orders/0@1 (t=2.500s); the final read holds producer-2:000000 there",
+            "consumer-2 read producer-1:000007 at orders/0@7 (t=2.600s); the final read has no record there (log start 0, HW 2)",
+        ]
+    );
+    // b was acked at offset 1 and is gone: also lost.
+    assert_eq!(verdict.counts.lost, 1);
+}
+
+#[test]
+fn in_sync_replicas_that_differ_below_the_hw_are_divergent() {
+    let (t0, t1) = (orders(0), orders(1));
+    let (a, b, c, d) = (id(1, 0), id(1, 1), id(1, 2), id(2, 0));
+    let mut p0 = partition(t0.clone(), vec![record(0, a), record(1, b), record(2, c)]);
+    p0.replicas[1] = replica(2, true, vec![record(0, a), record(1, b), record(2, d)]);
+    // orders/1: a difference at or above the HW, and one on a replica out of the ISR: fine.
+    let mut p1 = partition(t1.clone(), vec![record(0, a)]);
+    p1.replicas[1] = replica(2, true, vec![record(0, a), record(1, b)]);
+    p1.replicas[2] = replica(3, false, vec![record(0, d)]);
+    let verdict = check(
+        &[],
+        &FinalState {
+            partitions: vec![p0, p1],
+        },
+    );
+    assert_eq!(verdict.counts.divergent, 1);
+    assert_eq!(
+        examples(&verdict, Count::Divergent),
+        vec!["orders/0: in-ISR replicas broker-1 and broker-2 differ below HW 3, first at offset 2: broker-1 holds producer-1:000002, broker-2 holds producer-2:000000"]
+    );
+}
+
+#[test]
+fn a_replica_in_the_isr_missing_records_below_the_hw_is_divergent() {
+    let tp = orders(0);
+    let mut p = partition(tp, vec![record(0, id(1, 0)), record(1, id(1, 1))]);
+    p.replicas[2] = replica(3, true, vec![record(0, id(1, 0))]);
+    let verdict = check(
+        &[],
+        &FinalState {
+            partitions: vec![p],
+        },
+    );
+    assert_eq!(verdict.counts.divergent, 1);
+    assert_eq!(
+        examples(&verdict, Count::Divergent),
+        vec!["orders/0: in-ISR replicas broker-1 and broker-3 differ below HW 2, first at offset 1: broker-1 holds producer-1:000001, broker-3 holds nothing"]
+    );
+}
+
+#[test]
+fn a_partition_without_a_leader_is_offline() {
+    let mut p = partition(orders(1), vec![]);
+    p.leader = None;
+    p.replicas = vec![
+        ReplicaLog {
+            log_end_offset: Offset(500),
+            ..replica(2, true, vec![])
+        },
+        ReplicaLog {
+            log_end_offset: Offset(480),
+            ..replica(3, false, vec![])
+        },
+    ];
+    let verdict = check(
+        &[],
+        &FinalState {
+            partitions: vec![partition(orders(0), vec![]), p],
+        },
+    );
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            offline: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Offline),
+        vec!["orders/1 has no leader after the heal phase; replicas: broker-2 (LEO 500, in ISR), broker-3 (LEO 480, not in ISR)"]
+    );
+}
+
+#[test]
+fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
+    let tp = orders(0);
+    let mut history = History::default();
+    for seq in 0..4 {
+        history
+            .invoke(seq, id(1, seq), &tp)
+            .info(seq, id(1, seq), "acks=0");
+    }
+    history
+        .invoke(9, id(1, 4), &tp)
+        .fail(10, id(1, 4), "RecordTooLargeException");
+    history.invoke(11, id(1, 5), &tp);
+    let read = vec![
+        record(0, id(1, 0)),
+        record(1, id(1, 2)),
+        record(2, id(1, 3)),
+    ];
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp.clone(), read)],
+        },
+    );
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 6,
+            failed: 1,
+            indeterminate: 5,
+            delivered: 3,
+            missing: 2,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Failed),
+        vec!["producer-1:000004 to orders/0 failed at t=0.010s (RecordTooLargeException); absent from the final read"]
+    );
+    let indeterminate = examples(&verdict, Count::Indeterminate);
+    assert_eq!(indeterminate.len(), 5);
+    assert_eq!(indeterminate[1], "producer-1:000001 to orders/0 indeterminate at t=0.001s (acks=0); absent from the final read");
+    assert_eq!(indeterminate[4], "producer-1:000005 to orders/0 sent at t=0.011s, never completed; absent from the final read");
+}
+
+#[test]
+fn examples_stop_at_five_per_count_while_counts_go_on() {
+    let tp = orders(0);
+    let mut history = History::default();
+    for seq in 0..20 {
+        history.acked(seq, id(1, seq), &tp, seq as i64);
+    }
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp, vec![])],
+        },
+    );
+    assert_eq!(verdict.counts.lost, 20);
+    assert_eq!(examples(&verdict, Count::Lost).len(), 5);
+}
+
+#[test]
+fn the_verdict_against_expectations_names_what_failed() {
+    let tp = orders(0);
+    let mut history = History::default();
+    history.acked(0, id(1, 0), &tp, 0);
+    let verdict = check(
+        &history.0,
+        &FinalState {
+            partitions: vec![partition(tp, vec![])],
+        },
+    );
+    let expect = [
+        Expectation {
+            count: Count::Lost,
+            comparison: Comparison::Eq,
+            value: 0,
+        },
+        Expectation {
+            count: Count::Acked,
+            comparison: Comparison::Ge,
+            value: 1,
+        },
+    ];
+    assert_eq!(
+        evaluate(&expect, &verdict.counts),
+        vec!["expected lost == 0, got 1".to_string()]
+    );
+}
+
+/// A million events: guards against quadratic work creeping into the checkers.
+#[test]
+fn a_history_of_a_million_events_checks() {
+    let partitions: Vec<TopicPartition> = (0..4).map(orders).collect();
+    let mut history = Vec::with_capacity(1_000_000);
+    let mut reads: Vec<Vec<ReadRecord>> = vec![Vec::new(); 4];
+    for seq in 0..500_000u64 {
+        let (producer, part) = ((seq % 2) as u32 + 1, (seq % 4) as usize);
+        let m = id(producer, seq);
+        let tp = &partitions[part];
+        let offset = reads[part].len() as i64;
+        let time = Duration::from_micros(seq * 20);
+        history.push(Event {
+            time,
+            process: format!("producer-{producer}"),
+            op: Op::Invoke {
+                id: m,
+                tp: tp.clone(),
+            },
+        });
+        history.push(Event {
+            time,
+            process: format!("producer-{producer}"),
+            op: Op::Ok {
+                id: m,
+                tp: tp.clone(),
+                offset: Offset(offset),
+            },
+        });
+        if seq % 1000 != 0 {
+            reads[part].push(record(offset, m));
+        }
+    }
+    let state = FinalState {
+        partitions: partitions
+            .iter()
+            .zip(reads)
+            .map(|(tp, read)| partition(tp.clone(), read))
+            .collect(),
+    };
+    let verdict = check(&history, &state);
+    assert_eq!(verdict.counts.acked, 500_000);
+    assert_eq!(verdict.counts.lost, 500);
+    assert_eq!(verdict.counts.reordered, 0);
+}
+
+/// A generated history: each send goes to a partition and is acked, failed or
+/// indeterminate; written ones get the next offset of their partition.
+#[derive(Clone, Debug)]
+enum Fate {
+    Acked,
+    Failed,
+    /// Indeterminate; written or not.
+    Unknown(bool),
+}
+
+fn fate() -> impl Strategy<Value = Fate> {
+    prop_oneof![6 => Just(Fate::Acked), 1 => Just(Fate::Failed), 2 => any::<bool>().prop_map(Fate::Unknown)]
+}
+
+/// A clean run: every acked id exactly once at its acked offset, consumers reading
+/// committed records only, in-sync replicas identical.
+fn clean_run(
+    sends: &[(u32, u32, Fate)],
+    reads_every: usize,
+) -> (Vec<Event>, FinalState, Vec<(usize, usize)>) {
+    let partitions: Vec<TopicPartition> = (0..3).map(orders).collect();
+    let mut history = History::default();
+    let mut read: Vec<Vec<ReadRecord>> = vec![Vec::new(); 3];
+    let mut acked_at = Vec::new();
+    let mut next_seq = [0u64; 3];
+    for (i, (producer, part, fate)) in sends.iter().enumerate() {
+        let (producer, part) = (*producer as usize, *part as usize);
+        let m = id(producer as u32 + 1, next_seq[producer]);
+        next_seq[producer] += 1;
+        let tp = &partitions[part];
+        let ms = i as u64;
+        history.invoke(ms, m, tp);
+        let offset = read[part].len() as i64;
+        match fate {
+            Fate::Acked => {
+                history.ok(ms + 1, m, tp, offset);
+                acked_at.push((part, read[part].len()));
+                read[part].push(record(offset, m));
+            }
+            Fate::Failed => {
+                history.fail(ms + 1, m, "NOT_ENOUGH_REPLICAS");
+            }
+            Fate::Unknown(written) => {
+                history.info(ms + 1, m, "request timed out");
+                if *written {
+                    read[part].push(record(offset, m));
+                }
+            }
+        }
+    }
+    for (part, records) in read.iter().enumerate() {
+        for r in records.iter().step_by(reads_every) {
+            let m = hightide::client::history::MessageId::parse_value(&r.value);
+            history.read(10_000, 1, &partitions[part], r.offset.0, m);
+        }
+    }
+    let state = FinalState {
+        partitions: partitions
+            .into_iter()
+            .zip(read)
+            .map(|(tp, r)| partition(tp, r))
+            .collect(),
+    };
+    (history.0, state, acked_at)
+}
+
+fn anomalies(c: &Counts) -> [u64; 8] {
+    [
+        c.lost,
+        c.moved,
+        c.duplicates,
+        c.unexpected,
+        c.reordered,
+        c.dirty_reads,
+        c.divergent,
+        c.offline,
+    ]
+}
+
+proptest! {
+    #[test]
+    fn a_clean_run_has_no_anomalies_and_removing_one_acked_record_loses_exactly_it(
+        sends in proptest::collection::vec((0u32..3, 0u32..3, fate()), 1..200),
+        reads_every in 1usize..5,
+        pick in any::<prop::sample::Index>(),
+    ) {
+        let (history, mut state, acked_at) = clean_run(&sends, reads_every);
+        let verdict = check(&history, &state);
+        let c = verdict.counts.clone();
+        prop_assert_eq!(anomalies(&c), [0; 8], "{:?}", verdict.examples);
+        prop_assert_eq!(c.attempted, sends.len() as u64);
+        prop_assert_eq!(c.acked + c.failed + c.indeterminate, c.attempted);
+        prop_assert_eq!(c.missing, c.attempted - c.delivered - c.failed);
+        prop_assert!(verdict.examples.iter().all(|e| matches!(e.count, Count::Failed | Count::Indeterminate)));
+
+        if !acked_at.is_empty() {
+            let (part, i) = acked_at[pick.index(acked_at.len())];
+            let p = &mut state.partitions[part];
+            p.read.remove(i);
+            for r in &mut p.replicas {
+                r.records.remove(i);
+            }
+            let after = check(&history, &state);
+            prop_assert_eq!(after.counts.lost, 1);
+            prop_assert_eq!(after.counts.missing, c.missing + 1);
+            prop_assert_eq!(after.counts.delivered, c.delivered - 1);
+            prop_assert_eq!(after.counts.moved + after.counts.duplicates + after.counts.unexpected + after.counts.reordered, 0);
+            prop_assert_eq!(after.examples_of(Count::Lost).count(), 1);
+        }
+    }
+}
