@@ -117,51 +117,43 @@ fn write_history(path: &Path, outcomes: &[RunOutcome]) -> std::io::Result<()> {
 
 /// Print every run, the expect_some verdicts and the summary; return the exit status.
 fn print_outcomes(scenario: &Scenario, args: &RunArgs, outcomes: &[RunOutcome]) -> i32 {
-    let reports: Vec<report::RunReport> =
-        outcomes.iter().map(|o| report::RunReport::from_outcome(&scenario.name, o)).collect();
+    let reports: Vec<report::RunReport> = outcomes
+        .iter()
+        .filter_map(|o| {
+            let variant = scenario.variants.iter().find(|v| v.name == o.variant)?;
+            Some(report::RunReport::from_outcome(&scenario.name, variant, o))
+        })
+        .collect();
+    let some_failures = report::expect_some_failures(&reports);
+    let failed = reports.iter().any(|r| !r.pass()) || !some_failures.is_empty();
     if args.json {
         for r in &reports {
             println!("{}", report::run_json(r));
         }
-    } else {
-        print!("{}", report::runs_table(&reports));
+        return if failed { EXIT_FAILED } else { EXIT_OK };
     }
-    let mut failed = reports.iter().any(|r| !r.failures.is_empty());
-    let mut some_failures = Vec::new();
-    for variant in &scenario.variants {
-        let counts: Vec<_> = outcomes
-            .iter()
-            .filter(|o| o.variant == variant.name)
-            .map(|o| o.verdict.counts.clone())
-            .collect();
-        if counts.is_empty() {
-            continue;
-        }
-        for failure in crate::check::evaluate_some(&variant.expect_some, &counts) {
-            some_failures.push(format!("{}: {failure} (in no seed of {})", variant.name, counts.len()));
-        }
+    println!("{}\n", scenario.name);
+    print!("{}", report::runs_text(&reports));
+    println!();
+    print!("{}", report::summary(&reports));
+    for failure in &some_failures {
+        println!("FAIL expect_some {failure}");
     }
-    failed |= !some_failures.is_empty();
-    if !args.json {
-        print!("{}", report::summary(&reports));
-        for failure in &some_failures {
-            println!("FAIL expect_some {failure}");
-        }
-        for r in reports.iter().filter(|r| !r.failures.is_empty()) {
-            println!(
-                "FAIL seed {} variant {}: {}\n  replay: cargo run --release -- run {} --seed {} --variant {}",
-                r.seed,
-                r.variant,
-                r.failures.join("; "),
-                args.file.display(),
-                r.seed,
-                r.variant
-            );
-        }
+    let file = args.file.display();
+    for r in reports.iter().filter(|r| !r.pass()) {
+        println!(
+            "FAIL seed {} variant {}: {}\n  replay: cargo run --release -- run {file} --seed {} --variant {}",
+            r.seed,
+            r.variant,
+            r.failures.join("; "),
+            r.seed,
+            r.variant
+        );
     }
     if failed {
         EXIT_FAILED
     } else {
+        println!("all expectations hold");
         EXIT_OK
     }
 }

@@ -5,6 +5,7 @@
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::report::{self, RunReport, SweepRow};
+use std::collections::BTreeMap;
 use crate::scenario;
 use crate::sim::batch::{self, Job};
 use crate::sim::runner::RunOptions;
@@ -69,11 +70,7 @@ fn label(combination: &Combination) -> String {
         .map(|(path, value)| {
             let key = path.split_once('.').map_or(path.as_str(), |(_, key)| key);
             let key = key.strip_prefix("log.flush.interval.").map_or(key, |_| "flush");
-            let value = match value {
-                toml::Value::String(s) => s.clone(),
-                toml::Value::Integer(i) if *i == i64::MAX => "never".to_string(),
-                other => other.to_string(),
-            };
+            let value = shown_value(value);
             if key == "faults" {
                 value
             } else {
@@ -84,6 +81,14 @@ fn label(combination: &Combination) -> String {
         .join(" ")
 }
 
+fn shown_value(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) if *i == i64::MAX => "never".to_string(),
+        other => other.to_string(),
+    }
+}
+
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -91,7 +96,10 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn load(args: &SweepArgs) -> Result<(String, scenario::model::Scenario, Vec<u64>), String> {
+/// A loaded sweep: its name, the generated scenario, the seeds, and each variant's settings.
+type Loaded = (String, scenario::model::Scenario, Vec<u64>, BTreeMap<String, Vec<(String, String)>>);
+
+fn load(args: &SweepArgs) -> Result<Loaded, String> {
     let file = args.file.display();
     let text = std::fs::read_to_string(&args.file).map_err(|e| format!("{file}: {e}"))?;
     let matrix: Matrix = toml::from_str(&text).map_err(|e| match e.span() {
@@ -109,7 +117,10 @@ fn load(args: &SweepArgs) -> Result<(String, scenario::model::Scenario, Vec<u64>
         .map_err(|e| format!("{}: {e}", base_path.display()))?;
     let combinations = cross_product(&matrix.vary).map_err(|e| format!("{file}: {e}"))?;
     let mut variants = toml::Table::new();
+    let mut settings_of = BTreeMap::new();
     for combination in &combinations {
+        let shown = combination.iter().map(|(path, value)| (path.clone(), shown_value(value))).collect();
+        settings_of.insert(label(combination), shown);
         let settings: toml::Table = combination.iter().cloned().collect();
         variants.insert(label(combination), toml::Value::Table(settings));
     }
@@ -124,11 +135,11 @@ fn load(args: &SweepArgs) -> Result<(String, scenario::model::Scenario, Vec<u64>
         Some(spec) => scenario::parse_seeds(spec).map_err(|e| format!("--seeds {spec:?}: {e}"))?,
         None => scenario.seeds.clone(),
     };
-    Ok((matrix.name, scenario, seeds))
+    Ok((matrix.name, scenario, seeds, settings_of))
 }
 
 pub fn run(args: SweepArgs) -> i32 {
-    let (name, scenario, seeds) = match load(&args) {
+    let (name, scenario, seeds, settings_of) = match load(&args) {
         Ok(loaded) => loaded,
         Err(error) => {
             eprintln!("error: {error}");
@@ -145,7 +156,12 @@ pub fn run(args: SweepArgs) -> i32 {
     let mut reports = Vec::new();
     for result in batch::run_all(&jobs, threads, &RunOptions::default()) {
         match result {
-            Ok(outcome) => reports.push(RunReport::from_outcome(&scenario.name, &outcome)),
+            Ok(outcome) => {
+                let variant = scenario.variants.iter().find(|v| v.name == outcome.variant);
+                if let Some(variant) = variant {
+                    reports.push(RunReport::from_outcome(&scenario.name, variant, &outcome));
+                }
+            }
             Err(error) => {
                 eprintln!("error: {error}");
                 return EXIT_FAILED;
@@ -156,24 +172,36 @@ pub fn run(args: SweepArgs) -> i32 {
         .variants
         .iter()
         .map(|variant| {
-            let runs: Vec<&RunReport> = reports.iter().filter(|r| r.variant == variant.name).collect();
-            SweepRow::from_runs(&variant.name, &runs)
+            let runs: Vec<RunReport> =
+                reports.iter().filter(|r| r.variant == variant.name).cloned().collect();
+            let settings = settings_of.get(&variant.name).cloned().unwrap_or_default();
+            SweepRow::from_reports(settings, &runs)
         })
         .collect();
     if let Err(error) = write_report(&args.out, &name, &rows) {
         eprintln!("error: writing the report to {}: {error}", args.out.display());
         return EXIT_BAD_INPUT;
     }
-    println!("{}", report::sweep_table(&rows));
+    for row in &rows {
+        println!(
+            "{:<60} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms",
+            row.label(),
+            row.runs,
+            row.runs_with_loss,
+            row.lost_avg(),
+            row.lost_max,
+            row.duplicates,
+            row.p99_ms()
+        );
+    }
     println!("wrote {}", args.out.join(format!("{name}.md")).display());
     EXIT_OK
 }
 
 fn write_report(out: &Path, name: &str, rows: &[SweepRow]) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
-    let (markdown, charts) = report::sweep_report(name, rows);
-    std::fs::write(out.join(format!("{name}.md")), markdown)?;
-    for (file, svg) in charts {
+    std::fs::write(out.join(format!("{name}.md")), report::sweep_markdown(name, rows))?;
+    for (file, svg) in report::sweep_charts(name, rows) {
         std::fs::write(out.join(file), svg)?;
     }
     Ok(())

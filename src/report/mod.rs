@@ -6,6 +6,7 @@ mod latency;
 mod run;
 mod svg;
 mod sweep;
+pub mod timeline;
 #[cfg(test)]
 mod tests;
 

@@ -3,7 +3,8 @@
 
 use super::latency::HistoryStats;
 use crate::check::{count_name, evaluate_some, Counts, Verdict};
-use crate::scenario::model::{Count, Expectation};
+use crate::scenario::model::{Count, Expectation, Variant};
+use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::time::Duration;
@@ -27,6 +28,22 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// The report of a finished run of `variant` of `scenario`.
+    pub fn from_outcome(scenario: &str, variant: &Variant, outcome: &RunOutcome) -> RunReport {
+        RunReport {
+            scenario: scenario.to_string(),
+            variant: outcome.variant.clone(),
+            seed: outcome.seed,
+            verdict: outcome.verdict.clone(),
+            failures: outcome.failures.clone(),
+            expect_some: variant.expect_some.clone(),
+            trace_hash: outcome.trace_hash,
+            sim_time: outcome.sim_time,
+            wall_time: outcome.wall_time,
+            stats: HistoryStats::from_history(&outcome.history),
+        }
+    }
+
     /// Whether every `[expect]` holds for this run.
     pub fn pass(&self) -> bool {
         self.failures.is_empty()
