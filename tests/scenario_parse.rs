@@ -111,14 +111,23 @@ fn assert_error(text: &str, expected: &str) {
 }
 
 fn eq(count: Count, value: u64) -> Expectation {
-    Expectation { count, comparison: Comparison::Eq, value }
+    Expectation {
+        count,
+        comparison: Comparison::Eq,
+        value,
+    }
 }
 
 #[test]
 fn the_example_parses_into_its_settings() {
     let scenario = ok(EXAMPLE);
-    assert_eq!(scenario.name, "acks=1 loses acknowledged writes when the leader loses power");
-    assert!(scenario.description.starts_with("The leader acknowledges a write"));
+    assert_eq!(
+        scenario.name,
+        "acks=1 loses acknowledged writes when the leader loses power"
+    );
+    assert!(scenario
+        .description
+        .starts_with("The leader acknowledges a write"));
     assert_eq!(scenario.seeds, (1..=20).collect::<Vec<u64>>());
     assert_eq!(scenario.variants.len(), 1);
     let variant = &scenario.variants[0];
@@ -172,10 +181,17 @@ fn the_example_parses_into_its_settings() {
     assert_eq!(s.faults[1].at, Duration::from_secs(20));
     assert_eq!(s.faults[1].action, FaultAction::Restart(Target::Crashed));
     assert_eq!(s.nemesis, None);
-    assert_eq!(variant.expect, vec![eq(Count::Duplicates, 0), eq(Count::Divergent, 0)]);
+    assert_eq!(
+        variant.expect,
+        vec![eq(Count::Duplicates, 0), eq(Count::Divergent, 0)]
+    );
     assert_eq!(
         variant.expect_some,
-        vec![Expectation { count: Count::Lost, comparison: Comparison::Gt, value: 0 }]
+        vec![Expectation {
+            count: Count::Lost,
+            comparison: Comparison::Gt,
+            value: 0
+        }]
     );
 }
 
@@ -218,16 +234,25 @@ fn topic_config_dotted_keys_and_seed_forms() {
     assert_eq!(config.retention_ms, Some(-1));
     assert_eq!(config.unclean_leader_election_enable, Some(true));
     assert_eq!(config.segment_bytes, None);
-    assert_eq!(s.broker.log_flush_interval_ms, 1000, "unquoted dotted keys mean the Kafka key");
+    assert_eq!(
+        s.broker.log_flush_interval_ms, 1000,
+        "unquoted dotted keys mean the Kafka key"
+    );
     assert!(!s.producer.enable_idempotence);
 
-    assert_eq!(ok(&format!("seeds = [3, 17, 42]\n{MINIMAL}")).seeds, vec![3, 17, 42]);
+    assert_eq!(
+        ok(&format!("seeds = [3, 17, 42]\n{MINIMAL}")).seeds,
+        vec![3, 17, 42]
+    );
 }
 
 #[test]
 fn kafka_producer_rules_between_keys() {
     // acks=1 with idempotence left at its default: Kafka quietly turns idempotence off.
-    let s = ok(&format!("{MINIMAL}[producer]\nacks = 1\n")).variants.remove(0).settings;
+    let s = ok(&format!("{MINIMAL}[producer]\nacks = 1\n"))
+        .variants
+        .remove(0)
+        .settings;
     assert_eq!(s.producer.acks, Acks::Leader);
     assert!(!s.producer.enable_idempotence);
     // Explicitly enabled, Kafka refuses the configuration.
@@ -238,10 +263,23 @@ fn kafka_producer_rules_between_keys() {
     );
     // delivery.timeout.ms below linger.ms + request.timeout.ms: Kafka refuses it, but the
     // SCENARIOS.md example sets exactly that (30000 < 5 + 30000) and must run, so it stands.
-    let s = ok(&format!("{MINIMAL}[producer]\n\"delivery.timeout.ms\" = 1000\n")).variants.remove(0).settings;
+    let s = ok(&format!(
+        "{MINIMAL}[producer]\n\"delivery.timeout.ms\" = 1000\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
     assert_eq!(s.producer.delivery_timeout_ms, 1000);
-    let s = ok(&format!("{MINIMAL}[producer]\n\"request.timeout.ms\" = 200000\n")).variants.remove(0).settings;
-    assert_eq!(s.producer.delivery_timeout_ms, 200_005, "raised when left at its default");
+    let s = ok(&format!(
+        "{MINIMAL}[producer]\n\"request.timeout.ms\" = 200000\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
+    assert_eq!(
+        s.producer.delivery_timeout_ms, 200_005,
+        "raised when left at its default"
+    );
 }
 
 const VARIANTS: &str = r#"
@@ -288,7 +326,10 @@ fn variants_resolve_and_add_expectations() {
     let (a, b) = (&scenario.variants[0], &scenario.variants[1]);
     assert_eq!(a.name, "acks-1");
     assert_eq!(a.settings.producer.acks, Acks::Leader);
-    assert!(!a.settings.producer.enable_idempotence, "acks=1 turns default idempotence off");
+    assert!(
+        !a.settings.producer.enable_idempotence,
+        "acks=1 turns default idempotence off"
+    );
     assert_eq!(a.settings.broker.min_insync_replicas, 1);
     assert_eq!(a.settings.faults.len(), 1);
     assert_eq!(
@@ -298,7 +339,11 @@ fn variants_resolve_and_add_expectations() {
     assert_eq!(a.expect, vec![eq(Count::Duplicates, 0)]);
     assert_eq!(
         a.expect_some,
-        vec![Expectation { count: Count::Lost, comparison: Comparison::Gt, value: 0 }]
+        vec![Expectation {
+            count: Count::Lost,
+            comparison: Comparison::Gt,
+            value: 0
+        }]
     );
 
     assert_eq!(b.name, "acks-all-min-isr-2");
@@ -307,8 +352,15 @@ fn variants_resolve_and_add_expectations() {
     assert_eq!(b.settings.broker.min_insync_replicas, 2);
     assert_eq!(b.settings.disk.power_loss, PowerLossModel::TornTail);
     assert_eq!(b.settings.workload.rate, 50);
-    assert_eq!(b.settings.faults.len(), 2, "the variant picks its own fault set");
-    assert_eq!(b.settings.faults[0].action, FaultAction::PowerLoss(Target::Brokers));
+    assert_eq!(
+        b.settings.faults.len(),
+        2,
+        "the variant picks its own fault set"
+    );
+    assert_eq!(
+        b.settings.faults[0].action,
+        FaultAction::PowerLoss(Target::Brokers)
+    );
     assert_eq!(
         b.settings.faults[1].action,
         FaultAction::Restart(Target::List(vec![
@@ -400,10 +452,16 @@ target = "consumer-1"
                 latency: Duration::from_millis(250),
             },
             FaultAction::Partition(vec![
-                Target::List(vec![Target::Leader(tp(0)), Target::Host(HostName::Controller)]),
+                Target::List(vec![
+                    Target::Leader(tp(0)),
+                    Target::Host(HostName::Controller)
+                ]),
                 Target::Brokers,
             ]),
-            FaultAction::SlowDisk { target: Target::RandomBroker, latency: Duration::from_secs(120) },
+            FaultAction::SlowDisk {
+                target: Target::RandomBroker,
+                latency: Duration::from_secs(120)
+            },
             FaultAction::Corrupt {
                 target: Target::Host(HostName::Broker(2)),
                 file: "orders-0/*.log".into(),
@@ -537,13 +595,18 @@ fn unknown_workload_topic() {
         "s.toml:6:9: unknown topic `ordrs`; did you mean `orders`?",
     );
     let two = MINIMAL.replace("}]\n", "}, { name = \"payments\" }]\n");
-    assert_error(&two, "s.toml: [workload] needs a `topic`: the cluster has 2 topics (orders, payments)");
+    assert_error(
+        &two,
+        "s.toml: [workload] needs a `topic`: the cluster has 2 topics (orders, payments)",
+    );
 }
 
 #[test]
 fn unknown_fault_action() {
     assert_error(
-        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"power_loss\"\ntarget = \"broker-1\"\n"),
+        &format!(
+            "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"power_loss\"\ntarget = \"broker-1\"\n"
+        ),
         "s.toml:7:10: unknown fault action `power_loss`; did you mean `power-loss`?",
     );
     assert_error(
@@ -578,18 +641,25 @@ fn unknown_fault_targets() {
         &fault("\"leader:orders/2\""),
         "s.toml:8:10: partition 2 of topic `orders` does not exist: it has 2 partitions (0 to 1)",
     );
-    assert_error(&fault("\"producer-2\""), "s.toml:8:10: no host `producer-2`: [workload] has 1 producer");
+    assert_error(
+        &fault("\"producer-2\""),
+        "s.toml:8:10: no host `producer-2`: [workload] has 1 producer",
+    );
     assert_error(
         &fault("\"leader-orders\""),
         "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>",
     );
     let rf1 = MINIMAL.replace("replication_factor = 3", "replication_factor = 1");
     assert_error(
-        &format!("{rf1}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"follower:orders/0\"\n"),
+        &format!(
+            "{rf1}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"follower:orders/0\"\n"
+        ),
         "s.toml:8:10: `orders/0` has no followers: topic `orders` has replication factor 1",
     );
     assert_error(
-        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"disk-full\"\ntarget = \"producer-1\"\n"),
+        &format!(
+            "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"disk-full\"\ntarget = \"producer-1\"\n"
+        ),
         "s.toml:8:10: `producer-1` has no disk: disk faults apply to brokers and the controller",
     );
 }
@@ -633,13 +703,19 @@ fn invalid_acks() {
 #[test]
 fn unknown_fault_set() {
     let text = format!("faults = \"leader-kil\"\n{MINIMAL}[[fault_sets.leader-kill]]\nat = \"1s\"\naction = \"heal\"\n");
-    assert_error(&text, "s.toml:1:10: unknown fault set `leader-kil`; did you mean `leader-kill`?");
+    assert_error(
+        &text,
+        "s.toml:1:10: unknown fault set `leader-kil`; did you mean `leader-kill`?",
+    );
     assert_error(
         &format!("faults = \"x\"\n{MINIMAL}"),
         "s.toml:1:10: unknown fault set `x`: the scenario defines no [[fault_sets.NAME]]",
     );
     let text = format!("{MINIMAL}[variants.v]\nfaults = \"nope\"\n");
-    assert_error(&text, "s.toml:6:10: unknown fault set `nope`: the scenario defines no [[fault_sets.NAME]]");
+    assert_error(
+        &text,
+        "s.toml:6:10: unknown fault set `nope`: the scenario defines no [[fault_sets.NAME]]",
+    );
 }
 
 #[test]
@@ -691,18 +767,27 @@ fn toml_syntax_errors() {
     let e = err("duration = \"30s\nx = 1\n");
     assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
     let e = err(&format!("{MINIMAL}[cluster]\nbrokers = 4\n"));
-    assert!(e.to_string().starts_with("s.toml:5:"), "duplicate table: {e}");
+    assert!(
+        e.to_string().starts_with("s.toml:5:"),
+        "duplicate table: {e}"
+    );
 }
 
 #[test]
 fn empty_files() {
-    assert_error("", "s.toml: the file is empty: a scenario needs at least `duration` and [cluster]");
+    assert_error(
+        "",
+        "s.toml: the file is empty: a scenario needs at least `duration` and [cluster]",
+    );
     assert_error(
         "# nothing\n\n",
         "s.toml: the file holds only comments: a scenario needs at least `duration` and [cluster]",
     );
     assert_error("name = \"x\"\n", "s.toml: missing `duration` (the simulated time of the workload phase, e.g. duration = \"30s\")");
-    assert_error("duration = \"1s\"\n", "s.toml: missing [cluster] (brokers and topics)");
+    assert_error(
+        "duration = \"1s\"\n",
+        "s.toml: missing [cluster] (brokers and topics)",
+    );
 }
 
 #[test]
@@ -713,7 +798,11 @@ fn binary_files() {
     std::fs::write(&path, b"duration = \"1s\"\nname = \"\xff\xfe\"\n").unwrap();
     let e = load(&path).unwrap_err();
     assert_eq!(e.location, Some((2, 9)));
-    assert!(e.to_string().ends_with(":2:9: not a UTF-8 text file: invalid byte 0xff"), "{e}");
+    assert!(
+        e.to_string()
+            .ends_with(":2:9: not a UTF-8 text file: invalid byte 0xff"),
+        "{e}"
+    );
     let e = load(&dir.join("missing.toml")).unwrap_err();
     assert!(e.message.starts_with("cannot read the file"), "{e}");
     std::fs::write(&path, EXAMPLE).unwrap();

@@ -33,14 +33,36 @@ pub(crate) struct Key<T: 'static> {
 
 /// How a TOML value sets a field, and how the field reads back for `hightide config`.
 pub(crate) enum Kind<T: 'static> {
-    Int { min: i64, max: i64, get: fn(&T) -> i64, set: fn(&mut T, i64) },
-    Bool { get: fn(&T) -> bool, set: fn(&mut T, bool) },
-    Duration { get: fn(&T) -> Duration, set: fn(&mut T, Duration) },
+    Int {
+        min: i64,
+        max: i64,
+        get: fn(&T) -> i64,
+        set: fn(&mut T, i64),
+    },
+    Bool {
+        get: fn(&T) -> bool,
+        set: fn(&mut T, bool),
+    },
+    Duration {
+        get: fn(&T) -> Duration,
+        set: fn(&mut T, Duration),
+    },
     /// A topic-level override; unset, the topic inherits the broker key `inherits`.
-    OptInt { min: i64, max: i64, inherits: &'static str, set: fn(&mut T, i64) },
-    OptBool { inherits: &'static str, set: fn(&mut T, bool) },
+    OptInt {
+        min: i64,
+        max: i64,
+        inherits: &'static str,
+        set: fn(&mut T, i64),
+    },
+    OptBool {
+        inherits: &'static str,
+        set: fn(&mut T, bool),
+    },
     /// Anything else (enumerations, tables): its own reader and printer.
-    Other { set: fn(&mut T, &Node) -> Result<(), Error>, show: fn(&T) -> String },
+    Other {
+        set: fn(&mut T, &Node) -> Result<(), Error>,
+        show: fn(&T) -> String,
+    },
 }
 
 impl<T> Section<T> {
@@ -102,7 +124,10 @@ pub(crate) fn integer_in(name: &str, node: &Node, min: i64, max: i64) -> Result<
         } else {
             format!("from {min} to {max}")
         };
-        return Err(Error::at(&node.span, format!("`{name}` must be {range}, found {value}")));
+        return Err(Error::at(
+            &node.span,
+            format!("`{name}` must be {range}, found {value}"),
+        ));
     }
     Ok(value)
 }
@@ -137,7 +162,13 @@ pub(crate) fn duration(name: &str, node: &Node) -> Result<Duration, Error> {
 }
 
 pub(crate) fn wrong_type(name: &str, expected: &str, node: &Node) -> Error {
-    Error::at(&node.span, format!("`{name}` must be {expected}, found {}", node.value.type_name()))
+    Error::at(
+        &node.span,
+        format!(
+            "`{name}` must be {expected}, found {}",
+            node.value.type_name()
+        ),
+    )
 }
 
 macro_rules! int {
@@ -160,7 +191,10 @@ macro_rules! boolean {
         Key {
             name: $name,
             meaning: $meaning,
-            kind: Kind::Bool { get: |c| c.$field, set: |c, v| c.$field = v },
+            kind: Kind::Bool {
+                get: |c| c.$field,
+                set: |c, v| c.$field = v,
+            },
         }
     };
 }
@@ -170,7 +204,10 @@ macro_rules! duration {
         Key {
             name: $name,
             meaning: $meaning,
-            kind: Kind::Duration { get: |c| c.$field, set: |c, v| c.$field = v },
+            kind: Kind::Duration {
+                get: |c| c.$field,
+                set: |c, v| c.$field = v,
+            },
         }
     };
 }
@@ -317,7 +354,10 @@ fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
         _ => String::new(),
     };
     config.acks = acks.ok_or_else(|| {
-        Error::at(&node.span, format!("invalid `acks` `{shown}`: expected \"0\", \"1\", \"all\" or \"-1\""))
+        Error::at(
+            &node.span,
+            format!("invalid `acks` `{shown}`: expected \"0\", \"1\", \"all\" or \"-1\""),
+        )
     })?;
     Ok(())
 }
@@ -335,16 +375,41 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
     title: "Kafka consumer configuration (the consumers of [workload] and the final read)",
     defaults: ConsumerConfig::default,
     keys: &[
-        int!("fetch.max.wait.ms", fetch_max_wait_ms as u64, 0, INT_MAX,
-            "Longest the broker holds a fetch waiting for fetch.min.bytes of data."),
-        int!("fetch.min.bytes", fetch_min_bytes as u64, 0, INT_MAX,
-            "Bytes the broker waits to accumulate before answering a fetch."),
-        int!("max.partition.fetch.bytes", max_partition_fetch_bytes as u64, 0, INT_MAX,
-            "Bytes returned per partition per fetch (at least one batch is always returned)."),
-        int!("request.timeout.ms", request_timeout_ms as u64, 0, INT_MAX,
-            "How long the consumer waits for a response before it retries."),
-        int!("retry.backoff.ms", retry_backoff_ms as u64, 0, LONG_MAX,
-            "How long the consumer waits before retrying a failed request."),
+        int!(
+            "fetch.max.wait.ms",
+            fetch_max_wait_ms as u64,
+            0,
+            INT_MAX,
+            "Longest the broker holds a fetch waiting for fetch.min.bytes of data."
+        ),
+        int!(
+            "fetch.min.bytes",
+            fetch_min_bytes as u64,
+            0,
+            INT_MAX,
+            "Bytes the broker waits to accumulate before answering a fetch."
+        ),
+        int!(
+            "max.partition.fetch.bytes",
+            max_partition_fetch_bytes as u64,
+            0,
+            INT_MAX,
+            "Bytes returned per partition per fetch (at least one batch is always returned)."
+        ),
+        int!(
+            "request.timeout.ms",
+            request_timeout_ms as u64,
+            0,
+            INT_MAX,
+            "How long the consumer waits for a response before it retries."
+        ),
+        int!(
+            "retry.backoff.ms",
+            retry_backoff_ms as u64,
+            0,
+            LONG_MAX,
+            "How long the consumer waits before retrying a failed request."
+        ),
     ],
 };
 
@@ -414,7 +479,10 @@ fn show_power_loss(config: &DiskConfig) -> String {
 }
 
 pub(crate) fn default_network() -> Network {
-    Network { latency_min: Duration::from_millis(1), latency_max: Duration::from_millis(5) }
+    Network {
+        latency_min: Duration::from_millis(1),
+        latency_max: Duration::from_millis(5),
+    }
 }
 
 pub(crate) static NETWORK: Section<Network> = Section {
@@ -424,13 +492,20 @@ pub(crate) static NETWORK: Section<Network> = Section {
     keys: &[Key {
         name: "latency",
         meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
-        kind: Kind::Other { set: set_latency, show: show_latency },
+        kind: Kind::Other {
+            set: set_latency,
+            show: show_latency,
+        },
     }],
 };
 
 fn set_latency(network: &mut Network, node: &Node) -> Result<(), Error> {
     let Value::Table(entries) = &node.value else {
-        return Err(wrong_type("latency", "a table like { min = \"1ms\", max = \"5ms\" }", node));
+        return Err(wrong_type(
+            "latency",
+            "a table like { min = \"1ms\", max = \"5ms\" }",
+            node,
+        ));
     };
     let mut min = None;
     let mut max = None;
@@ -438,16 +513,30 @@ fn set_latency(network: &mut Network, node: &Node) -> Result<(), Error> {
         match entry.key.as_str() {
             "min" => min = Some(duration("min", &entry.value)?),
             "max" => max = Some(duration("max", &entry.value)?),
-            other => return Err(super::unknown_key(other, &entry.key_span, "`latency`", &["min", "max"])),
+            other => {
+                return Err(super::unknown_key(
+                    other,
+                    &entry.key_span,
+                    "`latency`",
+                    &["min", "max"],
+                ))
+            }
         }
     }
     let (Some(min), Some(max)) = (min, max) else {
-        return Err(Error::at(&node.span, "`latency` needs both `min` and `max`".to_owned()));
+        return Err(Error::at(
+            &node.span,
+            "`latency` needs both `min` and `max`".to_owned(),
+        ));
     };
     if min > max {
         return Err(Error::at(
             &node.span,
-            format!("`latency` min ({}) is above its max ({})", format_duration(min), format_duration(max)),
+            format!(
+                "`latency` min ({}) is above its max ({})",
+                format_duration(min),
+                format_duration(max)
+            ),
         ));
     }
     network.latency_min = min;
@@ -517,7 +606,11 @@ fn render<T>(out: &mut String, section: &Section<T>, header: &str) {
     let defaults = (section.defaults)();
     let _ = writeln!(out, "{header}  # {}", section.title);
     for key in section.keys {
-        let name = if key.name.contains('.') { format!("\"{}\"", key.name) } else { key.name.to_owned() };
+        let name = if key.name.contains('.') {
+            format!("\"{}\"", key.name)
+        } else {
+            key.name.to_owned()
+        };
         let _ = writeln!(out, "{name} = {}", key.show(&defaults));
         let _ = writeln!(out, "    {}", key.meaning);
     }
@@ -601,11 +694,21 @@ mod tests {
     fn integers_are_range_checked() {
         let key = BROKER.find("min.insync.replicas").unwrap();
         let mut config = BrokerConfig::default();
-        let err = key.apply(&mut config, &node(Value::Integer(0))).unwrap_err();
-        assert_eq!(err.message, "`min.insync.replicas` must be from 1 to 2147483647, found 0");
+        let err = key
+            .apply(&mut config, &node(Value::Integer(0)))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "`min.insync.replicas` must be from 1 to 2147483647, found 0"
+        );
         assert_eq!(err.span, Some(3..4));
-        let err = key.apply(&mut config, &node(Value::String("2".into()))).unwrap_err();
-        assert_eq!(err.message, "`min.insync.replicas` must be an integer, found a string");
+        let err = key
+            .apply(&mut config, &node(Value::String("2".into())))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "`min.insync.replicas` must be an integer, found a string"
+        );
         key.apply(&mut config, &node(Value::Integer(2))).unwrap();
         assert_eq!(config.min_insync_replicas, 2);
     }
@@ -626,8 +729,13 @@ mod tests {
             key.apply(&mut config, &node(value)).unwrap();
             assert_eq!(config.acks, acks);
         }
-        let err = key.apply(&mut config, &node(Value::String("2".into()))).unwrap_err();
-        assert_eq!(err.message, "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\"");
+        let err = key
+            .apply(&mut config, &node(Value::String("2".into())))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\""
+        );
         assert!(key.apply(&mut config, &node(Value::Integer(2))).is_err());
         assert!(key.apply(&mut config, &node(Value::Boolean(true))).is_err());
     }
@@ -644,7 +752,15 @@ mod tests {
         assert!(text.contains("power_loss = \"random-writeback\"\n"));
         assert!(text.contains("latency = { min = \"1ms\", max = \"5ms\" }\n"));
         assert!(text.contains("value_bytes = 64\n"));
-        for section in ["[broker]", "[producer]", "[consumer]", "# topic config", "[disk]", "[network]", "[workload]"] {
+        for section in [
+            "[broker]",
+            "[producer]",
+            "[consumer]",
+            "# topic config",
+            "[disk]",
+            "[network]",
+            "[workload]",
+        ] {
             assert!(text.contains(section), "{section}");
         }
         let keys = BROKER.keys.len()

@@ -28,7 +28,12 @@ impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.location {
             Some((line, column)) => {
-                write!(f, "{}:{line}:{column}: {}", self.path.display(), self.message)
+                write!(
+                    f,
+                    "{}:{line}:{column}: {}",
+                    self.path.display(),
+                    self.message
+                )
             }
             None => write!(f, "{}: {}", self.path.display(), self.message),
         }
@@ -79,11 +84,17 @@ pub(crate) struct Error {
 
 impl Error {
     pub(crate) fn at(span: &Range<usize>, message: String) -> Error {
-        Error { span: Some(span.clone()), message }
+        Error {
+            span: Some(span.clone()),
+            message,
+        }
     }
 
     pub(crate) fn nowhere(message: String) -> Error {
-        Error { span: None, message }
+        Error {
+            span: None,
+            message,
+        }
     }
 }
 
@@ -92,7 +103,13 @@ impl Error {
 pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     fn normal(word: &str) -> String {
         word.chars()
-            .map(|c| if c == '_' || c == '-' { '.' } else { c.to_ascii_lowercase() })
+            .map(|c| {
+                if c == '_' || c == '-' {
+                    '.'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
             .collect()
     }
     let word_normal = normal(word);
@@ -130,7 +147,10 @@ mod tests {
         let keys = ["acks", "retries", "linger.ms", "enable.idempotence"];
         assert_eq!(suggest("ack", &keys), Some("acks"));
         assert_eq!(suggest("linger_ms", &keys), Some("linger.ms"));
-        assert_eq!(suggest("enable.idempotency", &keys), Some("enable.idempotence"));
+        assert_eq!(
+            suggest("enable.idempotency", &keys),
+            Some("enable.idempotence")
+        );
         assert_eq!(suggest("Retries", &keys), Some("retries"));
         assert_eq!(suggest("compression.type", &keys), None);
     }
@@ -143,7 +163,10 @@ mod tests {
             message: "boom".into(),
         };
         assert_eq!(error.to_string(), "scenarios/x.toml:3:7: boom");
-        let error = ScenarioError { location: None, ..error };
+        let error = ScenarioError {
+            location: None,
+            ..error
+        };
         assert_eq!(error.to_string(), "scenarios/x.toml: boom");
     }
 }

@@ -71,7 +71,10 @@ pub(crate) fn parse_document(text: &str) -> Result<Vec<Entry>, (Option<Range<usi
     fill_spans(&mut root, &(0..0));
     match root.value {
         Value::Table(entries) => Ok(entries),
-        other => Err((None, format!("expected a table at the top, found {}", other.type_name()))),
+        other => Err((
+            None,
+            format!("expected a table at the top, found {}", other.type_name()),
+        )),
     }
 }
 
@@ -147,7 +150,10 @@ impl<'de> DeserializeSeed<'de> for InnerSeed {
 }
 
 fn unspanned(value: Value) -> Node {
-    Node { span: UNKNOWN, value }
+    Node {
+        span: UNKNOWN,
+        value,
+    }
 }
 
 struct NodeVisitor;
@@ -220,10 +226,18 @@ impl<'de> Visitor<'de> for NodeVisitor {
             _ => {
                 let mut entries = Vec::new();
                 let value = map.next_value_seed(SpannedSeed)?;
-                entries.push(Entry { key: first.key, key_span: first.span, value });
+                entries.push(Entry {
+                    key: first.key,
+                    key_span: first.span,
+                    value,
+                });
                 while let Some(key) = map.next_key_seed(KeySeed)? {
                     let value = map.next_value_seed(SpannedSeed)?;
-                    entries.push(Entry { key: key.key, key_span: key.span, value });
+                    entries.push(Entry {
+                        key: key.key,
+                        key_span: key.span,
+                        value,
+                    });
                 }
                 Ok(unspanned(Value::Table(entries)))
             }
@@ -255,7 +269,10 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key { key: v.to_owned(), span: UNKNOWN })
+        Ok(Key {
+            key: v.to_owned(),
+            span: UNKNOWN,
+        })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
@@ -294,10 +311,14 @@ mod tests {
         assert_eq!(root[0].key, "a");
         assert_eq!(slice(text, &root[0].key_span), "a");
         assert_eq!(slice(text, &root[0].value.span), "1");
-        let Value::Table(broker) = &root[1].value.value else { panic!("not a table") };
+        let Value::Table(broker) = &root[1].value.value else {
+            panic!("not a table")
+        };
         assert_eq!(slice(text, &broker[0].key_span), "\"min.insync.replicas\"");
         assert_eq!(broker[0].value.value, Value::Integer(2));
-        let Value::Array(items) = &broker[1].value.value else { panic!("not an array") };
+        let Value::Array(items) = &broker[1].value.value else {
+            panic!("not an array")
+        };
         assert_eq!(slice(text, &items[1].span), "3");
     }
 
@@ -305,9 +326,13 @@ mod tests {
     fn dotted_keys_parse_and_borrow_spans() {
         let text = "[broker]\nmin.insync.replicas = 2\n";
         let root = parse_document(text).unwrap();
-        let Value::Table(broker) = &root[0].value.value else { panic!("not a table") };
+        let Value::Table(broker) = &root[0].value.value else {
+            panic!("not a table")
+        };
         assert_eq!(broker[0].key, "min");
-        let Value::Table(min) = &broker[0].value.value else { panic!("not a table") };
+        let Value::Table(min) = &broker[0].value.value else {
+            panic!("not a table")
+        };
         assert_eq!(min[0].key, "insync");
         assert!(min[0].key_span.end <= text.len());
         let (line, _) = line_col(text, min[0].key_span.start);

@@ -54,7 +54,14 @@ enum Sec {
     Network,
 }
 
-const SECTIONS: [Sec; 6] = [Sec::Broker, Sec::Producer, Sec::Consumer, Sec::Workload, Sec::Disk, Sec::Network];
+const SECTIONS: [Sec; 6] = [
+    Sec::Broker,
+    Sec::Producer,
+    Sec::Consumer,
+    Sec::Workload,
+    Sec::Disk,
+    Sec::Network,
+];
 
 impl Sec {
     fn name(self) -> &'static str {
@@ -84,10 +91,18 @@ impl Sec {
     }
 
     fn apply(self, settings: &mut Settings, key: &str, node: &Node) -> Result<(), Error> {
-        fn set<T>(section: &Section<T>, target: &mut T, key: &str, node: &Node) -> Result<(), Error> {
+        fn set<T>(
+            section: &Section<T>,
+            target: &mut T,
+            key: &str,
+            node: &Node,
+        ) -> Result<(), Error> {
             match section.find(key) {
                 Some(found) => found.apply(target, node),
-                None => Err(Error::at(&node.span, format!("unknown key `{key}` in [{}]", section.name))),
+                None => Err(Error::at(
+                    &node.span,
+                    format!("unknown key `{key}` in [{}]", section.name),
+                )),
             }
         }
         match self {
@@ -158,12 +173,15 @@ struct Doc {
 
 pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
     if text.trim().is_empty() {
-        return Err(Error::nowhere("the file is empty: a scenario needs at least `duration` and [cluster]".to_owned()));
+        return Err(Error::nowhere(
+            "the file is empty: a scenario needs at least `duration` and [cluster]".to_owned(),
+        ));
     }
     let root = node::parse_document(text).map_err(|(span, message)| Error { span, message })?;
     if root.is_empty() {
         return Err(Error::nowhere(
-            "the file holds only comments: a scenario needs at least `duration` and [cluster]".to_owned(),
+            "the file holds only comments: a scenario needs at least `duration` and [cluster]"
+                .to_owned(),
         ));
     }
     let doc = read_document(&root)?;
@@ -194,7 +212,12 @@ pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
             expect.extend(raw.expect.iter().copied());
             let mut expect_some = doc.expect_some.clone();
             expect_some.extend(raw.expect_some.iter().copied());
-            variants.push(Variant { name: raw.name.clone(), settings, expect, expect_some });
+            variants.push(Variant {
+                name: raw.name.clone(),
+                settings,
+                expect,
+                expect_some,
+            });
         }
         variants
     };
@@ -218,7 +241,10 @@ fn read_document(root: &[Entry]) -> Result<Doc, Error> {
             "duration" => {
                 let duration = keys::duration("duration", value)?;
                 if duration.is_zero() {
-                    return Err(Error::at(&value.span, "`duration` must be longer than 0s".to_owned()));
+                    return Err(Error::at(
+                        &value.span,
+                        "`duration` must be longer than 0s".to_owned(),
+                    ));
                 }
                 doc.duration = Some((duration, value.span.clone()));
             }
@@ -235,7 +261,14 @@ fn read_document(root: &[Entry]) -> Result<Doc, Error> {
                     let entries = table(key, value)?;
                     doc.assigns.extend(read_section(sec, entries)?);
                 }
-                None => return Err(unknown_key(key, &entry.key_span, "the top level", TOP_LEVEL)),
+                None => {
+                    return Err(unknown_key(
+                        key,
+                        &entry.key_span,
+                        "the top level",
+                        TOP_LEVEL,
+                    ))
+                }
             },
         }
     }
@@ -262,14 +295,21 @@ fn read_seeds(node: &Node) -> Result<Vec<u64>, Error> {
                     _ => {
                         return Err(Error::at(
                             &item.span,
-                            format!("a seed must be an integer of 0 or more, found {}", describe(item)),
+                            format!(
+                                "a seed must be an integer of 0 or more, found {}",
+                                describe(item)
+                            ),
                         ))
                     }
                 }
             }
             check_seed_list(seeds).map_err(at)
         }
-        _ => Err(keys::wrong_type("seeds", "a count, a list of seeds or a range string like \"100..200\"", node)),
+        _ => Err(keys::wrong_type(
+            "seeds",
+            "a count, a list of seeds or a range string like \"100..200\"",
+            node,
+        )),
     }
 }
 
@@ -285,9 +325,18 @@ fn describe(node: &Node) -> String {
 /// Walk a table, joining the implicit tables of unquoted dotted keys back into Kafka's
 /// dotted names (`min.insync.replicas = 1` is three nested tables in TOML); a path stops
 /// at the first valid key.
-fn flatten<'a>(entries: &'a [Entry], prefix: &str, valid: &[&str], out: &mut Vec<(String, &'a Entry)>) {
+fn flatten<'a>(
+    entries: &'a [Entry],
+    prefix: &str,
+    valid: &[&str],
+    out: &mut Vec<(String, &'a Entry)>,
+) {
     for entry in entries {
-        let path = if prefix.is_empty() { entry.key.clone() } else { format!("{prefix}.{}", entry.key) };
+        let path = if prefix.is_empty() {
+            entry.key.clone()
+        } else {
+            format!("{prefix}.{}", entry.key)
+        };
         if !valid.contains(&path.as_str()) {
             if let Value::Table(inner) = &entry.value.value {
                 let dotted = format!("{path}.");
@@ -302,7 +351,11 @@ fn flatten<'a>(entries: &'a [Entry], prefix: &str, valid: &[&str], out: &mut Vec
 }
 
 /// The keys of a table that sets configuration: each known, each once.
-fn config_entries<'a>(entries: &'a [Entry], valid: &[&str], context: &str) -> Result<Vec<(String, &'a Entry)>, Error> {
+fn config_entries<'a>(
+    entries: &'a [Entry],
+    valid: &[&str],
+    context: &str,
+) -> Result<Vec<(String, &'a Entry)>, Error> {
     let mut flat = Vec::new();
     flatten(entries, "", valid, &mut flat);
     let mut seen = BTreeSet::new();
@@ -311,7 +364,10 @@ fn config_entries<'a>(entries: &'a [Entry], valid: &[&str], context: &str) -> Re
             return Err(unknown_key(path, &entry.key_span, context, valid));
         }
         if !seen.insert(path.clone()) {
-            return Err(Error::at(&entry.key_span, format!("`{path}` is set twice in {context}")));
+            return Err(Error::at(
+                &entry.key_span,
+                format!("`{path}` is set twice in {context}"),
+            ));
         }
     }
     Ok(flat)
@@ -322,7 +378,11 @@ fn read_section(sec: Sec, entries: &[Entry]) -> Result<Vec<Assign>, Error> {
     let context = format!("[{}]", sec.name());
     Ok(config_entries(entries, &valid, &context)?
         .into_iter()
-        .map(|(key, entry)| Assign { sec, key, value: entry.value.clone() })
+        .map(|(key, entry)| Assign {
+            sec,
+            key,
+            value: entry.value.clone(),
+        })
         .collect())
 }
 
@@ -337,13 +397,18 @@ fn read_cluster(entry: &Entry) -> Result<Cluster, Error> {
     let mut topics_node = None;
     for e in entries {
         match e.key.as_str() {
-            "brokers" => brokers = Some(keys::integer_in("brokers", &e.value, 1, keys::MAX_HOSTS)? as u32),
+            "brokers" => {
+                brokers = Some(keys::integer_in("brokers", &e.value, 1, keys::MAX_HOSTS)? as u32)
+            }
             "topics" => topics_node = Some(&e.value),
             other => return Err(unknown_key(other, &e.key_span, "[cluster]", CLUSTER_KEYS)),
         }
     }
     let brokers = brokers.ok_or_else(|| {
-        Error::at(&entry.key_span, "missing `brokers` in [cluster] (e.g. brokers = 3)".to_owned())
+        Error::at(
+            &entry.key_span,
+            "missing `brokers` in [cluster] (e.g. brokers = 3)".to_owned(),
+        )
     })?;
     let topics_node = topics_node.ok_or_else(|| {
         Error::at(
@@ -353,16 +418,26 @@ fn read_cluster(entry: &Entry) -> Result<Cluster, Error> {
         )
     })?;
     let Value::Array(items) = &topics_node.value else {
-        return Err(keys::wrong_type("topics", "an array of topic tables", topics_node));
+        return Err(keys::wrong_type(
+            "topics",
+            "an array of topic tables",
+            topics_node,
+        ));
     };
     if items.is_empty() {
-        return Err(Error::at(&topics_node.span, "`topics` is empty: the workload needs a topic".to_owned()));
+        return Err(Error::at(
+            &topics_node.span,
+            "`topics` is empty: the workload needs a topic".to_owned(),
+        ));
     }
     let mut topics: Vec<Topic> = Vec::with_capacity(items.len());
     for item in items {
         let (topic, spans) = read_topic(item)?;
         if topics.iter().any(|t| t.name == topic.name) {
-            return Err(Error::at(&spans.name, format!("topic `{}` is declared twice", topic.name)));
+            return Err(Error::at(
+                &spans.name,
+                format!("topic `{}` is declared twice", topic.name),
+            ));
         }
         if topic.replication_factor > brokers {
             return Err(Error::at(
@@ -392,31 +467,56 @@ fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {
                 check_topic_name(text).map_err(|m| Error::at(&e.value.span, m))?;
                 name = Some((text.to_owned(), e.value.span.clone()));
             }
-            "partitions" => partitions = keys::integer_in("partitions", &e.value, 1, MAX_PARTITIONS)? as u32,
+            "partitions" => {
+                partitions = keys::integer_in("partitions", &e.value, 1, MAX_PARTITIONS)? as u32
+            }
             "replication_factor" => {
-                replication_factor = keys::integer_in("replication_factor", &e.value, 1, keys::MAX_HOSTS)? as u32;
+                replication_factor =
+                    keys::integer_in("replication_factor", &e.value, 1, keys::MAX_HOSTS)? as u32;
                 rf_span = e.value.span.clone();
             }
             "config" => {
                 let valid = keys::TOPIC.names();
-                for (key, entry) in config_entries(table("config", &e.value)?, &valid, "a topic's `config`")? {
+                for (key, entry) in
+                    config_entries(table("config", &e.value)?, &valid, "a topic's `config`")?
+                {
                     if let Some(found) = keys::TOPIC.find(&key) {
                         found.apply(&mut config, &entry.value)?;
                     }
                 }
             }
-            other => return Err(unknown_key(other, &e.key_span, "a topic of [cluster]", TOPIC_KEYS)),
+            other => {
+                return Err(unknown_key(
+                    other,
+                    &e.key_span,
+                    "a topic of [cluster]",
+                    TOPIC_KEYS,
+                ))
+            }
         }
     }
     let (name, name_span) =
         name.ok_or_else(|| Error::at(&node.span, "a topic needs a `name`".to_owned()))?;
-    let spans = TopicSpans { name: name_span, replication_factor: rf_span };
-    Ok((Topic { name, partitions, replication_factor, config }, spans))
+    let spans = TopicSpans {
+        name: name_span,
+        replication_factor: rf_span,
+    };
+    Ok((
+        Topic {
+            name,
+            partitions,
+            replication_factor,
+            config,
+        },
+        spans,
+    ))
 }
 
 /// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
 fn check_topic_name(name: &str) -> Result<(), String> {
-    let valid_chars = name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let valid_chars = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if name.is_empty() || name.len() > 249 || !valid_chars || name == "." || name == ".." {
         return Err(format!(
             "invalid topic name `{name}`: Kafka topic names are 1 to 249 of the characters a-z, A-Z, 0-9, '.', '_', '-'"
@@ -427,14 +527,24 @@ fn check_topic_name(name: &str) -> Result<(), String> {
 
 fn read_fault_choice(node: &Node) -> Result<FaultChoice, Error> {
     match &node.value {
-        Value::String(name) => Ok(FaultChoice::Set { name: name.clone(), span: node.span.clone() }),
+        Value::String(name) => Ok(FaultChoice::Set {
+            name: name.clone(),
+            span: node.span.clone(),
+        }),
         Value::Array(items) => Ok(FaultChoice::Script(read_faults(items, "[[faults]]")?)),
-        _ => Err(keys::wrong_type("faults", "[[faults]] tables or the name of a fault set", node)),
+        _ => Err(keys::wrong_type(
+            "faults",
+            "[[faults]] tables or the name of a fault set",
+            node,
+        )),
     }
 }
 
 fn read_faults(items: &[Node], context: &str) -> Result<Vec<ParsedFault>, Error> {
-    let mut faults = items.iter().map(|item| read_fault(item, context)).collect::<Result<Vec<_>, _>>()?;
+    let mut faults = items
+        .iter()
+        .map(|item| read_fault(item, context))
+        .collect::<Result<Vec<_>, _>>()?;
     // The runner fires faults in time order; equal times keep the file's order.
     faults.sort_by_key(|f| f.fault.at);
     Ok(faults)
@@ -445,14 +555,20 @@ fn read_fault_sets(node: &Node) -> Result<BTreeMap<String, Vec<ParsedFault>>, Er
     for entry in table("fault_sets", node)? {
         let context = format!("[[fault_sets.{}]]", entry.key);
         let Value::Array(items) = &entry.value.value else {
-            return Err(keys::wrong_type(&entry.key, &format!("{context} tables"), &entry.value));
+            return Err(keys::wrong_type(
+                &entry.key,
+                &format!("{context} tables"),
+                &entry.value,
+            ));
         };
         sets.insert(entry.key.clone(), read_faults(items, &context)?);
     }
     Ok(sets)
 }
 
-const FAULT_FIELDS: &[&str] = &["at", "action", "target", "groups", "between", "latency", "file", "bytes"];
+const FAULT_FIELDS: &[&str] = &[
+    "at", "action", "target", "groups", "between", "latency", "file", "bytes",
+];
 
 /// Each action and the fields it takes besides `at` and `action`.
 const ACTIONS: &[(&str, &[&str])] = &[
@@ -471,21 +587,35 @@ const ACTIONS: &[(&str, &[&str])] = &[
     ("corrupt", &["target", "file", "bytes"]),
 ];
 
-const DISK_ACTIONS: &[&str] = &["slow-disk", "heal-disk", "fsync-error", "disk-full", "corrupt"];
+const DISK_ACTIONS: &[&str] = &[
+    "slow-disk",
+    "heal-disk",
+    "fsync-error",
+    "disk-full",
+    "corrupt",
+];
 
 fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
     let entries = table(context, node)?;
     let mut fields: BTreeMap<&str, &Entry> = BTreeMap::new();
     for entry in entries {
         if !FAULT_FIELDS.contains(&entry.key.as_str()) {
-            return Err(unknown_key(&entry.key, &entry.key_span, context, FAULT_FIELDS));
+            return Err(unknown_key(
+                &entry.key,
+                &entry.key_span,
+                context,
+                FAULT_FIELDS,
+            ));
         }
         fields.insert(entry.key.as_str(), entry);
     }
-    let at_entry = fields.get("at").ok_or_else(|| Error::at(&node.span, format!("missing `at` in {context}")))?;
+    let at_entry = fields
+        .get("at")
+        .ok_or_else(|| Error::at(&node.span, format!("missing `at` in {context}")))?;
     let at = keys::duration("at", &at_entry.value)?;
-    let action_entry =
-        fields.get("action").ok_or_else(|| Error::at(&node.span, format!("missing `action` in {context}")))?;
+    let action_entry = fields
+        .get("action")
+        .ok_or_else(|| Error::at(&node.span, format!("missing `action` in {context}")))?;
     let action_node = &action_entry.value;
     let action = keys::string("action", action_node)?;
     let Some((action, takes)) = ACTIONS.iter().find(|(name, _)| *name == action) else {
@@ -502,21 +632,37 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
             let takes = if takes.is_empty() {
                 "it takes only `at`".to_owned()
             } else {
-                format!("it takes {}", takes.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", "))
+                format!(
+                    "it takes {}",
+                    takes
+                        .iter()
+                        .map(|t| format!("`{t}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             };
-            return Err(Error::at(&entry.key_span, format!("`{name}` does not apply to action `{action}` ({takes})")));
+            return Err(Error::at(
+                &entry.key_span,
+                format!("`{name}` does not apply to action `{action}` ({takes})"),
+            ));
         }
     }
     for field in *takes {
         if !fields.contains_key(field) {
-            return Err(Error::at(&action_node.span, format!("action `{action}` needs `{field}`")));
+            return Err(Error::at(
+                &action_node.span,
+                format!("action `{action}` needs `{field}`"),
+            ));
         }
     }
     let mut targets = Vec::new();
     let mut target = |name: &str| -> Result<Target, Error> {
         match fields.get(name) {
             Some(entry) => read_target(&entry.value, &mut targets),
-            None => Err(Error::at(&action_node.span, format!("action `{action}` needs `{name}`"))),
+            None => Err(Error::at(
+                &action_node.span,
+                format!("action `{action}` needs `{name}`"),
+            )),
         }
     };
     let fault_action = match *action {
@@ -531,32 +677,64 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         "heal" => FaultAction::Heal,
         "slow-disk" => {
             let target = target("target")?;
-            FaultAction::SlowDisk { target, latency: field_duration(&fields, "latency", action_node)? }
+            FaultAction::SlowDisk {
+                target,
+                latency: field_duration(&fields, "latency", action_node)?,
+            }
         }
         "corrupt" => {
             let target = target("target")?;
-            let file = fields.get("file").map(|e| &e.value).ok_or_else(|| needs(action, "file", action_node))?;
+            let file = fields
+                .get("file")
+                .map(|e| &e.value)
+                .ok_or_else(|| needs(action, "file", action_node))?;
             let pattern = keys::string("file", file)?;
-            globset::Glob::new(pattern)
-                .map_err(|e| Error::at(&file.span, format!("invalid file pattern `{pattern}`: {}", e.kind())))?;
-            let bytes = fields.get("bytes").map(|e| &e.value).ok_or_else(|| needs(action, "bytes", action_node))?;
+            globset::Glob::new(pattern).map_err(|e| {
+                Error::at(
+                    &file.span,
+                    format!("invalid file pattern `{pattern}`: {}", e.kind()),
+                )
+            })?;
+            let bytes = fields
+                .get("bytes")
+                .map(|e| &e.value)
+                .ok_or_else(|| needs(action, "bytes", action_node))?;
             let bytes = keys::integer_in("bytes", bytes, 1, i64::MAX)? as u64;
-            FaultAction::Corrupt { target, file: pattern.to_owned(), bytes }
+            FaultAction::Corrupt {
+                target,
+                file: pattern.to_owned(),
+                bytes,
+            }
         }
         "partition" => {
-            let groups = fields.get("groups").map(|e| &e.value).ok_or_else(|| needs(action, "groups", action_node))?;
+            let groups = fields
+                .get("groups")
+                .map(|e| &e.value)
+                .ok_or_else(|| needs(action, "groups", action_node))?;
             let Value::Array(items) = &groups.value else {
-                return Err(keys::wrong_type("groups", "an array of groups, like [[\"broker-1\"], [\"broker-2\", \"broker-3\"]]", groups));
+                return Err(keys::wrong_type(
+                    "groups",
+                    "an array of groups, like [[\"broker-1\"], [\"broker-2\", \"broker-3\"]]",
+                    groups,
+                ));
             };
             if items.len() < 2 {
-                return Err(Error::at(&groups.span, "`groups` needs at least two groups to cut links between".to_owned()));
+                return Err(Error::at(
+                    &groups.span,
+                    "`groups` needs at least two groups to cut links between".to_owned(),
+                ));
             }
-            let groups = items.iter().map(|g| read_target(g, &mut targets)).collect::<Result<Vec<_>, _>>()?;
+            let groups = items
+                .iter()
+                .map(|g| read_target(g, &mut targets))
+                .collect::<Result<Vec<_>, _>>()?;
             FaultAction::Partition(groups)
         }
         "slow-link" => {
-            let between =
-                fields.get("between").map(|e| &e.value).ok_or_else(|| needs(action, "between", action_node))?;
+            let between = fields
+                .get("between")
+                .map(|e| &e.value)
+                .ok_or_else(|| needs(action, "between", action_node))?;
             let pair = match &between.value {
                 Value::Array(items) if items.len() == 2 => (read_target(&items[0], &mut targets)?, read_target(&items[1], &mut targets)?),
                 _ => {
@@ -566,12 +744,23 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                     ))
                 }
             };
-            FaultAction::SlowLink { between: pair, latency: field_duration(&fields, "latency", action_node)? }
+            FaultAction::SlowLink {
+                between: pair,
+                latency: field_duration(&fields, "latency", action_node)?,
+            }
         }
-        _ => return Err(Error::at(&action_node.span, format!("unknown fault action `{action}`"))),
+        _ => {
+            return Err(Error::at(
+                &action_node.span,
+                format!("unknown fault action `{action}`"),
+            ))
+        }
     };
     Ok(ParsedFault {
-        fault: Fault { at, action: fault_action },
+        fault: Fault {
+            at,
+            action: fault_action,
+        },
         at_span: at_entry.value.span.clone(),
         targets,
         needs_disk: DISK_ACTIONS.contains(action),
@@ -579,7 +768,10 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
 }
 
 fn needs(action: &str, field: &str, action_node: &Node) -> Error {
-    Error::at(&action_node.span, format!("action `{action}` needs `{field}`"))
+    Error::at(
+        &action_node.span,
+        format!("action `{action}` needs `{field}`"),
+    )
 }
 
 fn describe_len(node: &Node) -> String {
@@ -589,7 +781,11 @@ fn describe_len(node: &Node) -> String {
     }
 }
 
-fn field_duration(fields: &BTreeMap<&str, &Entry>, name: &str, action_node: &Node) -> Result<Duration, Error> {
+fn field_duration(
+    fields: &BTreeMap<&str, &Entry>,
+    name: &str,
+    action_node: &Node,
+) -> Result<Duration, Error> {
     match fields.get(name) {
         Some(entry) => keys::duration(name, &entry.value),
         None => Err(Error::at(&action_node.span, format!("missing `{name}`"))),
@@ -609,7 +805,11 @@ fn read_target(node: &Node, all: &mut Vec<(Target, Range<usize>)>) -> Result<Tar
             let mut list = Vec::with_capacity(items.len());
             for item in items {
                 let Value::String(text) = &item.value else {
-                    return Err(keys::wrong_type("a target in a list", "a string like \"broker-1\"", item));
+                    return Err(keys::wrong_type(
+                        "a target in a list",
+                        "a string like \"broker-1\"",
+                        item,
+                    ));
                 };
                 let target = parse_target(text).map_err(|m| Error::at(&item.span, m))?;
                 all.push((target.clone(), item.span.clone()));
@@ -618,7 +818,11 @@ fn read_target(node: &Node, all: &mut Vec<(Target, Range<usize>)>) -> Result<Tar
             Ok(Target::List(list))
         }
         Value::Array(_) => Err(Error::at(&node.span, "an empty target list".to_owned())),
-        _ => Err(keys::wrong_type("target", "a target string like \"broker-1\" or a list of them", node)),
+        _ => Err(keys::wrong_type(
+            "target",
+            "a target string like \"broker-1\" or a list of them",
+            node,
+        )),
     }
 }
 
@@ -635,8 +839,12 @@ fn parse_target(text: &str) -> Result<Target, String> {
     let numbered = |prefix: &str, make: fn(u32) -> HostName| -> Option<Result<Target, String>> {
         let number = text.strip_prefix(prefix)?;
         Some(match number.parse::<u32>() {
-            Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => Ok(Target::Host(make(n))),
-            _ => Err(format!("invalid target `{text}`: host numbers start at 1 (`{prefix}1`)")),
+            Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(Target::Host(make(n)))
+            }
+            _ => Err(format!(
+                "invalid target `{text}`: host numbers start at 1 (`{prefix}1`)"
+            )),
         })
     };
     if let Some(result) = numbered("broker-", HostName::Broker)
@@ -688,7 +896,11 @@ fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
         match e.key.as_str() {
             "actions" => {
                 let Value::Array(items) = &e.value.value else {
-                    return Err(keys::wrong_type("actions", "an array of fault actions", &e.value));
+                    return Err(keys::wrong_type(
+                        "actions",
+                        "an array of fault actions",
+                        &e.value,
+                    ));
                 };
                 if items.is_empty() {
                     return Err(Error::at(&e.value.span, "`actions` is empty".to_owned()));
@@ -701,7 +913,8 @@ fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
                         let mut message = format!("unknown nemesis action `{name}`");
                         match suggest(name, &names) {
                             Some(near) => message.push_str(&format!("; did you mean `{near}`?")),
-                            None => message.push_str(&format!("; expected one of: {}", names.join(", "))),
+                            None => message
+                                .push_str(&format!("; expected one of: {}", names.join(", "))),
                         }
                         return Err(Error::at(&item.span, message));
                     };
@@ -725,7 +938,10 @@ fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
 fn positive_duration(name: &str, node: &Node) -> Result<Duration, Error> {
     let duration = keys::duration(name, node)?;
     if duration.is_zero() {
-        return Err(Error::at(&node.span, format!("`{name}` must be longer than 0s")));
+        return Err(Error::at(
+            &node.span,
+            format!("`{name}` must be longer than 0s"),
+        ));
     }
     Ok(duration)
 }
@@ -762,13 +978,29 @@ fn read_expect(node: &Node, context: &str) -> Result<Vec<Expectation>, Error> {
             Value::Integer(exact) => match u64::try_from(*exact) {
                 Ok(exact) => (Comparison::Eq, exact),
                 Err(_) => {
-                    return Err(Error::at(&value.span, format!("a count is never negative: `{}` = {exact} cannot hold", entry.key)))
+                    return Err(Error::at(
+                        &value.span,
+                        format!(
+                            "a count is never negative: `{}` = {exact} cannot hold",
+                            entry.key
+                        ),
+                    ))
                 }
             },
             Value::String(text) => parse_comparison(text).map_err(|m| Error::at(&value.span, m))?,
-            _ => return Err(keys::wrong_type(&entry.key, "an integer or a comparison like \"> 0\"", value)),
+            _ => {
+                return Err(keys::wrong_type(
+                    &entry.key,
+                    "an integer or a comparison like \"> 0\"",
+                    value,
+                ))
+            }
         };
-        expectations.push(Expectation { count: *count, comparison, value: bound });
+        expectations.push(Expectation {
+            count: *count,
+            comparison,
+            value: bound,
+        });
     }
     Ok(expectations)
 }
@@ -777,7 +1009,11 @@ fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
     let entries = table("variants", node)?;
     let mut valid: Vec<String> = Vec::new();
     for sec in SECTIONS {
-        valid.extend(sec.key_names().into_iter().map(|key| format!("{}.{key}", sec.name())));
+        valid.extend(
+            sec.key_names()
+                .into_iter()
+                .map(|key| format!("{}.{key}", sec.name())),
+        );
     }
     valid.extend(["faults", "expect", "expect_some"].map(String::from));
     let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
@@ -796,16 +1032,31 @@ fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
             match path.as_str() {
                 "faults" => {
                     let set = keys::string("faults", &e.value)?;
-                    raw.faults = Some(FaultChoice::Set { name: set.to_owned(), span: e.value.span.clone() });
+                    raw.faults = Some(FaultChoice::Set {
+                        name: set.to_owned(),
+                        span: e.value.span.clone(),
+                    });
                 }
-                "expect" => raw.expect = read_expect(&e.value, &format!("[variants.{name}.expect]"))?,
-                "expect_some" => raw.expect_some = read_expect(&e.value, &format!("[variants.{name}.expect_some]"))?,
+                "expect" => {
+                    raw.expect = read_expect(&e.value, &format!("[variants.{name}.expect]"))?
+                }
+                "expect_some" => {
+                    raw.expect_some =
+                        read_expect(&e.value, &format!("[variants.{name}.expect_some]"))?
+                }
                 _ => {
                     // `config_entries` admitted only `section.key` paths of known sections.
-                    let Some((sec, key)) = path.split_once('.').and_then(|(s, k)| Some((Sec::from_name(s)?, k))) else {
+                    let Some((sec, key)) = path
+                        .split_once('.')
+                        .and_then(|(s, k)| Some((Sec::from_name(s)?, k)))
+                    else {
                         return Err(unknown_key(&path, &e.key_span, &context, &valid));
                     };
-                    raw.assigns.push(Assign { sec, key: key.to_owned(), value: e.value.clone() });
+                    raw.assigns.push(Assign {
+                        sec,
+                        key: key.to_owned(),
+                        value: e.value.clone(),
+                    });
                 }
             }
         }
@@ -840,7 +1091,9 @@ fn resolve(doc: &Doc, variant: &[Assign], faults: Option<&FaultChoice>) -> Resul
     // The value span of every key set explicitly (the last setting wins).
     let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
     for assign in doc.assigns.iter().chain(variant) {
-        assign.sec.apply(&mut settings, &assign.key, &assign.value)?;
+        assign
+            .sec
+            .apply(&mut settings, &assign.key, &assign.value)?;
         explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
     }
     producer_rules(&mut settings.producer, &explicit)?;
@@ -853,11 +1106,16 @@ fn resolve(doc: &Doc, variant: &[Assign], faults: Option<&FaultChoice>) -> Resul
             None => {
                 let names: Vec<&str> = doc.fault_sets.keys().map(String::as_str).collect();
                 let message = if names.is_empty() {
-                    format!("unknown fault set `{name}`: the scenario defines no [[fault_sets.NAME]]")
+                    format!(
+                        "unknown fault set `{name}`: the scenario defines no [[fault_sets.NAME]]"
+                    )
                 } else {
                     match suggest(name, &names) {
                         Some(near) => format!("unknown fault set `{name}`; did you mean `{near}`?"),
-                        None => format!("unknown fault set `{name}`; the sets are: {}", names.join(", ")),
+                        None => format!(
+                            "unknown fault set `{name}`; the sets are: {}",
+                            names.join(", ")
+                        ),
                     }
                 };
                 return Err(Error::at(span, message));
@@ -875,13 +1133,19 @@ fn resolve(doc: &Doc, variant: &[Assign], faults: Option<&FaultChoice>) -> Resul
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
 /// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
 /// value stands, and a request may be cut short by the delivery timeout.
-fn producer_rules(producer: &mut ProducerConfig, explicit: &BTreeMap<(Sec, &str), Range<usize>>) -> Result<(), Error> {
+fn producer_rules(
+    producer: &mut ProducerConfig,
+    explicit: &BTreeMap<(Sec, &str), Range<usize>>,
+) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
     if producer.enable_idempotence {
         let conflict = if producer.acks != Acks::All {
             Some(("acks", "`acks` = \"all\""))
         } else if producer.max_in_flight_requests_per_connection > 5 {
-            Some(("max.in.flight.requests.per.connection", "`max.in.flight.requests.per.connection` <= 5"))
+            Some((
+                "max.in.flight.requests.per.connection",
+                "`max.in.flight.requests.per.connection` <= 5",
+            ))
         } else if producer.retries == 0 {
             Some(("retries", "`retries` > 0"))
         } else {
@@ -898,15 +1162,25 @@ fn producer_rules(producer: &mut ProducerConfig, explicit: &BTreeMap<(Sec, &str)
             producer.enable_idempotence = false;
         }
     }
-    let floor = producer.linger_ms.saturating_add(producer.request_timeout_ms);
+    let floor = producer
+        .linger_ms
+        .saturating_add(producer.request_timeout_ms);
     if producer.delivery_timeout_ms < floor && span_of("delivery.timeout.ms").is_none() {
         producer.delivery_timeout_ms = floor;
     }
     Ok(())
 }
 
-fn resolve_workload_topic(settings: &mut Settings, span: Option<&Range<usize>>) -> Result<(), Error> {
-    let names: Vec<&str> = settings.cluster.topics.iter().map(|t| t.name.as_str()).collect();
+fn resolve_workload_topic(
+    settings: &mut Settings,
+    span: Option<&Range<usize>>,
+) -> Result<(), Error> {
+    let names: Vec<&str> = settings
+        .cluster
+        .topics
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
     match span {
         None => match names.as_slice() {
             [only] => {
@@ -932,7 +1206,10 @@ fn resolve_workload_topic(settings: &mut Settings, span: Option<&Range<usize>>) 
 fn unknown_topic(topic: &str, names: &[&str]) -> String {
     match suggest(topic, names) {
         Some(near) => format!("unknown topic `{topic}`; did you mean `{near}`?"),
-        None => format!("unknown topic `{topic}`; the topics of [cluster] are: {}", names.join(", ")),
+        None => format!(
+            "unknown topic `{topic}`; the topics of [cluster] are: {}",
+            names.join(", ")
+        ),
     }
 }
 
@@ -949,7 +1226,7 @@ fn check_faults(faults: &[ParsedFault], settings: &Settings) -> Result<(), Error
             ));
         }
         for (target, span) in &fault.targets {
-            check_target(target, span, settings, fault.needs_disk).map_err(|m| Error::at(span, m))?;
+            check_target(target, settings, fault.needs_disk).map_err(|m| Error::at(span, m))?;
         }
     }
     Ok(())
@@ -963,7 +1240,7 @@ fn plural(n: u32, one: &str) -> String {
     }
 }
 
-fn check_target(target: &Target, span: &Range<usize>, settings: &Settings, needs_disk: bool) -> Result<(), String> {
+fn check_target(target: &Target, settings: &Settings, needs_disk: bool) -> Result<(), String> {
     let brokers = settings.cluster.brokers;
     match target {
         Target::Host(HostName::Broker(n)) if *n > brokers => Err(format!(
@@ -976,17 +1253,31 @@ fn check_target(target: &Target, span: &Range<usize>, settings: &Settings, needs
                 _ => ("consumer", settings.workload.consumers),
             };
             if *n > have {
-                Err(format!("no host `{host}`: [workload] has {}", plural(have, kind)))
+                Err(format!(
+                    "no host `{host}`: [workload] has {}",
+                    plural(have, kind)
+                ))
             } else if needs_disk {
-                Err(format!("`{host}` has no disk: disk faults apply to brokers and the controller"))
+                Err(format!(
+                    "`{host}` has no disk: disk faults apply to brokers and the controller"
+                ))
             } else {
                 Ok(())
             }
         }
         Target::Leader(tp) | Target::Follower(tp) | Target::Followers(tp) => {
-            let names: Vec<&str> = settings.cluster.topics.iter().map(|t| t.name.as_str()).collect();
+            let names: Vec<&str> = settings
+                .cluster
+                .topics
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect();
             let Some(topic) = settings.cluster.topics.iter().find(|t| t.name == tp.topic) else {
-                return Err(format!("{} (in target `{}`)", unknown_topic(&tp.topic, &names), describe_target(target)));
+                return Err(format!(
+                    "{} (in target `{}`)",
+                    unknown_topic(&tp.topic, &names),
+                    describe_target(target)
+                ));
             };
             if tp.partition >= topic.partitions {
                 return Err(format!(
@@ -998,13 +1289,16 @@ fn check_target(target: &Target, span: &Range<usize>, settings: &Settings, needs
                 ));
             }
             if !matches!(target, Target::Leader(_)) && topic.replication_factor < 2 {
-                return Err(format!("`{tp}` has no followers: topic `{}` has replication factor 1", tp.topic));
+                return Err(format!(
+                    "`{tp}` has no followers: topic `{}` has replication factor 1",
+                    tp.topic
+                ));
             }
             Ok(())
         }
-        Target::List(list) => {
-            list.iter().try_for_each(|t| check_target(t, span, settings, needs_disk))
-        }
+        Target::List(list) => list
+            .iter()
+            .try_for_each(|t| check_target(t, settings, needs_disk)),
         _ => Ok(()),
     }
 }
@@ -1024,18 +1318,51 @@ mod tests {
 
     #[test]
     fn targets_parse() {
-        assert_eq!(parse_target("broker-3"), Ok(Target::Host(HostName::Broker(3))));
-        assert_eq!(parse_target("controller"), Ok(Target::Host(HostName::Controller)));
-        assert_eq!(parse_target("producer-1"), Ok(Target::Host(HostName::Producer(1))));
-        assert_eq!(parse_target("consumer-2"), Ok(Target::Host(HostName::Consumer(2))));
+        assert_eq!(
+            parse_target("broker-3"),
+            Ok(Target::Host(HostName::Broker(3)))
+        );
+        assert_eq!(
+            parse_target("controller"),
+            Ok(Target::Host(HostName::Controller))
+        );
+        assert_eq!(
+            parse_target("producer-1"),
+            Ok(Target::Host(HostName::Producer(1)))
+        );
+        assert_eq!(
+            parse_target("consumer-2"),
+            Ok(Target::Host(HostName::Consumer(2)))
+        );
         assert_eq!(parse_target("brokers"), Ok(Target::Brokers));
         assert_eq!(parse_target("crashed"), Ok(Target::Crashed));
         assert_eq!(parse_target("random-broker"), Ok(Target::RandomBroker));
-        assert_eq!(parse_target("leader:orders/0"), Ok(Target::Leader(TopicPartition::new("orders", 0))));
-        assert_eq!(parse_target("follower:a.b-c/12"), Ok(Target::Follower(TopicPartition::new("a.b-c", 12))));
-        assert_eq!(parse_target("followers:orders/1"), Ok(Target::Followers(TopicPartition::new("orders", 1))));
-        for bad in ["broker-0", "broker-", "broker-x", "broker-+1", "leader:orders", "leader:/0", "leader:orders/-1",
-            "leader:orders/+1", "leaders:orders/0", "Broker-1", "", "broker-99999999999"] {
+        assert_eq!(
+            parse_target("leader:orders/0"),
+            Ok(Target::Leader(TopicPartition::new("orders", 0)))
+        );
+        assert_eq!(
+            parse_target("follower:a.b-c/12"),
+            Ok(Target::Follower(TopicPartition::new("a.b-c", 12)))
+        );
+        assert_eq!(
+            parse_target("followers:orders/1"),
+            Ok(Target::Followers(TopicPartition::new("orders", 1)))
+        );
+        for bad in [
+            "broker-0",
+            "broker-",
+            "broker-x",
+            "broker-+1",
+            "leader:orders",
+            "leader:/0",
+            "leader:orders/-1",
+            "leader:orders/+1",
+            "leaders:orders/0",
+            "Broker-1",
+            "",
+            "broker-99999999999",
+        ] {
             assert!(parse_target(bad).is_err(), "{bad}");
         }
     }

@@ -21,8 +21,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "h" => 3_600_000,
         _ => return Err(format!("invalid duration `{text}`: {DURATION_HELP}")),
     };
-    let number: u64 =
-        number.parse().map_err(|_| format!("invalid duration `{text}`: {DURATION_HELP}"))?;
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration `{text}`: {DURATION_HELP}"))?;
     number
         .checked_mul(millis_per_unit)
         .filter(|&ms| ms <= i64::MAX as u64)
@@ -35,11 +36,11 @@ pub fn format_duration(duration: Duration) -> String {
     let ms = duration.as_millis();
     if ms == 0 {
         "0s".to_owned()
-    } else if ms % 3_600_000 == 0 {
+    } else if ms.is_multiple_of(3_600_000) {
         format!("{}h", ms / 3_600_000)
-    } else if ms % 60_000 == 0 {
+    } else if ms.is_multiple_of(60_000) {
         format!("{}m", ms / 60_000)
-    } else if ms % 1_000 == 0 {
+    } else if ms.is_multiple_of(1_000) {
         format!("{}s", ms / 1_000)
     } else {
         format!("{ms}ms")
@@ -51,14 +52,23 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
     let spec = spec.trim();
     let help = "expected a count (\"20\": seeds 1 to 20), a list (\"3,17,42\") or a range (\"100..200\": 100 to 199)";
     if let Some((from, to)) = spec.split_once("..") {
-        let from: u64 =
-            from.trim().parse().map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
-        let to: u64 = to.trim().parse().map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
+        let from: u64 = from
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
+        let to: u64 = to
+            .trim()
+            .parse()
+            .map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
         if from >= to {
-            return Err(format!("seed range `{spec}` is empty (it runs from {from} up to, not including, {to})"));
+            return Err(format!(
+                "seed range `{spec}` is empty (it runs from {from} up to, not including, {to})"
+            ));
         }
         if to - from > MAX_SEEDS {
-            return Err(format!("seed range `{spec}` has more than {MAX_SEEDS} seeds"));
+            return Err(format!(
+                "seed range `{spec}` has more than {MAX_SEEDS} seeds"
+            ));
         }
         return Ok((from..to).collect());
     }
@@ -70,7 +80,9 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>, String> {
             .map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
         return check_seed_list(seeds);
     }
-    let count: u64 = spec.parse().map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
+    let count: u64 = spec
+        .parse()
+        .map_err(|_| format!("invalid seeds `{spec}`: {help}"))?;
     seed_count(count)
 }
 
@@ -80,7 +92,9 @@ pub fn seed_count(count: u64) -> Result<Vec<u64>, String> {
         return Err("seeds must be at least 1".to_owned());
     }
     if count > MAX_SEEDS {
-        return Err(format!("{count} seeds is more than the limit of {MAX_SEEDS}"));
+        return Err(format!(
+            "{count} seeds is more than the limit of {MAX_SEEDS}"
+        ));
     }
     Ok((1..=count).collect())
 }
@@ -123,7 +137,9 @@ pub fn parse_comparison(text: &str) -> Result<(Comparison, u64), String> {
             "invalid expectation `{text}`: expected an integer or a comparison like \"== 0\", \"!= 0\", \"> 0\", \">= 1000\", \"< 5\" or \"<= 5\""
         ));
     }
-    let value = rest.parse::<u64>().map_err(|_| format!("number in `{text}` is too large"))?;
+    let value = rest
+        .parse::<u64>()
+        .map_err(|_| format!("number in `{text}` is too large"))?;
     Ok((comparison, value))
 }
 
@@ -138,12 +154,16 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-        for bad in ["10", "1.5s", "s", "", "10 s", " 10s", "-1s", "10sec", "10us", "1e3ms"] {
+        for bad in [
+            "10", "1.5s", "s", "", "10 s", " 10s", "-1s", "10sec", "10us", "1e3ms",
+        ] {
             let err = parse_duration(bad).unwrap_err();
             assert!(err.starts_with("invalid duration"), "{bad}: {err}");
         }
         assert!(parse_duration("99999999999999999999h").is_err());
-        assert!(parse_duration("9999999999999999h").unwrap_err().contains("too long"));
+        assert!(parse_duration("9999999999999999h")
+            .unwrap_err()
+            .contains("too long"));
     }
 
     #[test]
@@ -161,7 +181,9 @@ mod tests {
         assert!(parse_seeds("7,").is_err());
         assert!(parse_seeds("0").is_err());
         assert!(parse_seeds("5..5").unwrap_err().contains("empty"));
-        assert!(parse_seeds("0..99999999999").unwrap_err().contains("more than"));
+        assert!(parse_seeds("0..99999999999")
+            .unwrap_err()
+            .contains("more than"));
         assert!(parse_seeds("3,3").unwrap_err().contains("twice"));
         assert!(parse_seeds("x").unwrap_err().starts_with("invalid seeds"));
         assert!(parse_seeds("").is_err());
@@ -177,7 +199,12 @@ mod tests {
         assert_eq!(parse_comparison("<= 5"), Ok((Comparison::Le, 5)));
         assert_eq!(parse_comparison("12"), Ok((Comparison::Eq, 12)));
         for bad in [">> 0", "> -1", "=< 5", "", ">", "about 5", "5 5"] {
-            assert!(parse_comparison(bad).unwrap_err().starts_with("invalid expectation"), "{bad}");
+            assert!(
+                parse_comparison(bad)
+                    .unwrap_err()
+                    .starts_with("invalid expectation"),
+                "{bad}"
+            );
         }
     }
 }
