@@ -841,3 +841,109 @@ proptest! {
         let _ = parse(&String::from_utf8_lossy(&bytes), Path::new("p.toml"));
     }
 }
+
+#[test]
+fn unquoted_dotted_keys_and_topic_tables() {
+    let text = r#"duration = "10s"
+[cluster]
+brokers = 2
+[[cluster.topics]]
+name = "a"
+replication_factor = 2
+[[cluster.topics]]
+name = "b"
+partitions = 3
+[workload]
+topic = "b"
+[variants.v]
+producer.acks = "0"
+broker.min.insync.replicas = 2
+network.latency = { min = "0ms", max = "20ms" }
+"#;
+    let scenario = ok(text);
+    let s = &scenario.variants[0].settings;
+    assert_eq!(s.cluster.topics[1].partitions, 3);
+    assert_eq!(
+        s.cluster.topics[1].replication_factor, 1,
+        "Kafka's default.replication.factor"
+    );
+    assert_eq!(s.workload.topic, "b");
+    assert_eq!(s.producer.acks, Acks::None);
+    assert_eq!(s.broker.min_insync_replicas, 2);
+    assert_eq!(s.network.latency_max, Duration::from_millis(20));
+}
+
+#[test]
+fn sweeps_cross_the_vary_paths_over_the_base() {
+    let dir = std::env::temp_dir().join(format!("hightide-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("sweeps")).unwrap();
+    let base = format!(
+        "{MINIMAL}[expect]\nduplicates = 0\n[[fault_sets.leader-kill]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"leader:orders/0\"\n[[fault_sets.calm]]\nat = \"1s\"\naction = \"heal\"\n[variants.ignored]\n\"producer.acks\" = \"0\"\n"
+    );
+    std::fs::write(dir.join("scenarios/leader-failure.toml"), base).unwrap();
+    let matrix = r#"name = "durability"
+base = "../scenarios/leader-failure.toml"
+seeds = 4
+[vary]
+"producer.acks" = ["0", "1", "all"]
+"broker.min.insync.replicas" = [1, 2]
+"faults" = ["leader-kill", "calm"]
+"#;
+    let matrix_path = dir.join("sweeps/durability.toml");
+    std::fs::write(&matrix_path, matrix).unwrap();
+    let sweep = hightide::scenario::load_sweep(&matrix_path).unwrap();
+    assert_eq!(sweep.name, "durability");
+    assert_eq!(sweep.scenario.seeds, vec![1, 2, 3, 4]);
+    let variants = &sweep.scenario.variants;
+    assert_eq!(variants.len(), 12);
+    assert_eq!(
+        variants[0].name,
+        "producer.acks=0 broker.min.insync.replicas=1 faults=leader-kill"
+    );
+    assert_eq!(
+        variants[11].name,
+        "producer.acks=all broker.min.insync.replicas=2 faults=calm"
+    );
+    assert_eq!(variants[11].settings.producer.acks, Acks::All);
+    assert_eq!(variants[11].settings.broker.min_insync_replicas, 2);
+    assert_eq!(variants[11].settings.faults[0].action, FaultAction::Heal);
+    assert_eq!(variants[0].expect, vec![eq(Count::Duplicates, 0)]);
+
+    // A bad value points into the matrix; a bad base points into the base.
+    std::fs::write(&matrix_path, matrix.replace("[1, 2]", "[1, 0]")).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string().ends_with(
+            "durability.toml:6:36: `min.insync.replicas` must be from 1 to 2147483647, found 0"
+        ),
+        "{e}"
+    );
+    std::fs::write(&matrix_path, matrix.replace("\"calm\"", "\"calmm\"")).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("durability.toml:7:28: unknown fault set `calmm`; did you mean `calm`?"),
+        "{e}"
+    );
+    std::fs::write(
+        &matrix_path,
+        matrix.replace("\"producer.acks\"", "\"producer.ack\""),
+    )
+    .unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(e.to_string().ends_with("durability.toml:5:1: unknown key `producer.ack` in [vary]; did you mean `producer.acks`?"), "{e}");
+    std::fs::write(
+        dir.join("scenarios/leader-failure.toml"),
+        "duration = \"1s\"\n",
+    )
+    .unwrap();
+    std::fs::write(&matrix_path, matrix).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("leader-failure.toml: missing [cluster] (brokers and topics)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -44,34 +44,68 @@ impl std::error::Error for ScenarioError {}
 
 /// Read and parse a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    parse(&read_text(path)?, path)
+}
+
+/// Parse scenario text; `path` names the file in errors and gives the default name.
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    parse::scenario(text, path).map_err(|e| locate(e, text, path))
+}
+
+/// A sweep (`hightide sweep MATRIX.toml`): the base scenario, its variants replaced by
+/// the cross product of the matrix's `[vary]`, and its seeds by the matrix's if given.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub name: String,
+    pub matrix: PathBuf,
+    pub scenario: Scenario,
+}
+
+/// Read a sweep matrix and its base scenario (`base` is relative to the matrix file).
+pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
+    let text = read_text(path)?;
+    let matrix = parse::matrix(&text).map_err(|e| locate(e, &text, path))?;
+    let base_path = path.parent().unwrap_or(Path::new("")).join(&matrix.base);
+    let base_text = read_text(&base_path)?;
+    let (base, mut scenario) =
+        parse::sweep_base(&base_text, &base_path).map_err(|e| locate(e, &base_text, &base_path))?;
+    scenario.variants =
+        parse::sweep_variants(&base, &matrix).map_err(|e| locate(e, &text, path))?;
+    if let Some(seeds) = matrix.seeds {
+        scenario.seeds = seeds;
+    }
+    Ok(Sweep {
+        name: matrix.name,
+        matrix: path.to_owned(),
+        scenario,
+    })
+}
+
+fn locate(error: Error, text: &str, path: &Path) -> ScenarioError {
+    ScenarioError {
+        path: path.to_owned(),
+        location: error.span.map(|span| node::line_col(text, span.start)),
+        message: error.message,
+    }
+}
+
+/// A file's text; a file that is not UTF-8 is an error at its first bad byte.
+fn read_text(path: &Path) -> Result<String, ScenarioError> {
     let bytes = std::fs::read(path).map_err(|e| ScenarioError {
         path: path.to_owned(),
         location: None,
         message: format!("cannot read the file: {e}"),
     })?;
-    let text = match String::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) => {
-            let valid = e.utf8_error().valid_up_to();
-            let bytes = e.as_bytes();
-            let before = String::from_utf8_lossy(&bytes[..valid]);
-            let byte = bytes.get(valid).copied().unwrap_or_default();
-            return Err(ScenarioError {
-                path: path.to_owned(),
-                location: Some(node::line_col(&before, valid)),
-                message: format!("not a UTF-8 text file: invalid byte 0x{byte:02x}"),
-            });
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let before = String::from_utf8_lossy(&bytes[..valid]);
+        let byte = bytes.get(valid).copied().unwrap_or_default();
+        ScenarioError {
+            path: path.to_owned(),
+            location: Some(node::line_col(&before, valid)),
+            message: format!("not a UTF-8 text file: invalid byte 0x{byte:02x}"),
         }
-    };
-    parse(&text, path)
-}
-
-/// Parse scenario text; `path` names the file in errors and gives the default name.
-pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    parse::scenario(text, path).map_err(|e| ScenarioError {
-        path: path.to_owned(),
-        location: e.span.map(|span| node::line_col(text, span.start)),
-        message: e.message,
     })
 }
 

@@ -172,6 +172,37 @@ struct Doc {
 }
 
 pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
+    let (doc, base) = document(text)?;
+    let stem = file_stem(path);
+    let variants = if doc.variants.is_empty() {
+        vec![Variant {
+            name: stem.clone(),
+            settings: base,
+            expect: doc.expect.clone(),
+            expect_some: doc.expect_some.clone(),
+        }]
+    } else {
+        resolve_variants(&doc, &doc.variants)?
+    };
+    Ok(Scenario {
+        name: doc.name.clone().unwrap_or(stem),
+        description: doc.description.clone(),
+        path: path.to_owned(),
+        seeds: doc.seeds.clone().unwrap_or_else(|| vec![1]),
+        variants,
+    })
+}
+
+fn file_stem(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "scenario".to_owned())
+}
+
+/// Read a scenario file and resolve its top-level settings (no variant applied), which
+/// also checks every fault set.
+fn document(text: &str) -> Result<(Doc, Settings), Error> {
     if text.trim().is_empty() {
         return Err(Error::nowhere(
             "the file is empty: a scenario needs at least `duration` and [cluster]".to_owned(),
@@ -185,49 +216,231 @@ pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
         ));
     }
     let doc = read_document(&root)?;
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "scenario".to_owned());
-
     let base = resolve(&doc, &[], doc.faults.as_ref())?;
     // Every fault set must be valid, used by a variant here or not: a sweep may pick it.
     for faults in doc.fault_sets.values() {
         check_faults(faults, &base)?;
     }
-    let variants = if doc.variants.is_empty() {
-        vec![Variant {
-            name: stem.clone(),
-            settings: base,
+    Ok((doc, base))
+}
+
+fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Variant>, Error> {
+    let mut variants = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let faults = raw.faults.as_ref().or(doc.faults.as_ref());
+        let settings = resolve(doc, &raw.assigns, faults)?;
+        let mut expect = doc.expect.clone();
+        expect.extend(raw.expect.iter().copied());
+        let mut expect_some = doc.expect_some.clone();
+        expect_some.extend(raw.expect_some.iter().copied());
+        variants.push(Variant {
+            name: raw.name.clone(),
+            settings,
+            expect,
+            expect_some,
+        });
+    }
+    Ok(variants)
+}
+
+/// A sweep matrix as written: its base file and the values each path takes.
+pub(crate) struct Matrix {
+    pub name: String,
+    pub base: String,
+    pub seeds: Option<Vec<u64>>,
+    vary: Vec<(String, Vec<Node>)>,
+    vary_span: Range<usize>,
+}
+
+const MATRIX_KEYS: &[&str] = &["name", "base", "seeds", "vary"];
+/// Configurations one sweep may generate: bounded so a typo cannot exhaust memory.
+const MAX_SWEEP_VARIANTS: usize = 10_000;
+
+/// Read a sweep matrix file (`hightide sweep`).
+pub(crate) fn matrix(text: &str) -> Result<Matrix, Error> {
+    let root = node::parse_document(text).map_err(|(span, message)| Error { span, message })?;
+    let mut name = None;
+    let mut base = None;
+    let mut seeds = None;
+    let mut vary = Vec::new();
+    let mut vary_span = 0..0;
+    for entry in &root {
+        match entry.key.as_str() {
+            "name" => name = Some(keys::string("name", &entry.value)?.to_owned()),
+            "base" => base = Some(keys::string("base", &entry.value)?.to_owned()),
+            "seeds" => seeds = Some(read_seeds(&entry.value)?),
+            "vary" => {
+                vary_span = entry.key_span.clone();
+                let valid = variant_paths(false);
+                let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
+                for (path, e) in config_entries(table("vary", &entry.value)?, &valid, "[vary]")? {
+                    let Value::Array(values) = &e.value.value else {
+                        return Err(keys::wrong_type(
+                            &path,
+                            "an array of the values to try",
+                            &e.value,
+                        ));
+                    };
+                    if values.is_empty() {
+                        return Err(Error::at(
+                            &e.value.span,
+                            format!("`{path}` has no values to try"),
+                        ));
+                    }
+                    vary.push((path, values.clone()));
+                }
+            }
+            other => {
+                return Err(unknown_key(
+                    other,
+                    &entry.key_span,
+                    "the top level",
+                    MATRIX_KEYS,
+                ))
+            }
+        }
+    }
+    let missing = |key: &str| Error::nowhere(format!("missing `{key}` in the sweep matrix"));
+    let size = vary
+        .iter()
+        .try_fold(1usize, |n, (_, values)| n.checked_mul(values.len()));
+    if size.is_none_or(|n| n > MAX_SWEEP_VARIANTS) {
+        return Err(Error::at(
+            &vary_span,
+            format!("[vary] makes more than {MAX_SWEEP_VARIANTS} configurations"),
+        ));
+    }
+    Ok(Matrix {
+        name: name.ok_or_else(|| missing("name"))?,
+        base: base.ok_or_else(|| missing("base"))?,
+        seeds,
+        vary,
+        vary_span,
+    })
+}
+
+/// A sweep's base scenario, read and checked.
+pub(crate) struct Base(Doc);
+
+/// Parse the base scenario of a sweep: errors here are about the base file.
+pub(crate) fn sweep_base(text: &str, path: &Path) -> Result<(Base, Scenario), Error> {
+    let (doc, settings) = document(text)?;
+    let scenario = Scenario {
+        name: doc.name.clone().unwrap_or_else(|| file_stem(path)),
+        description: doc.description.clone(),
+        path: path.to_owned(),
+        seeds: doc.seeds.clone().unwrap_or_else(|| vec![1]),
+        variants: vec![Variant {
+            name: file_stem(path),
+            settings,
             expect: doc.expect.clone(),
             expect_some: doc.expect_some.clone(),
-        }]
-    } else {
-        let mut variants = Vec::with_capacity(doc.variants.len());
-        for raw in &doc.variants {
-            let faults = raw.faults.as_ref().or(doc.faults.as_ref());
-            let settings = resolve(&doc, &raw.assigns, faults)?;
-            let mut expect = doc.expect.clone();
-            expect.extend(raw.expect.iter().copied());
-            let mut expect_some = doc.expect_some.clone();
-            expect_some.extend(raw.expect_some.iter().copied());
-            variants.push(Variant {
-                name: raw.name.clone(),
-                settings,
-                expect,
-                expect_some,
-            });
-        }
-        variants
+        }],
     };
-    Ok(Scenario {
-        name: doc.name.unwrap_or(stem),
-        description: doc.description,
-        path: path.to_owned(),
-        seeds: doc.seeds.unwrap_or_else(|| vec![1]),
-        variants,
-    })
+    Ok((Base(doc), scenario))
+}
+
+/// The base scenario's variants replaced by the cross product of the matrix's `[vary]`
+/// (the first path varies slowest). Errors here are about the matrix file.
+pub(crate) fn sweep_variants(base: &Base, matrix: &Matrix) -> Result<Vec<Variant>, Error> {
+    let doc = &base.0;
+    let mut points: Vec<Vec<(&str, &Node)>> = vec![Vec::new()];
+    for (path, values) in &matrix.vary {
+        points = points
+            .iter()
+            .flat_map(|point| {
+                values.iter().map(move |value| {
+                    let mut next = point.clone();
+                    next.push((path.as_str(), value));
+                    next
+                })
+            })
+            .collect();
+    }
+    let mut raws = Vec::with_capacity(points.len());
+    for point in points {
+        let mut raw = RawVariant {
+            name: String::new(),
+            assigns: Vec::new(),
+            faults: None,
+            expect: Vec::new(),
+            expect_some: Vec::new(),
+        };
+        let mut name = Vec::with_capacity(point.len());
+        for (path, value) in point {
+            name.push(format!("{path}={}", render(value)));
+            if path == "faults" {
+                let set = keys::string("faults", value)?;
+                raw.faults = Some(FaultChoice::Set {
+                    name: set.to_owned(),
+                    span: value.span.clone(),
+                });
+            } else if let Some((sec, key)) = path
+                .split_once('.')
+                .and_then(|(s, k)| Some((Sec::from_name(s)?, k)))
+            {
+                raw.assigns.push(Assign {
+                    sec,
+                    key: key.to_owned(),
+                    value: value.clone(),
+                });
+            }
+        }
+        raw.name = if name.is_empty() {
+            "base".to_owned()
+        } else {
+            name.join(" ")
+        };
+        raws.push(raw);
+    }
+    if raws.is_empty() {
+        return Err(Error::at(
+            &matrix.vary_span,
+            "[vary] makes no configuration".to_owned(),
+        ));
+    }
+    resolve_variants(doc, &raws)
+}
+
+/// A value as it reads in a generated variant name: `all`, `2`, `{min=1ms,max=5ms}`.
+fn render(node: &Node) -> String {
+    match &node.value {
+        Value::String(text) => text.clone(),
+        Value::Integer(value) => value.to_string(),
+        Value::Float(value) => value.to_string(),
+        Value::Boolean(value) => value.to_string(),
+        Value::Datetime => "date-time".to_owned(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(render).collect::<Vec<_>>().join(",")
+        ),
+        Value::Table(entries) => format!(
+            "{{{}}}",
+            entries
+                .iter()
+                .map(|e| format!("{}={}", e.key, render(&e.value)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }
+}
+
+/// The paths a variant (or a sweep) may set: `section.key` of every registry key, and
+/// `faults`; with `expect` and `expect_some` for variants.
+fn variant_paths(with_expect: bool) -> Vec<String> {
+    let mut valid: Vec<String> = Vec::new();
+    for sec in SECTIONS {
+        valid.extend(
+            sec.key_names()
+                .into_iter()
+                .map(|key| format!("{}.{key}", sec.name())),
+        );
+    }
+    valid.push("faults".to_owned());
+    if with_expect {
+        valid.extend(["expect", "expect_some"].map(String::from));
+    }
+    valid
 }
 
 fn read_document(root: &[Entry]) -> Result<Doc, Error> {
@@ -1007,15 +1220,7 @@ fn read_expect(node: &Node, context: &str) -> Result<Vec<Expectation>, Error> {
 
 fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
     let entries = table("variants", node)?;
-    let mut valid: Vec<String> = Vec::new();
-    for sec in SECTIONS {
-        valid.extend(
-            sec.key_names()
-                .into_iter()
-                .map(|key| format!("{}.{key}", sec.name())),
-        );
-    }
-    valid.extend(["faults", "expect", "expect_some"].map(String::from));
+    let valid = variant_paths(true);
     let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
     let mut variants = Vec::with_capacity(entries.len());
     for entry in entries {
