@@ -324,7 +324,7 @@ pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
         int!("batch.size", batch_size as u64, 0, INT_MAX,
             "Largest batch, in bytes, per partition."),
         int!("delivery.timeout.ms", delivery_timeout_ms as u64, 0, INT_MAX,
-            "Upper bound on the time from send to success or failure, retries included; at least linger.ms + request.timeout.ms."),
+            "Upper bound on the time from send to success or failure, retries included; left unset, raised to linger.ms + request.timeout.ms if below it (as Kafka does)."),
         int!("request.timeout.ms", request_timeout_ms as u64, 0, INT_MAX,
             "How long the producer waits for a response before it retries or fails the request."),
         int!("retry.backoff.ms", retry_backoff_ms as u64, 0, LONG_MAX,
