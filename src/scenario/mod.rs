@@ -1,3 +1,206 @@
-//! Scenario files: parse, validate, resolve into plain data.
+//! Scenario files: parse, validate, resolve into plain data (`model`). The contract is
+//! `SCENARIOS.md`; every error names the file, and the line and column when it has one.
 
+mod keys;
 pub mod model;
+mod node;
+mod parse;
+mod values;
+
+pub use keys::config_reference;
+pub use values::{format_duration, parse_duration, parse_seeds};
+
+use model::Scenario;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// A scenario file that cannot run: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub path: PathBuf,
+    /// 1-based line and column (in characters), when the error is about one place.
+    pub location: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.location {
+            Some((line, column)) => {
+                write!(
+                    f,
+                    "{}:{line}:{column}: {}",
+                    self.path.display(),
+                    self.message
+                )
+            }
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Read and parse a scenario file.
+pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+    parse(&read_text(path)?, path)
+}
+
+/// Parse scenario text; `path` names the file in errors and gives the default name.
+pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
+    parse::scenario(text, path).map_err(|e| locate(e, text, path))
+}
+
+/// A sweep (`hightide sweep MATRIX.toml`): the base scenario, its variants replaced by
+/// the cross product of the matrix's `[vary]`, and its seeds by the matrix's if given.
+#[derive(Clone, Debug)]
+pub struct Sweep {
+    pub name: String,
+    pub matrix: PathBuf,
+    pub scenario: Scenario,
+}
+
+/// Read a sweep matrix and its base scenario (`base` is relative to the matrix file).
+pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
+    let text = read_text(path)?;
+    let matrix = parse::matrix(&text).map_err(|e| locate(e, &text, path))?;
+    let base_path = path.parent().unwrap_or(Path::new("")).join(&matrix.base);
+    let base_text = read_text(&base_path)?;
+    let (base, mut scenario) =
+        parse::sweep_base(&base_text, &base_path).map_err(|e| locate(e, &base_text, &base_path))?;
+    scenario.variants =
+        parse::sweep_variants(&base, &matrix).map_err(|e| locate(e, &text, path))?;
+    if let Some(seeds) = matrix.seeds {
+        scenario.seeds = seeds;
+    }
+    Ok(Sweep {
+        name: matrix.name,
+        matrix: path.to_owned(),
+        scenario,
+    })
+}
+
+fn locate(error: Error, text: &str, path: &Path) -> ScenarioError {
+    ScenarioError {
+        path: path.to_owned(),
+        location: error.span.map(|span| node::line_col(text, span.start)),
+        message: error.message,
+    }
+}
+
+/// A file's text; a file that is not UTF-8 is an error at its first bad byte.
+fn read_text(path: &Path) -> Result<String, ScenarioError> {
+    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
+        path: path.to_owned(),
+        location: None,
+        message: format!("cannot read the file: {e}"),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let before = String::from_utf8_lossy(&bytes[..valid]);
+        let byte = bytes.get(valid).copied().unwrap_or_default();
+        ScenarioError {
+            path: path.to_owned(),
+            location: Some(node::line_col(&before, valid)),
+            message: format!("not a UTF-8 text file: invalid byte 0x{byte:02x}"),
+        }
+    })
+}
+
+/// An error before it is tied to a file: a byte span, when known, and a message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Error {
+    pub span: Option<Range<usize>>,
+    pub message: String,
+}
+
+impl Error {
+    pub(crate) fn at(span: &Range<usize>, message: String) -> Error {
+        Error {
+            span: Some(span.clone()),
+            message,
+        }
+    }
+
+    pub(crate) fn nowhere(message: String) -> Error {
+        Error {
+            span: None,
+            message,
+        }
+    }
+}
+
+/// The valid word nearest to a misspelt one, if it is near enough to be what was meant:
+/// the same up to case and `_`/`-`/`.`, or a few edits away for its length.
+pub(crate) fn suggest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    fn normal(word: &str) -> String {
+        word.chars()
+            .map(|c| {
+                if c == '_' || c == '-' {
+                    '.'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
+            .collect()
+    }
+    let word_normal = normal(word);
+    if let Some(same) = candidates.iter().find(|c| normal(c) == word_normal) {
+        return Some(same);
+    }
+    let limit = 1 + word.chars().count() / 4;
+    candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(&word_normal, &normal(c)), *c))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c)
+}
+
+/// "unknown key `X` in CONTEXT; did you mean `Y`?"
+pub(crate) fn unknown_key(key: &str, span: &Range<usize>, context: &str, valid: &[&str]) -> Error {
+    let mut message = format!("unknown key `{key}` in {context}");
+    match suggest(key, valid) {
+        Some(near) => message.push_str(&format!("; did you mean `{near}`?")),
+        None if valid.len() <= 12 => {
+            message.push_str(&format!("; expected one of: {}", valid.join(", ")))
+        }
+        None => {}
+    }
+    Error::at(span, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_are_near_or_absent() {
+        let keys = ["acks", "retries", "linger.ms", "enable.idempotence"];
+        assert_eq!(suggest("ack", &keys), Some("acks"));
+        assert_eq!(suggest("linger_ms", &keys), Some("linger.ms"));
+        assert_eq!(
+            suggest("enable.idempotency", &keys),
+            Some("enable.idempotence")
+        );
+        assert_eq!(suggest("Retries", &keys), Some("retries"));
+        assert_eq!(suggest("compression.type", &keys), None);
+    }
+
+    #[test]
+    fn display_names_file_line_and_column() {
+        let error = ScenarioError {
+            path: PathBuf::from("scenarios/x.toml"),
+            location: Some((3, 7)),
+            message: "boom".into(),
+        };
+        assert_eq!(error.to_string(), "scenarios/x.toml:3:7: boom");
+        let error = ScenarioError {
+            location: None,
+            ..error
+        };
+        assert_eq!(error.to_string(), "scenarios/x.toml: boom");
+    }
+}

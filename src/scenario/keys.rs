@@ -1,0 +1,775 @@
+//! The one registry of configuration keys: for each section, every key's Kafka name, what
+//! it means, how a TOML value sets its field, and (read back from the `Default` impls of
+//! `config.rs` and the scenario defaults) its default. The parser and `hightide config`
+//! both read this table, so what is documented is exactly what is accepted.
+
+use super::model::{Network, Workload};
+use super::node::{Node, Value};
+use super::values::{format_duration, parse_duration};
+use super::Error;
+use crate::config::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig, Truncation};
+use crate::sim::disk::{DiskConfig, PowerLossModel};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// Java's `Integer.MAX_VALUE`, the bound of Kafka's `int` settings.
+const INT_MAX: i64 = i32::MAX as i64;
+const LONG_MAX: i64 = i64::MAX;
+
+/// One section of the scenario file (`[broker]`, ...) and the struct its keys set.
+pub(crate) struct Section<T: 'static> {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub keys: &'static [Key<T>],
+    pub defaults: fn() -> T,
+}
+
+pub(crate) struct Key<T: 'static> {
+    pub name: &'static str,
+    pub kind: Kind<T>,
+    /// Kafka's meaning, in one line.
+    pub meaning: &'static str,
+}
+
+/// How a TOML value sets a field, and how the field reads back for `hightide config`.
+pub(crate) enum Kind<T: 'static> {
+    Int {
+        min: i64,
+        max: i64,
+        get: fn(&T) -> i64,
+        set: fn(&mut T, i64),
+    },
+    Bool {
+        get: fn(&T) -> bool,
+        set: fn(&mut T, bool),
+    },
+    Duration {
+        get: fn(&T) -> Duration,
+        set: fn(&mut T, Duration),
+    },
+    /// A topic-level override; unset, the topic inherits the broker key `inherits`.
+    OptInt {
+        min: i64,
+        max: i64,
+        inherits: &'static str,
+        set: fn(&mut T, i64),
+    },
+    OptBool {
+        inherits: &'static str,
+        set: fn(&mut T, bool),
+    },
+    /// Anything else (enumerations, tables): its own reader and printer.
+    Other {
+        set: fn(&mut T, &Node) -> Result<(), Error>,
+        show: fn(&T) -> String,
+    },
+}
+
+impl<T> Section<T> {
+    pub(crate) fn find(&self, name: &str) -> Option<&'static Key<T>> {
+        self.keys.iter().find(|key| key.name == name)
+    }
+
+    pub(crate) fn names(&self) -> Vec<&'static str> {
+        self.keys.iter().map(|key| key.name).collect()
+    }
+}
+
+impl<T> Key<T> {
+    /// Set the field from `node`, checking its type and range.
+    pub(crate) fn apply(&self, target: &mut T, node: &Node) -> Result<(), Error> {
+        match &self.kind {
+            Kind::Int { min, max, set, .. } | Kind::OptInt { min, max, set, .. } => {
+                set(target, integer_in(self.name, node, *min, *max)?);
+                Ok(())
+            }
+            Kind::Bool { set, .. } | Kind::OptBool { set, .. } => {
+                set(target, boolean(self.name, node)?);
+                Ok(())
+            }
+            Kind::Duration { set, .. } => {
+                set(target, duration(self.name, node)?);
+                Ok(())
+            }
+            Kind::Other { set, .. } => set(target, node),
+        }
+    }
+
+    /// The value as `hightide config` prints it.
+    fn show(&self, value: &T) -> String {
+        match &self.kind {
+            Kind::Int { get, .. } => get(value).to_string(),
+            Kind::Bool { get, .. } => get(value).to_string(),
+            Kind::Duration { get, .. } => format!("\"{}\"", format_duration(get(value))),
+            Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } => {
+                let inherited = BROKER
+                    .find(inherits)
+                    .map(|key| key.show(&(BROKER.defaults)()))
+                    .unwrap_or_default();
+                format!("[broker] {inherits} ({inherited})")
+            }
+            Kind::Other { show, .. } => show(value),
+        }
+    }
+}
+
+/// `name` must be an integer in `min..=max`.
+pub(crate) fn integer_in(name: &str, node: &Node, min: i64, max: i64) -> Result<i64, Error> {
+    let Value::Integer(value) = node.value else {
+        return Err(wrong_type(name, "an integer", node));
+    };
+    if value < min || value > max {
+        let range = if max == LONG_MAX {
+            format!("at least {min}")
+        } else {
+            format!("from {min} to {max}")
+        };
+        return Err(Error::at(
+            &node.span,
+            format!("`{name}` must be {range}, found {value}"),
+        ));
+    }
+    Ok(value)
+}
+
+pub(crate) fn boolean(name: &str, node: &Node) -> Result<bool, Error> {
+    match node.value {
+        Value::Boolean(value) => Ok(value),
+        _ => Err(wrong_type(name, "true or false", node)),
+    }
+}
+
+pub(crate) fn string<'a>(name: &str, node: &'a Node) -> Result<&'a str, Error> {
+    match &node.value {
+        Value::String(value) => Ok(value),
+        _ => Err(wrong_type(name, "a string", node)),
+    }
+}
+
+/// A duration string (`"250ms"`).
+pub(crate) fn duration(name: &str, node: &Node) -> Result<Duration, Error> {
+    let text = match &node.value {
+        Value::String(text) => text,
+        Value::Integer(_) => {
+            return Err(Error::at(
+                &node.span,
+                format!("`{name}` must be a duration with a unit, like \"250ms\" or \"10s\", found an integer"),
+            ))
+        }
+        _ => return Err(wrong_type(name, "a duration string like \"10s\"", node)),
+    };
+    parse_duration(text).map_err(|message| Error::at(&node.span, message))
+}
+
+pub(crate) fn wrong_type(name: &str, expected: &str, node: &Node) -> Error {
+    Error::at(
+        &node.span,
+        format!(
+            "`{name}` must be {expected}, found {}",
+            node.value.type_name()
+        ),
+    )
+}
+
+macro_rules! int {
+    ($name:literal, $field:ident as $ty:ty, $min:expr, $max:expr, $meaning:literal) => {
+        Key {
+            name: $name,
+            meaning: $meaning,
+            kind: Kind::Int {
+                min: $min,
+                max: $max,
+                get: |c| c.$field as i64,
+                set: |c, v| c.$field = v as $ty,
+            },
+        }
+    };
+}
+
+macro_rules! boolean {
+    ($name:literal, $field:ident, $meaning:literal) => {
+        Key {
+            name: $name,
+            meaning: $meaning,
+            kind: Kind::Bool {
+                get: |c| c.$field,
+                set: |c, v| c.$field = v,
+            },
+        }
+    };
+}
+
+macro_rules! duration {
+    ($name:literal, $field:ident, $meaning:literal) => {
+        Key {
+            name: $name,
+            meaning: $meaning,
+            kind: Kind::Duration {
+                get: |c| c.$field,
+                set: |c, v| c.$field = v,
+            },
+        }
+    };
+}
+
+macro_rules! topic_int {
+    ($name:literal, $field:ident as $ty:ty, $min:expr, $max:expr, $inherits:literal) => {
+        Key {
+            name: $name,
+            meaning: concat!("This topic's `", $inherits, "`."),
+            kind: Kind::OptInt {
+                min: $min,
+                max: $max,
+                inherits: $inherits,
+                set: |c, v| c.$field = Some(v as $ty),
+            },
+        }
+    };
+}
+
+pub(crate) static BROKER: Section<BrokerConfig> = Section {
+    name: "broker",
+    title: "Kafka broker configuration (every broker)",
+    defaults: BrokerConfig::default,
+    keys: &[
+        int!("min.insync.replicas", min_insync_replicas as u32, 1, INT_MAX,
+            "With acks=all, the fewest in-sync replicas (leader included) that must have a write to acknowledge it; fewer and produce fails with NOT_ENOUGH_REPLICAS."),
+        boolean!("unclean.leader.election.enable", unclean_leader_election_enable,
+            "Let a replica outside the ISR become leader when no in-sync replica is left: availability over durability, acknowledged writes can be lost."),
+        int!("log.flush.interval.messages", log_flush_interval_messages as u64, 1, LONG_MAX,
+            "Messages a partition accumulates before the broker fsyncs its log; the default, never, leaves durability to replication and the OS flusher."),
+        int!("log.flush.interval.ms", log_flush_interval_ms as u64, 0, LONG_MAX,
+            "Longest a message stays unflushed before the broker fsyncs its log (checked every log.flush.scheduler.interval.ms)."),
+        int!("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms as u64, 0, LONG_MAX,
+            "How often the broker checks whether a log is due for a flush by time."),
+        int!("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms as u64, 0, INT_MAX,
+            "How often the broker writes recovery-point-offset-checkpoint (below it, logs are known flushed and skip recovery)."),
+        int!("log.segment.bytes", log_segment_bytes as u64, 14, INT_MAX,
+            "Size at which a partition's active segment is closed and a new one rolled."),
+        int!("log.roll.ms", log_roll_ms as u64, 1, LONG_MAX,
+            "Age at which the active segment is rolled even if it is not full."),
+        int!("log.index.interval.bytes", log_index_interval_bytes as u64, 0, INT_MAX,
+            "Bytes of log between two entries of the offset index."),
+        int!("log.retention.bytes", log_retention_bytes as i64, -1, LONG_MAX,
+            "Size a partition's log may reach before its oldest segments are deleted; -1: no limit."),
+        int!("log.retention.ms", log_retention_ms as i64, -1, LONG_MAX,
+            "Age after which closed segments are deleted; -1: keep forever."),
+        int!("log.retention.check.interval.ms", log_retention_check_interval_ms as u64, 1, LONG_MAX,
+            "How often the broker looks for segments to delete."),
+        int!("replica.lag.time.max.ms", replica_lag_time_max_ms as u64, 0, LONG_MAX,
+            "A follower that has not caught up with the leader's log end for this long is removed from the ISR."),
+        int!("replica.fetch.wait.max.ms", replica_fetch_wait_max_ms as u64, 0, INT_MAX,
+            "Longest a follower's fetch waits at the leader for new data."),
+        int!("replica.fetch.max.bytes", replica_fetch_max_bytes as u64, 0, INT_MAX,
+            "Bytes a follower asks for per partition in one fetch (at least one batch is always returned)."),
+        int!("replica.fetch.min.bytes", replica_fetch_min_bytes as u64, 0, INT_MAX,
+            "Bytes the leader waits to accumulate before answering a follower's fetch (or replica.fetch.wait.max.ms)."),
+        int!("replica.fetch.backoff.ms", replica_fetch_backoff_ms as u64, 0, INT_MAX,
+            "How long a follower waits after a failed fetch before the next."),
+        int!("replica.socket.timeout.ms", replica_socket_timeout_ms as u64, 0, INT_MAX,
+            "Timeout of a follower's fetch request to the leader."),
+        int!("replica.high.watermark.checkpoint.interval.ms", replica_high_watermark_checkpoint_interval_ms as u64, 1, LONG_MAX,
+            "How often the broker writes every partition's high watermark to replication-offset-checkpoint."),
+        int!("broker.heartbeat.interval.ms", broker_heartbeat_interval_ms as u64, 1, INT_MAX,
+            "How often a broker heartbeats to the controller (KRaft)."),
+        int!("broker.session.timeout.ms", broker_session_timeout_ms as u64, 1, INT_MAX,
+            "A broker whose heartbeats stop this long is fenced: it leaves every ISR and loses its leaderships."),
+        Key {
+            name: "replication.truncation",
+            meaning: "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101/279, Kafka 0.11+) or \"high-watermark\" (the older rule, which can lose or diverge data). Not a Kafka key: a switch between Kafka's eras.",
+            kind: Kind::Other { set: set_truncation, show: show_truncation },
+        },
+    ],
+};
+
+fn set_truncation(config: &mut BrokerConfig, node: &Node) -> Result<(), Error> {
+    config.replication_truncation = match string("replication.truncation", node)? {
+        "leader-epoch" => Truncation::LeaderEpoch,
+        "high-watermark" => Truncation::HighWatermark,
+        other => {
+            return Err(Error::at(
+                &node.span,
+                format!("invalid `replication.truncation` `{other}`: expected \"leader-epoch\" or \"high-watermark\""),
+            ))
+        }
+    };
+    Ok(())
+}
+
+fn show_truncation(config: &BrokerConfig) -> String {
+    match config.replication_truncation {
+        Truncation::LeaderEpoch => "\"leader-epoch\"".to_owned(),
+        Truncation::HighWatermark => "\"high-watermark\"".to_owned(),
+    }
+}
+
+pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
+    name: "producer",
+    title: "Kafka producer configuration (every producer)",
+    defaults: ProducerConfig::default,
+    keys: &[
+        Key {
+            name: "acks",
+            meaning: "Replicas that must have a write before it is acknowledged: \"0\" none (no response), \"1\" the leader, \"all\" (or \"-1\") every in-sync replica, at least min.insync.replicas.",
+            kind: Kind::Other { set: set_acks, show: show_acks },
+        },
+        boolean!("enable.idempotence", enable_idempotence,
+            "Brokers drop retried duplicates by producer id and sequence; needs acks=all, retries > 0 and max.in.flight.requests.per.connection <= 5 (left unset while those do not hold, it is off, as in Kafka)."),
+        int!("retries", retries as u32, 0, INT_MAX,
+            "How many times a failed batch is resent (within delivery.timeout.ms)."),
+        int!("max.in.flight.requests.per.connection", max_in_flight_requests_per_connection as u32, 1, INT_MAX,
+            "Unacknowledged produce requests per broker connection; above 1 without idempotence, retries can reorder messages."),
+        int!("linger.ms", linger_ms as u64, 0, LONG_MAX,
+            "How long the producer waits for more messages to fill a batch before sending it."),
+        int!("batch.size", batch_size as u64, 0, INT_MAX,
+            "Largest batch, in bytes, per partition."),
+        int!("delivery.timeout.ms", delivery_timeout_ms as u64, 0, INT_MAX,
+            "Upper bound on the time from send to success or failure, retries included; left unset, raised to linger.ms + request.timeout.ms if below it (as Kafka does)."),
+        int!("request.timeout.ms", request_timeout_ms as u64, 0, INT_MAX,
+            "How long the producer waits for a response before it retries or fails the request."),
+        int!("retry.backoff.ms", retry_backoff_ms as u64, 0, LONG_MAX,
+            "How long the producer waits before retrying a failed request."),
+        int!("metadata.max.age.ms", metadata_max_age_ms as u64, 0, LONG_MAX,
+            "Metadata (who leads what) is refreshed at least this often, even without errors."),
+    ],
+};
+
+fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
+    let acks = match &node.value {
+        Value::String(text) => match text.as_str() {
+            "0" => Some(Acks::None),
+            "1" => Some(Acks::Leader),
+            "all" | "-1" => Some(Acks::All),
+            _ => None,
+        },
+        Value::Integer(0) => Some(Acks::None),
+        Value::Integer(1) => Some(Acks::Leader),
+        Value::Integer(-1) => Some(Acks::All),
+        Value::Integer(_) => None,
+        _ => return Err(wrong_type("acks", "\"0\", \"1\", \"all\" or \"-1\"", node)),
+    };
+    let shown = match &node.value {
+        Value::String(text) => text.clone(),
+        Value::Integer(value) => value.to_string(),
+        _ => String::new(),
+    };
+    config.acks = acks.ok_or_else(|| {
+        Error::at(
+            &node.span,
+            format!("invalid `acks` `{shown}`: expected \"0\", \"1\", \"all\" or \"-1\""),
+        )
+    })?;
+    Ok(())
+}
+
+fn show_acks(config: &ProducerConfig) -> String {
+    match config.acks {
+        Acks::None => "\"0\"".to_owned(),
+        Acks::Leader => "\"1\"".to_owned(),
+        Acks::All => "\"all\"".to_owned(),
+    }
+}
+
+pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
+    name: "consumer",
+    title: "Kafka consumer configuration (the consumers of [workload] and the final read)",
+    defaults: ConsumerConfig::default,
+    keys: &[
+        int!(
+            "fetch.max.wait.ms",
+            fetch_max_wait_ms as u64,
+            0,
+            INT_MAX,
+            "Longest the broker holds a fetch waiting for fetch.min.bytes of data."
+        ),
+        int!(
+            "fetch.min.bytes",
+            fetch_min_bytes as u64,
+            0,
+            INT_MAX,
+            "Bytes the broker waits to accumulate before answering a fetch."
+        ),
+        int!(
+            "max.partition.fetch.bytes",
+            max_partition_fetch_bytes as u64,
+            0,
+            INT_MAX,
+            "Bytes returned per partition per fetch (at least one batch is always returned)."
+        ),
+        int!(
+            "request.timeout.ms",
+            request_timeout_ms as u64,
+            0,
+            INT_MAX,
+            "How long the consumer waits for a response before it retries."
+        ),
+        int!(
+            "retry.backoff.ms",
+            retry_backoff_ms as u64,
+            0,
+            LONG_MAX,
+            "How long the consumer waits before retrying a failed request."
+        ),
+    ],
+};
+
+pub(crate) static TOPIC: Section<TopicConfig> = Section {
+    name: "topic config",
+    title: "Per-topic overrides: [cluster] topics = [{ name = ..., config = { \"min.insync.replicas\" = 2 } }]",
+    defaults: TopicConfig::default,
+    keys: &[
+        topic_int!("min.insync.replicas", min_insync_replicas as u32, 1, INT_MAX, "min.insync.replicas"),
+        Key {
+            name: "unclean.leader.election.enable",
+            meaning: "This topic's `unclean.leader.election.enable`.",
+            kind: Kind::OptBool {
+                inherits: "unclean.leader.election.enable",
+                set: |c, v| c.unclean_leader_election_enable = Some(v),
+            },
+        },
+        topic_int!("flush.messages", flush_messages as u64, 1, LONG_MAX, "log.flush.interval.messages"),
+        topic_int!("flush.ms", flush_ms as u64, 0, LONG_MAX, "log.flush.interval.ms"),
+        topic_int!("segment.bytes", segment_bytes as u64, 14, INT_MAX, "log.segment.bytes"),
+        topic_int!("segment.ms", segment_ms as u64, 1, LONG_MAX, "log.roll.ms"),
+        topic_int!("retention.bytes", retention_bytes as i64, -1, LONG_MAX, "log.retention.bytes"),
+        topic_int!("retention.ms", retention_ms as i64, -1, LONG_MAX, "log.retention.ms"),
+        topic_int!("index.interval.bytes", index_interval_bytes as u64, 0, INT_MAX, "log.index.interval.bytes"),
+    ],
+};
+
+pub(crate) static DISK: Section<DiskConfig> = Section {
+    name: "disk",
+    title: "The simulated disk of every broker and of the controller",
+    defaults: DiskConfig::default,
+    keys: &[
+        duration!("writeback", writeback,
+            "How often the OS flusher runs (Linux dirty_writeback_centisecs)."),
+        duration!("dirty_expire", dirty_expire,
+            "Pages dirty at least this long are written back when the flusher runs (dirty_expire_centisecs)."),
+        duration!("fsync_latency", fsync_latency, "How long an fsync takes."),
+        Key {
+            name: "power_loss",
+            meaning: "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector.",
+            kind: Kind::Other { set: set_power_loss, show: show_power_loss },
+        },
+    ],
+};
+
+fn set_power_loss(config: &mut DiskConfig, node: &Node) -> Result<(), Error> {
+    config.power_loss = match string("power_loss", node)? {
+        "drop-unflushed" => PowerLossModel::DropUnflushed,
+        "random-writeback" => PowerLossModel::RandomWriteback,
+        "torn-tail" => PowerLossModel::TornTail,
+        other => {
+            return Err(Error::at(
+                &node.span,
+                format!("invalid `power_loss` `{other}`: expected \"drop-unflushed\", \"random-writeback\" or \"torn-tail\""),
+            ))
+        }
+    };
+    Ok(())
+}
+
+fn show_power_loss(config: &DiskConfig) -> String {
+    match config.power_loss {
+        PowerLossModel::DropUnflushed => "\"drop-unflushed\"".to_owned(),
+        PowerLossModel::RandomWriteback => "\"random-writeback\"".to_owned(),
+        PowerLossModel::TornTail => "\"torn-tail\"".to_owned(),
+    }
+}
+
+pub(crate) fn default_network() -> Network {
+    Network {
+        latency_min: Duration::from_millis(1),
+        latency_max: Duration::from_millis(5),
+    }
+}
+
+pub(crate) static NETWORK: Section<Network> = Section {
+    name: "network",
+    title: "The simulated network",
+    defaults: default_network,
+    keys: &[Key {
+        name: "latency",
+        meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
+        kind: Kind::Other {
+            set: set_latency,
+            show: show_latency,
+        },
+    }],
+};
+
+fn set_latency(network: &mut Network, node: &Node) -> Result<(), Error> {
+    let Value::Table(entries) = &node.value else {
+        return Err(wrong_type(
+            "latency",
+            "a table like { min = \"1ms\", max = \"5ms\" }",
+            node,
+        ));
+    };
+    let mut min = None;
+    let mut max = None;
+    for entry in entries {
+        match entry.key.as_str() {
+            "min" => min = Some(duration("min", &entry.value)?),
+            "max" => max = Some(duration("max", &entry.value)?),
+            other => {
+                return Err(super::unknown_key(
+                    other,
+                    &entry.key_span,
+                    "`latency`",
+                    &["min", "max"],
+                ))
+            }
+        }
+    }
+    let (Some(min), Some(max)) = (min, max) else {
+        return Err(Error::at(
+            &node.span,
+            "`latency` needs both `min` and `max`".to_owned(),
+        ));
+    };
+    if min > max {
+        return Err(Error::at(
+            &node.span,
+            format!(
+                "`latency` min ({}) is above its max ({})",
+                format_duration(min),
+                format_duration(max)
+            ),
+        ));
+    }
+    network.latency_min = min;
+    network.latency_max = max;
+    Ok(())
+}
+
+fn show_latency(network: &Network) -> String {
+    format!(
+        "{{ min = \"{}\", max = \"{}\" }}",
+        format_duration(network.latency_min),
+        format_duration(network.latency_max)
+    )
+}
+
+/// The scenario's workload defaults; an empty topic means "the only topic of [cluster]".
+pub(crate) fn default_workload() -> Workload {
+    Workload {
+        producers: 1,
+        topic: String::new(),
+        rate: 100,
+        messages: None,
+        keys: 0,
+        value_bytes: 64,
+        consumers: 0,
+    }
+}
+
+/// Hosts of one kind a scenario may ask for: bounded so a typo cannot exhaust memory.
+pub(crate) const MAX_HOSTS: i64 = 1000;
+
+pub(crate) static WORKLOAD: Section<Workload> = Section {
+    name: "workload",
+    title: "What the clients do",
+    defaults: default_workload,
+    keys: &[
+        int!("producers", producers as u32, 1, MAX_HOSTS, "Producer hosts producer-1 .. producer-N."),
+        Key {
+            name: "topic",
+            meaning: "The topic the producers write and the consumers read; unset: the only topic of [cluster].",
+            kind: Kind::Other { set: set_topic, show: |_| "the only topic".to_owned() },
+        },
+        int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer."),
+        Key {
+            name: "messages",
+            meaning: "Stop after this many sends in all; unset: send until `duration`.",
+            kind: Kind::Other { set: set_messages, show: |_| "unset".to_owned() },
+        },
+        int!("keys", keys as u32, 0, INT_MAX, "Distinct message keys; 0: null keys (the sticky partitioner)."),
+        int!("value_bytes", value_bytes as u32, 0, 1_048_576, "Size of each message value (it starts with the message's id)."),
+        int!("consumers", consumers as u32, 0, MAX_HOSTS,
+            "Consumer hosts consumer-1 .. consumer-N, reading during the run (the dirty-read check)."),
+    ],
+};
+
+fn set_topic(workload: &mut Workload, node: &Node) -> Result<(), Error> {
+    workload.topic = string("topic", node)?.to_owned();
+    Ok(())
+}
+
+fn set_messages(workload: &mut Workload, node: &Node) -> Result<(), Error> {
+    workload.messages = Some(integer_in("messages", node, 1, LONG_MAX)? as u64);
+    Ok(())
+}
+
+fn render<T>(out: &mut String, section: &Section<T>, header: &str) {
+    let defaults = (section.defaults)();
+    let _ = writeln!(out, "{header}  # {}", section.title);
+    for key in section.keys {
+        let name = if key.name.contains('.') {
+            format!("\"{}\"", key.name)
+        } else {
+            key.name.to_owned()
+        };
+        let _ = writeln!(out, "{name} = {}", key.show(&defaults));
+        let _ = writeln!(out, "    {}", key.meaning);
+    }
+    out.push('\n');
+}
+
+/// Every supported key by section, with its default and its meaning (`hightide config`).
+pub fn config_reference() -> String {
+    let mut out = String::new();
+    out.push_str("# Every configuration key of a scenario file, its default, and what it does.\n");
+    out.push_str("# Kafka keys keep Kafka's names, defaults and meanings; durations are strings\n");
+    out.push_str("# with a unit (\"250ms\", \"10s\", \"2m\"); sizes are integers of bytes.\n\n");
+    render(&mut out, &BROKER, "[broker]");
+    render(&mut out, &PRODUCER, "[producer]");
+    render(&mut out, &CONSUMER, "[consumer]");
+    render(&mut out, &TOPIC, "# topic config");
+    render(&mut out, &DISK, "[disk]");
+    render(&mut out, &NETWORK, "[network]");
+    render(&mut out, &WORKLOAD, "[workload]");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(value: Value) -> Node {
+        Node { span: 3..4, value }
+    }
+
+    fn every_key_default_reads_back<T: PartialEq + std::fmt::Debug>(section: &Section<T>) {
+        // Setting a key to the default it prints must leave the defaults unchanged, so the
+        // printed defaults are the real ones.
+        for key in section.keys {
+            let mut value = (section.defaults)();
+            let shown = key.show(&value);
+            // The prose defaults (inherited keys, "unset") are not TOML and are skipped.
+            let Ok(root) = super::super::node::parse_document(&format!("v = {shown}")) else {
+                continue;
+            };
+            key.apply(&mut value, &root[0].value).unwrap();
+            assert_eq!(value, (section.defaults)(), "{}", key.name);
+        }
+    }
+
+    #[test]
+    fn printed_defaults_are_the_defaults() {
+        every_key_default_reads_back(&BROKER);
+        every_key_default_reads_back(&PRODUCER);
+        every_key_default_reads_back(&CONSUMER);
+        every_key_default_reads_back(&DISK);
+    }
+
+    #[test]
+    fn key_names_are_unique_per_section() {
+        fn unique<T>(section: &Section<T>) {
+            let mut names = section.names();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), section.keys.len(), "{}", section.name);
+        }
+        unique(&BROKER);
+        unique(&PRODUCER);
+        unique(&CONSUMER);
+        unique(&TOPIC);
+        unique(&DISK);
+        unique(&NETWORK);
+        unique(&WORKLOAD);
+    }
+
+    #[test]
+    fn topic_keys_inherit_real_broker_keys() {
+        for key in TOPIC.keys {
+            if let Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } = key.kind {
+                assert!(BROKER.find(inherits).is_some(), "{inherits}");
+            }
+        }
+    }
+
+    #[test]
+    fn integers_are_range_checked() {
+        let key = BROKER.find("min.insync.replicas").unwrap();
+        let mut config = BrokerConfig::default();
+        let err = key
+            .apply(&mut config, &node(Value::Integer(0)))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "`min.insync.replicas` must be from 1 to 2147483647, found 0"
+        );
+        assert_eq!(err.span, Some(3..4));
+        let err = key
+            .apply(&mut config, &node(Value::String("2".into())))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "`min.insync.replicas` must be an integer, found a string"
+        );
+        key.apply(&mut config, &node(Value::Integer(2))).unwrap();
+        assert_eq!(config.min_insync_replicas, 2);
+    }
+
+    #[test]
+    fn acks_accepts_strings_and_integers() {
+        let key = PRODUCER.find("acks").unwrap();
+        let mut config = ProducerConfig::default();
+        for (value, acks) in [
+            (Value::String("0".into()), Acks::None),
+            (Value::String("1".into()), Acks::Leader),
+            (Value::String("all".into()), Acks::All),
+            (Value::Integer(1), Acks::Leader),
+            (Value::String("-1".into()), Acks::All),
+            (Value::Integer(0), Acks::None),
+            (Value::Integer(-1), Acks::All),
+        ] {
+            key.apply(&mut config, &node(value)).unwrap();
+            assert_eq!(config.acks, acks);
+        }
+        let err = key
+            .apply(&mut config, &node(Value::String("2".into())))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\""
+        );
+        assert!(key.apply(&mut config, &node(Value::Integer(2))).is_err());
+        assert!(key.apply(&mut config, &node(Value::Boolean(true))).is_err());
+    }
+
+    #[test]
+    fn reference_lists_every_key_with_its_default() {
+        let text = config_reference();
+        assert!(text.contains("\"min.insync.replicas\" = 1\n"), "{text}");
+        assert!(text.contains("\"log.flush.interval.messages\" = 9223372036854775807\n"));
+        assert!(text.contains("acks = \"all\"\n"));
+        assert!(text.contains("\"enable.idempotence\" = true\n"));
+        assert!(text.contains("\"segment.bytes\" = [broker] log.segment.bytes (1073741824)\n"));
+        assert!(text.contains("writeback = \"5s\"\n"));
+        assert!(text.contains("power_loss = \"random-writeback\"\n"));
+        assert!(text.contains("latency = { min = \"1ms\", max = \"5ms\" }\n"));
+        assert!(text.contains("value_bytes = 64\n"));
+        for section in [
+            "[broker]",
+            "[producer]",
+            "[consumer]",
+            "# topic config",
+            "[disk]",
+            "[network]",
+            "[workload]",
+        ] {
+            assert!(text.contains(section), "{section}");
+        }
+        let keys = BROKER.keys.len()
+            + PRODUCER.keys.len()
+            + CONSUMER.keys.len()
+            + TOPIC.keys.len()
+            + DISK.keys.len()
+            + NETWORK.keys.len()
+            + WORKLOAD.keys.len();
+        assert_eq!(text.lines().filter(|l| l.starts_with("    ")).count(), keys);
+    }
+}

@@ -1,0 +1,949 @@
+//! Scenario files: the SCENARIOS.md example parses into the settings it describes, variants
+//! and fault sets resolve, and every class of bad input gives one clear error that names
+//! the file, line and column.
+
+use hightide::config::{Acks, Truncation, NEVER};
+use hightide::scenario::model::{
+    Comparison, Count, Expectation, FaultAction, NemesisAction, Scenario, Target,
+};
+use hightide::scenario::{config_reference, load, parse, parse_seeds, ScenarioError};
+use hightide::sim::disk::PowerLossModel;
+use hightide::types::{HostName, TopicPartition};
+use proptest::prelude::*;
+use std::path::Path;
+use std::time::Duration;
+
+/// The example of SCENARIOS.md, verbatim.
+const EXAMPLE: &str = r#"
+name = "acks=1 loses acknowledged writes when the leader loses power"
+description = """
+The leader acknowledges a write as soon as it is in its own page cache. It loses power
+before the followers fetch it; a follower becomes leader without those messages.
+"""
+seeds = 20                  # seeds 1 to 20; or a list [3, 17, 42]; or "100..200" (100 to 199)
+duration = "30s"            # simulated time of the workload phase
+heal = "30s"                # after it: all faults lifted, all hosts up, settle, final read
+
+[cluster]
+brokers = 3                 # hosts broker-1 .. broker-3, plus the host controller
+topics = [
+  { name = "orders", partitions = 1, replication_factor = 3 },
+  # per-topic overrides: config = { "min.insync.replicas" = 2 }
+]
+
+[broker]                    # Kafka broker configuration, Kafka's names and defaults
+"min.insync.replicas" = 1
+"unclean.leader.election.enable" = false
+"log.flush.interval.messages" = 9223372036854775807   # never: only the OS writes back
+"replica.lag.time.max.ms" = 10000
+"log.segment.bytes" = 1048576
+"replication.truncation" = "leader-epoch"    # or "high-watermark" (pre-KIP-101 rule)
+
+[producer]                  # Kafka producer configuration
+acks = "1"                  # "0" | "1" | "all" (also "-1")
+"enable.idempotence" = false
+retries = 5
+"max.in.flight.requests.per.connection" = 5
+"linger.ms" = 5
+"batch.size" = 16384
+"delivery.timeout.ms" = 30000
+
+[workload]
+producers = 2               # hosts producer-1, producer-2
+topic = "orders"
+rate = 500                  # sends per simulated second, per producer
+messages = 10000            # stop after this many sends in all (or at `duration`)
+keys = 100                  # distinct keys; 0 = null keys (sticky partitioner)
+value_bytes = 64
+consumers = 1               # hosts consumer-1..: read during the run (dirty-read check)
+
+[disk]                      # the simulated disk of every broker and the controller
+writeback = "5s"            # OS flusher interval (dirty_writeback_centisecs)
+dirty_expire = "30s"        # pages dirty this long are written back (dirty_expire_centisecs)
+fsync_latency = "2ms"
+power_loss = "random-writeback"   # "drop-unflushed" | "random-writeback" | "torn-tail"
+
+[network]
+latency = { min = "1ms", max = "5ms" }
+
+[[faults]]
+at = "10s"
+action = "power-loss"
+target = "leader:orders/0"  # resolved when the fault fires
+
+[[faults]]
+at = "20s"
+action = "restart"
+target = "crashed"          # every host stopped by an earlier fault
+
+[expect]                    # must hold for every seed
+duplicates = 0
+divergent = 0
+
+[expect_some]               # must hold for at least one seed of the set
+lost = "> 0"
+"#;
+
+/// The smallest valid scenario; bad-input tests add one mistake to it.
+const MINIMAL: &str = r#"duration = "30s"
+[cluster]
+brokers = 3
+topics = [{ name = "orders", partitions = 2, replication_factor = 3 }]
+"#;
+
+fn ok(text: &str) -> Scenario {
+    match parse(text, Path::new("scenarios/test-file.toml")) {
+        Ok(scenario) => scenario,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn err(text: &str) -> ScenarioError {
+    match parse(text, Path::new("s.toml")) {
+        Ok(_) => panic!("parsed:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// Assert the whole `path:line:column: message`.
+fn assert_error(text: &str, expected: &str) {
+    assert_eq!(err(text).to_string(), expected, "for:\n{text}");
+}
+
+fn eq(count: Count, value: u64) -> Expectation {
+    Expectation {
+        count,
+        comparison: Comparison::Eq,
+        value,
+    }
+}
+
+#[test]
+fn the_example_parses_into_its_settings() {
+    let scenario = ok(EXAMPLE);
+    assert_eq!(
+        scenario.name,
+        "acks=1 loses acknowledged writes when the leader loses power"
+    );
+    assert!(scenario
+        .description
+        .starts_with("The leader acknowledges a write"));
+    assert_eq!(scenario.seeds, (1..=20).collect::<Vec<u64>>());
+    assert_eq!(scenario.variants.len(), 1);
+    let variant = &scenario.variants[0];
+    assert_eq!(variant.name, "test-file");
+    let s = &variant.settings;
+    assert_eq!(s.duration, Duration::from_secs(30));
+    assert_eq!(s.heal, Duration::from_secs(30));
+    assert_eq!(s.cluster.brokers, 3);
+    assert_eq!(s.cluster.topics.len(), 1);
+    assert_eq!(s.cluster.topics[0].name, "orders");
+    assert_eq!(s.cluster.topics[0].partitions, 1);
+    assert_eq!(s.cluster.topics[0].replication_factor, 3);
+    assert_eq!(s.cluster.topics[0].config, Default::default());
+    assert_eq!(s.broker.min_insync_replicas, 1);
+    assert!(!s.broker.unclean_leader_election_enable);
+    assert_eq!(s.broker.log_flush_interval_messages, NEVER);
+    assert_eq!(s.broker.replica_lag_time_max_ms, 10_000);
+    assert_eq!(s.broker.log_segment_bytes, 1_048_576);
+    assert_eq!(s.broker.replication_truncation, Truncation::LeaderEpoch);
+    // Untouched broker keys keep Kafka's defaults.
+    assert_eq!(s.broker.replica_fetch_wait_max_ms, 500);
+    assert_eq!(s.broker.log_index_interval_bytes, 4096);
+    assert_eq!(s.producer.acks, Acks::Leader);
+    assert!(!s.producer.enable_idempotence);
+    assert_eq!(s.producer.retries, 5);
+    assert_eq!(s.producer.max_in_flight_requests_per_connection, 5);
+    assert_eq!(s.producer.linger_ms, 5);
+    assert_eq!(s.producer.batch_size, 16_384);
+    assert_eq!(s.producer.delivery_timeout_ms, 30_000);
+    assert_eq!(s.producer.request_timeout_ms, 30_000);
+    assert_eq!(s.consumer, Default::default());
+    assert_eq!(s.workload.producers, 2);
+    assert_eq!(s.workload.topic, "orders");
+    assert_eq!(s.workload.rate, 500);
+    assert_eq!(s.workload.messages, Some(10_000));
+    assert_eq!(s.workload.keys, 100);
+    assert_eq!(s.workload.value_bytes, 64);
+    assert_eq!(s.workload.consumers, 1);
+    assert_eq!(s.disk.writeback, Duration::from_secs(5));
+    assert_eq!(s.disk.dirty_expire, Duration::from_secs(30));
+    assert_eq!(s.disk.fsync_latency, Duration::from_millis(2));
+    assert_eq!(s.disk.power_loss, PowerLossModel::RandomWriteback);
+    assert_eq!(s.network.latency_min, Duration::from_millis(1));
+    assert_eq!(s.network.latency_max, Duration::from_millis(5));
+    assert_eq!(s.faults.len(), 2);
+    assert_eq!(s.faults[0].at, Duration::from_secs(10));
+    assert_eq!(
+        s.faults[0].action,
+        FaultAction::PowerLoss(Target::Leader(TopicPartition::new("orders", 0)))
+    );
+    assert_eq!(s.faults[1].at, Duration::from_secs(20));
+    assert_eq!(s.faults[1].action, FaultAction::Restart(Target::Crashed));
+    assert_eq!(s.nemesis, None);
+    assert_eq!(
+        variant.expect,
+        vec![eq(Count::Duplicates, 0), eq(Count::Divergent, 0)]
+    );
+    assert_eq!(
+        variant.expect_some,
+        vec![Expectation {
+            count: Count::Lost,
+            comparison: Comparison::Gt,
+            value: 0
+        }]
+    );
+}
+
+#[test]
+fn defaults_fill_a_minimal_scenario() {
+    let scenario = ok(MINIMAL);
+    assert_eq!(scenario.name, "test-file");
+    assert_eq!(scenario.seeds, vec![1]);
+    let s = &scenario.variants[0].settings;
+    assert_eq!(s.heal, Duration::from_secs(30));
+    assert_eq!(s.broker, Default::default());
+    assert_eq!(s.producer, Default::default());
+    assert_eq!(s.producer.acks, Acks::All);
+    assert!(s.producer.enable_idempotence);
+    assert_eq!(s.disk, Default::default());
+    assert_eq!(s.network.latency_min, Duration::from_millis(1));
+    assert_eq!(s.network.latency_max, Duration::from_millis(5));
+    assert_eq!(s.workload.producers, 1);
+    assert_eq!(s.workload.topic, "orders", "the only topic is the default");
+    assert_eq!(s.workload.keys, 0);
+    assert_eq!(s.workload.value_bytes, 64);
+    assert_eq!(s.workload.consumers, 0);
+    assert_eq!(s.workload.messages, None);
+    assert!(s.faults.is_empty());
+}
+
+#[test]
+fn topic_config_dotted_keys_and_seed_forms() {
+    let text = MINIMAL.replace(
+        "replication_factor = 3 }",
+        "replication_factor = 3, config = { \"min.insync.replicas\" = 2, \"flush.messages\" = 1, \"retention.ms\" = -1, \"unclean.leader.election.enable\" = true } }",
+    );
+    let text = format!("seeds = \"100..103\"\n{text}\n[broker]\nlog.flush.interval.ms = 1000\n[producer]\nenable.idempotence = false\n");
+    let scenario = ok(&text);
+    assert_eq!(scenario.seeds, vec![100, 101, 102]);
+    let s = &scenario.variants[0].settings;
+    let config = &s.cluster.topics[0].config;
+    assert_eq!(config.min_insync_replicas, Some(2));
+    assert_eq!(config.flush_messages, Some(1));
+    assert_eq!(config.retention_ms, Some(-1));
+    assert_eq!(config.unclean_leader_election_enable, Some(true));
+    assert_eq!(config.segment_bytes, None);
+    assert_eq!(
+        s.broker.log_flush_interval_ms, 1000,
+        "unquoted dotted keys mean the Kafka key"
+    );
+    assert!(!s.producer.enable_idempotence);
+
+    assert_eq!(
+        ok(&format!("seeds = [3, 17, 42]\n{MINIMAL}")).seeds,
+        vec![3, 17, 42]
+    );
+}
+
+#[test]
+fn kafka_producer_rules_between_keys() {
+    // acks=1 with idempotence left at its default: Kafka quietly turns idempotence off.
+    let s = ok(&format!("{MINIMAL}[producer]\nacks = 1\n"))
+        .variants
+        .remove(0)
+        .settings;
+    assert_eq!(s.producer.acks, Acks::Leader);
+    assert!(!s.producer.enable_idempotence);
+    // Explicitly enabled, Kafka refuses the configuration.
+    let text = format!("{MINIMAL}[producer]\n\"enable.idempotence\" = true\nacks = \"1\"\n");
+    assert_error(
+        &text,
+        "s.toml:7:8: `enable.idempotence` = true needs `acks` = \"all\" (Kafka rejects this producer configuration)",
+    );
+    // delivery.timeout.ms below linger.ms + request.timeout.ms: Kafka refuses it, but the
+    // SCENARIOS.md example sets exactly that (30000 < 5 + 30000) and must run, so it stands.
+    let s = ok(&format!(
+        "{MINIMAL}[producer]\n\"delivery.timeout.ms\" = 1000\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
+    assert_eq!(s.producer.delivery_timeout_ms, 1000);
+    let s = ok(&format!(
+        "{MINIMAL}[producer]\n\"request.timeout.ms\" = 200000\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
+    assert_eq!(
+        s.producer.delivery_timeout_ms, 200_005,
+        "raised when left at its default"
+    );
+}
+
+const VARIANTS: &str = r#"
+[[fault_sets.leader-kill]]
+at = "10s"
+action = "kill"
+target = "leader:orders/0"
+
+[[fault_sets.cluster-power-loss]]
+at = "5s"
+action = "power-loss"
+target = "brokers"
+
+[[fault_sets.cluster-power-loss]]
+at = "15s"
+action = "restart"
+target = ["broker-1", "broker-2", "broker-3"]
+
+[expect]
+duplicates = 0
+
+[variants.acks-1]
+"producer.acks" = "1"
+
+[variants.acks-all-min-isr-2]
+"producer.acks" = "all"
+"broker.min.insync.replicas" = 2
+faults = "cluster-power-loss"
+"disk.power_loss" = "torn-tail"
+"workload.rate" = 50
+
+[variants.acks-1.expect_some]
+lost = "> 0"
+
+[variants.acks-all-min-isr-2.expect]
+lost = 0
+"#;
+
+#[test]
+fn variants_resolve_and_add_expectations() {
+    let text = format!("faults = \"leader-kill\"\n{MINIMAL}{VARIANTS}");
+    let scenario = ok(&text);
+    assert_eq!(scenario.variants.len(), 2);
+    let (a, b) = (&scenario.variants[0], &scenario.variants[1]);
+    assert_eq!(a.name, "acks-1");
+    assert_eq!(a.settings.producer.acks, Acks::Leader);
+    assert!(
+        !a.settings.producer.enable_idempotence,
+        "acks=1 turns default idempotence off"
+    );
+    assert_eq!(a.settings.broker.min_insync_replicas, 1);
+    assert_eq!(a.settings.faults.len(), 1);
+    assert_eq!(
+        a.settings.faults[0].action,
+        FaultAction::Kill(Target::Leader(TopicPartition::new("orders", 0)))
+    );
+    assert_eq!(a.expect, vec![eq(Count::Duplicates, 0)]);
+    assert_eq!(
+        a.expect_some,
+        vec![Expectation {
+            count: Count::Lost,
+            comparison: Comparison::Gt,
+            value: 0
+        }]
+    );
+
+    assert_eq!(b.name, "acks-all-min-isr-2");
+    assert_eq!(b.settings.producer.acks, Acks::All);
+    assert!(b.settings.producer.enable_idempotence);
+    assert_eq!(b.settings.broker.min_insync_replicas, 2);
+    assert_eq!(b.settings.disk.power_loss, PowerLossModel::TornTail);
+    assert_eq!(b.settings.workload.rate, 50);
+    assert_eq!(
+        b.settings.faults.len(),
+        2,
+        "the variant picks its own fault set"
+    );
+    assert_eq!(
+        b.settings.faults[0].action,
+        FaultAction::PowerLoss(Target::Brokers)
+    );
+    assert_eq!(
+        b.settings.faults[1].action,
+        FaultAction::Restart(Target::List(vec![
+            Target::Host(HostName::Broker(1)),
+            Target::Host(HostName::Broker(2)),
+            Target::Host(HostName::Broker(3)),
+        ]))
+    );
+    assert_eq!(b.expect, vec![eq(Count::Duplicates, 0), eq(Count::Lost, 0)]);
+    assert!(b.expect_some.is_empty());
+}
+
+#[test]
+fn fault_sets_pick_and_every_action_parses() {
+    let text = format!(
+        r#"faults = "everything"
+{MINIMAL}
+[workload]
+producers = 2
+consumers = 1
+
+[nemesis]
+actions = ["kill", "power-loss", "partition", "slow-link", "disk-full"]
+interval = "5s"
+recover = "3s"
+
+[[fault_sets.unused]]
+at = "1s"
+action = "heal"
+
+[[fault_sets.everything]]
+at = "2s"
+action = "partition"
+groups = [["leader:orders/0", "controller"], "brokers"]
+[[fault_sets.everything]]
+at = "1s"
+action = "slow-link"
+between = ["broker-1", "follower:orders/1"]
+latency = "250ms"
+[[fault_sets.everything]]
+at = "3s"
+action = "slow-disk"
+target = "random-broker"
+latency = "2m"
+[[fault_sets.everything]]
+at = "4s"
+action = "corrupt"
+target = "broker-2"
+file = "orders-0/*.log"
+bytes = 16
+[[fault_sets.everything]]
+at = "5s"
+action = "isolate"
+target = "producer-2"
+[[fault_sets.everything]]
+at = "6s"
+action = "shutdown"
+target = "followers:orders/1"
+[[fault_sets.everything]]
+at = "7s"
+action = "fsync-error"
+target = "controller"
+[[fault_sets.everything]]
+at = "8s"
+action = "disk-full"
+target = "brokers"
+[[fault_sets.everything]]
+at = "9s"
+action = "heal-disk"
+target = "brokers"
+[[fault_sets.everything]]
+at = "10s"
+action = "heal"
+[[fault_sets.everything]]
+at = "30s"
+action = "kill"
+target = "consumer-1"
+"#
+    );
+    let s = ok(&text).variants.remove(0).settings;
+    let tp = |p| TopicPartition::new("orders", p);
+    let actions: Vec<FaultAction> = s.faults.iter().map(|f| f.action.clone()).collect();
+    assert_eq!(s.faults[0].at, Duration::from_secs(1), "sorted by time");
+    assert_eq!(
+        actions,
+        vec![
+            FaultAction::SlowLink {
+                between: (Target::Host(HostName::Broker(1)), Target::Follower(tp(1))),
+                latency: Duration::from_millis(250),
+            },
+            FaultAction::Partition(vec![
+                Target::List(vec![
+                    Target::Leader(tp(0)),
+                    Target::Host(HostName::Controller)
+                ]),
+                Target::Brokers,
+            ]),
+            FaultAction::SlowDisk {
+                target: Target::RandomBroker,
+                latency: Duration::from_secs(120)
+            },
+            FaultAction::Corrupt {
+                target: Target::Host(HostName::Broker(2)),
+                file: "orders-0/*.log".into(),
+                bytes: 16,
+            },
+            FaultAction::Isolate(Target::Host(HostName::Producer(2))),
+            FaultAction::Shutdown(Target::Followers(tp(1))),
+            FaultAction::FsyncError(Target::Host(HostName::Controller)),
+            FaultAction::DiskFull(Target::Brokers),
+            FaultAction::HealDisk(Target::Brokers),
+            FaultAction::Heal,
+            FaultAction::Kill(Target::Host(HostName::Consumer(1))),
+        ]
+    );
+    let nemesis = s.nemesis.expect("nemesis");
+    assert_eq!(nemesis.actions[1], NemesisAction::PowerLoss);
+    assert_eq!(nemesis.interval, Duration::from_secs(5));
+    assert_eq!(nemesis.recover, Duration::from_secs(3));
+}
+
+#[test]
+fn seeds_spec_for_the_command_line() {
+    assert_eq!(parse_seeds("20"), Ok((1..=20).collect()));
+    assert_eq!(parse_seeds("3,17,42"), Ok(vec![3, 17, 42]));
+    assert_eq!(parse_seeds("100..200"), Ok((100..200).collect()));
+    assert!(parse_seeds("abc").is_err());
+}
+
+#[test]
+fn config_reference_covers_every_section() {
+    let text = config_reference();
+    for needle in [
+        "[broker]",
+        "\"min.insync.replicas\" = 1",
+        "\"replication.truncation\" = \"leader-epoch\"",
+        "[producer]",
+        "\"delivery.timeout.ms\" = 120000",
+        "[consumer]",
+        "\"fetch.max.wait.ms\" = 500",
+        "\"flush.messages\"",
+        "[disk]",
+        "[network]",
+        "[workload]",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from:\n{text}");
+    }
+}
+
+// ---- bad input: one test per class, each asserting the message and where it points ----
+
+#[test]
+fn unknown_keys_suggest_the_nearest() {
+    assert_error(
+        &format!("{MINIMAL}[producer]\nack = \"1\"\n"),
+        "s.toml:6:1: unknown key `ack` in [producer]; did you mean `acks`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[broker]\n\"min.insync.replica\" = 2\n"),
+        "s.toml:6:1: unknown key `min.insync.replica` in [broker]; did you mean `min.insync.replicas`?",
+    );
+    assert_error(
+        &format!("seed = 3\n{MINIMAL}"),
+        "s.toml:1:1: unknown key `seed` in the top level; did you mean `seeds`?",
+    );
+    assert_error(
+        &MINIMAL.replace("partitions = 2", "partition = 2"),
+        "s.toml:4:30: unknown key `partition` in a topic of [cluster]; did you mean `partitions`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntargt = \"broker-1\"\n"),
+        "s.toml:8:1: unknown key `targt` in [[faults]]; did you mean `target`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[disk]\ncompression = 1\n"),
+        "s.toml:6:1: unknown key `compression` in [disk]; expected one of: writeback, dirty_expire, fsync_latency, power_loss",
+    );
+}
+
+#[test]
+fn wrong_types() {
+    assert_error(
+        &format!("{MINIMAL}[workload]\nrate = \"fast\"\n"),
+        "s.toml:6:8: `rate` must be an integer, found a string",
+    );
+    assert_error(
+        &format!("{MINIMAL}[broker]\n\"unclean.leader.election.enable\" = \"yes\"\n"),
+        "s.toml:6:36: `unclean.leader.election.enable` must be true or false, found a string",
+    );
+    assert_error(
+        &MINIMAL.replace("brokers = 3", "brokers = 3.0"),
+        "s.toml:3:11: `brokers` must be an integer, found a float",
+    );
+    assert_error(
+        &format!("name = 1979-05-27\n{MINIMAL}"),
+        "s.toml:1:8: `name` must be a string, found a date-time",
+    );
+    assert_error(
+        &format!("seeds = true\n{MINIMAL}"),
+        "s.toml:1:9: `seeds` must be a count, a list of seeds or a range string like \"100..200\", found a boolean",
+    );
+}
+
+#[test]
+fn impossible_values() {
+    assert_error(
+        &MINIMAL.replace("replication_factor = 3", "replication_factor = 4"),
+        "s.toml:4:67: replication factor 4 of topic `orders` is above the broker count (3)",
+    );
+    assert_error(
+        &MINIMAL.replace("partitions = 2", "partitions = 0"),
+        "s.toml:4:43: `partitions` must be from 1 to 10000, found 0",
+    );
+    assert_error(
+        &format!("{MINIMAL}[broker]\n\"min.insync.replicas\" = 0\n"),
+        "s.toml:6:25: `min.insync.replicas` must be from 1 to 2147483647, found 0",
+    );
+    assert_error(
+        &format!("{MINIMAL}[network]\nlatency = {{ min = \"5ms\", max = \"1ms\" }}\n"),
+        "s.toml:6:11: `latency` min (5ms) is above its max (1ms)",
+    );
+    assert_error(
+        &MINIMAL.replace("brokers = 3", "brokers = 0"),
+        "s.toml:3:11: `brokers` must be from 1 to 1000, found 0",
+    );
+}
+
+#[test]
+fn unknown_workload_topic() {
+    assert_error(
+        &format!("{MINIMAL}[workload]\ntopic = \"ordrs\"\n"),
+        "s.toml:6:9: unknown topic `ordrs`; did you mean `orders`?",
+    );
+    let two = MINIMAL.replace("}]\n", "}, { name = \"payments\" }]\n");
+    assert_error(
+        &two,
+        "s.toml: [workload] needs a `topic`: the cluster has 2 topics (orders, payments)",
+    );
+}
+
+#[test]
+fn unknown_fault_action() {
+    assert_error(
+        &format!(
+            "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"power_loss\"\ntarget = \"broker-1\"\n"
+        ),
+        "s.toml:7:10: unknown fault action `power_loss`; did you mean `power-loss`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\nlatency = \"1s\"\ntarget = \"broker-1\"\n"),
+        "s.toml:8:1: `latency` does not apply to action `kill` (it takes `target`)",
+    );
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"slow-link\"\nlatency = \"1s\"\n"),
+        "s.toml:7:10: action `slow-link` needs `between`",
+    );
+}
+
+fn fault(target: &str) -> String {
+    format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = {target}\n")
+}
+
+#[test]
+fn unknown_fault_targets() {
+    assert_error(
+        &fault("\"broker-7\""),
+        "s.toml:8:10: no host `broker-7`: the cluster has 3 brokers (broker-1 to broker-3)",
+    );
+    assert_error(
+        &fault("[\"broker-1\", \"broker-4\"]"),
+        "s.toml:8:23: no host `broker-4`: the cluster has 3 brokers (broker-1 to broker-3)",
+    );
+    assert_error(
+        &fault("\"leader:nosuch/0\""),
+        "s.toml:8:10: unknown topic `nosuch`; the topics of [cluster] are: orders (in target `leader:nosuch/0`)",
+    );
+    assert_error(
+        &fault("\"leader:orders/2\""),
+        "s.toml:8:10: partition 2 of topic `orders` does not exist: it has 2 partitions (0 to 1)",
+    );
+    assert_error(
+        &fault("\"producer-2\""),
+        "s.toml:8:10: no host `producer-2`: [workload] has 1 producer",
+    );
+    assert_error(
+        &fault("\"leader-orders\""),
+        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>",
+    );
+    let rf1 = MINIMAL.replace("replication_factor = 3", "replication_factor = 1");
+    assert_error(
+        &format!(
+            "{rf1}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"follower:orders/0\"\n"
+        ),
+        "s.toml:8:10: `orders/0` has no followers: topic `orders` has replication factor 1",
+    );
+    assert_error(
+        &format!(
+            "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"disk-full\"\ntarget = \"producer-1\"\n"
+        ),
+        "s.toml:8:10: `producer-1` has no disk: disk faults apply to brokers and the controller",
+    );
+}
+
+#[test]
+fn fault_at_beyond_duration() {
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"31s\"\naction = \"heal\"\n"),
+        "s.toml:6:6: fault at 31s is beyond `duration` (30s)",
+    );
+}
+
+#[test]
+fn malformed_durations() {
+    assert_error(
+        &MINIMAL.replace("\"30s\"", "\"30\""),
+        "s.toml:1:12: invalid duration `30`: expected a whole number and a unit (ms, s, m or h), like \"250ms\", \"10s\" or \"2m\"",
+    );
+    assert_error(
+        &MINIMAL.replace("\"30s\"", "\"1.5s\""),
+        "s.toml:1:12: invalid duration `1.5s`: expected a whole number and a unit (ms, s, m or h), like \"250ms\", \"10s\" or \"2m\"",
+    );
+    assert_error(
+        &MINIMAL.replace("\"30s\"", "30"),
+        "s.toml:1:12: `duration` must be a duration with a unit, like \"250ms\" or \"10s\", found an integer",
+    );
+}
+
+#[test]
+fn invalid_acks() {
+    assert_error(
+        &format!("{MINIMAL}[producer]\nacks = \"2\"\n"),
+        "s.toml:6:8: invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\"",
+    );
+    assert_error(
+        &format!("{MINIMAL}[producer]\nacks = 3\n"),
+        "s.toml:6:8: invalid `acks` `3`: expected \"0\", \"1\", \"all\" or \"-1\"",
+    );
+}
+
+#[test]
+fn unknown_fault_set() {
+    let text = format!("faults = \"leader-kil\"\n{MINIMAL}[[fault_sets.leader-kill]]\nat = \"1s\"\naction = \"heal\"\n");
+    assert_error(
+        &text,
+        "s.toml:1:10: unknown fault set `leader-kil`; did you mean `leader-kill`?",
+    );
+    assert_error(
+        &format!("faults = \"x\"\n{MINIMAL}"),
+        "s.toml:1:10: unknown fault set `x`: the scenario defines no [[fault_sets.NAME]]",
+    );
+    let text = format!("{MINIMAL}[variants.v]\nfaults = \"nope\"\n");
+    assert_error(
+        &text,
+        "s.toml:6:10: unknown fault set `nope`: the scenario defines no [[fault_sets.NAME]]",
+    );
+}
+
+#[test]
+fn unknown_variant_key_path() {
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"producer.ack\" = \"1\"\n"),
+        "s.toml:6:1: unknown key `producer.ack` in variant `v`; did you mean `producer.acks`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"brokr.min.insync.replicas\" = 2\n"),
+        "s.toml:6:1: unknown key `brokr.min.insync.replicas` in variant `v`; did you mean `broker.min.insync.replicas`?",
+    );
+    // A known path with a bad value points at the value.
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"broker.min.insync.replicas\" = \"two\"\n"),
+        "s.toml:6:32: `min.insync.replicas` must be an integer, found a string",
+    );
+}
+
+#[test]
+fn expect_on_an_unknown_count() {
+    assert_error(
+        &format!("{MINIMAL}[expect]\nlose = 0\n"),
+        "s.toml:6:1: unknown count `lose` in [expect]; did you mean `lost`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v.expect_some]\ndirty-reads = \"> 0\"\n"),
+        "s.toml:6:1: unknown count `dirty-reads` in [variants.v.expect_some]; did you mean `dirty_reads`?",
+    );
+}
+
+#[test]
+fn comparison_that_does_not_parse() {
+    assert_error(
+        &format!("{MINIMAL}[expect_some]\nlost = \">> 0\"\n"),
+        "s.toml:6:8: invalid expectation `>> 0`: expected an integer or a comparison like \"== 0\", \"!= 0\", \"> 0\", \">= 1000\", \"< 5\" or \"<= 5\"",
+    );
+    assert_error(
+        &format!("{MINIMAL}[expect]\nlost = -1\n"),
+        "s.toml:6:8: a count is never negative: `lost` = -1 cannot hold",
+    );
+}
+
+#[test]
+fn toml_syntax_errors() {
+    let e = err("duration = \"30s\"\n[cluster\nbrokers = 3\n");
+    assert_eq!(e.location.map(|(line, _)| line), Some(2), "{e}");
+    assert!(e.to_string().starts_with("s.toml:2:"), "{e}");
+    let e = err("duration = \"30s\nx = 1\n");
+    assert!(e.to_string().starts_with("s.toml:1:"), "{e}");
+    let e = err(&format!("{MINIMAL}[cluster]\nbrokers = 4\n"));
+    assert!(
+        e.to_string().starts_with("s.toml:5:"),
+        "duplicate table: {e}"
+    );
+}
+
+#[test]
+fn empty_files() {
+    assert_error(
+        "",
+        "s.toml: the file is empty: a scenario needs at least `duration` and [cluster]",
+    );
+    assert_error(
+        "# nothing\n\n",
+        "s.toml: the file holds only comments: a scenario needs at least `duration` and [cluster]",
+    );
+    assert_error("name = \"x\"\n", "s.toml: missing `duration` (the simulated time of the workload phase, e.g. duration = \"30s\")");
+    assert_error(
+        "duration = \"1s\"\n",
+        "s.toml: missing [cluster] (brokers and topics)",
+    );
+}
+
+#[test]
+fn binary_files() {
+    let dir = std::env::temp_dir().join(format!("hightide-scenario-parse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("binary.toml");
+    std::fs::write(&path, b"duration = \"1s\"\nname = \"\xff\xfe\"\n").unwrap();
+    let e = load(&path).unwrap_err();
+    assert_eq!(e.location, Some((2, 9)));
+    assert!(
+        e.to_string()
+            .ends_with(":2:9: not a UTF-8 text file: invalid byte 0xff"),
+        "{e}"
+    );
+    let e = load(&dir.join("missing.toml")).unwrap_err();
+    assert!(e.message.starts_with("cannot read the file"), "{e}");
+    std::fs::write(&path, EXAMPLE).unwrap();
+    assert_eq!(load(&path).unwrap().variants[0].name, "binary");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in ".{0,400}") {
+        let _ = parse(&text, Path::new("p.toml"));
+    }
+
+    #[test]
+    fn mutated_example_never_panics(cuts in proptest::collection::vec((0usize..4000, 0usize..20, ".{0,8}"), 1..4)) {
+        let mut text = EXAMPLE.to_owned();
+        for (at, len, insert) in cuts {
+            let mut start = at.min(text.len());
+            while !text.is_char_boundary(start) { start -= 1; }
+            let mut end = (start + len).min(text.len());
+            while !text.is_char_boundary(end) { end -= 1; }
+            text.replace_range(start..end, &insert);
+        }
+        if let Err(e) = parse(&text, Path::new("p.toml")) {
+            // Any located error points inside the text.
+            if let Some((line, _)) = e.location {
+                prop_assert!(line <= text.lines().count() + 1, "{e}");
+            }
+        }
+    }
+
+    #[test]
+    fn mutated_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        let _ = parse(&String::from_utf8_lossy(&bytes), Path::new("p.toml"));
+    }
+}
+
+#[test]
+fn unquoted_dotted_keys_and_topic_tables() {
+    let text = r#"duration = "10s"
+[cluster]
+brokers = 2
+[[cluster.topics]]
+name = "a"
+replication_factor = 2
+[[cluster.topics]]
+name = "b"
+partitions = 3
+[workload]
+topic = "b"
+[variants.v]
+producer.acks = "0"
+broker.min.insync.replicas = 2
+network.latency = { min = "0ms", max = "20ms" }
+"#;
+    let scenario = ok(text);
+    let s = &scenario.variants[0].settings;
+    assert_eq!(s.cluster.topics[1].partitions, 3);
+    assert_eq!(
+        s.cluster.topics[1].replication_factor, 1,
+        "Kafka's default.replication.factor"
+    );
+    assert_eq!(s.workload.topic, "b");
+    assert_eq!(s.producer.acks, Acks::None);
+    assert_eq!(s.broker.min_insync_replicas, 2);
+    assert_eq!(s.network.latency_max, Duration::from_millis(20));
+}
+
+#[test]
+fn sweeps_cross_the_vary_paths_over_the_base() {
+    let dir = std::env::temp_dir().join(format!("hightide-sweep-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::create_dir_all(dir.join("sweeps")).unwrap();
+    let base = format!(
+        "{MINIMAL}[expect]\nduplicates = 0\n[[fault_sets.leader-kill]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"leader:orders/0\"\n[[fault_sets.calm]]\nat = \"1s\"\naction = \"heal\"\n[variants.ignored]\n\"producer.acks\" = \"0\"\n"
+    );
+    std::fs::write(dir.join("scenarios/leader-failure.toml"), base).unwrap();
+    let matrix = r#"name = "durability"
+base = "../scenarios/leader-failure.toml"
+seeds = 4
+[vary]
+"producer.acks" = ["0", "1", "all"]
+"broker.min.insync.replicas" = [1, 2]
+"faults" = ["leader-kill", "calm"]
+"#;
+    let matrix_path = dir.join("sweeps/durability.toml");
+    std::fs::write(&matrix_path, matrix).unwrap();
+    let sweep = hightide::scenario::load_sweep(&matrix_path).unwrap();
+    assert_eq!(sweep.name, "durability");
+    assert_eq!(sweep.scenario.seeds, vec![1, 2, 3, 4]);
+    let variants = &sweep.scenario.variants;
+    assert_eq!(variants.len(), 12);
+    assert_eq!(
+        variants[0].name,
+        "producer.acks=0 broker.min.insync.replicas=1 faults=leader-kill"
+    );
+    assert_eq!(
+        variants[11].name,
+        "producer.acks=all broker.min.insync.replicas=2 faults=calm"
+    );
+    assert_eq!(variants[11].settings.producer.acks, Acks::All);
+    assert_eq!(variants[11].settings.broker.min_insync_replicas, 2);
+    assert_eq!(variants[11].settings.faults[0].action, FaultAction::Heal);
+    assert_eq!(variants[0].expect, vec![eq(Count::Duplicates, 0)]);
+
+    // A bad value points into the matrix; a bad base points into the base.
+    std::fs::write(&matrix_path, matrix.replace("[1, 2]", "[1, 0]")).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string().ends_with(
+            "durability.toml:6:36: `min.insync.replicas` must be from 1 to 2147483647, found 0"
+        ),
+        "{e}"
+    );
+    std::fs::write(&matrix_path, matrix.replace("\"calm\"", "\"calmm\"")).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("durability.toml:7:28: unknown fault set `calmm`; did you mean `calm`?"),
+        "{e}"
+    );
+    std::fs::write(
+        &matrix_path,
+        matrix.replace("\"producer.acks\"", "\"producer.ack\""),
+    )
+    .unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(e.to_string().ends_with("durability.toml:5:1: unknown key `producer.ack` in [vary]; did you mean `producer.acks`?"), "{e}");
+    std::fs::write(
+        dir.join("scenarios/leader-failure.toml"),
+        "duration = \"1s\"\n",
+    )
+    .unwrap();
+    std::fs::write(&matrix_path, matrix).unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("leader-failure.toml: missing [cluster] (brokers and topics)"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
