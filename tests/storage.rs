@@ -816,3 +816,79 @@ fn idempotent_retries_return_the_original_offsets() {
         }
     ));
 }
+
+#[test]
+fn retention_by_time_deletes_segments_whose_newest_record_expired() {
+    let disk = Disk::new(DiskConfig::default(), 1);
+    let mut log = open(
+        &disk,
+        LogConfig {
+            retention_bytes: -1,
+            ..small_config()
+        },
+    );
+    for id in 0..10 {
+        let now_ms = id as i64 * 1_000;
+        log.append_as_leader(batch(id, 1, now_ms), Epoch(0), now_ms)
+            .expect("append");
+    }
+    let bases = log.segment_bases();
+    assert!(bases.len() >= 2, "roll.ms of 5 s rolled the log: {bases:?}");
+    assert_eq!(
+        log.enforce_retention(log.log_end_offset(), 20_000)
+            .expect("retention"),
+        0
+    );
+    let deleted = log
+        .enforce_retention(log.log_end_offset(), 100_000)
+        .expect("retention");
+    assert_eq!(
+        deleted,
+        bases.len() - 1,
+        "every closed segment expired, the active one stays"
+    );
+}
+
+/// Power loss with a torn tail: recovery cuts the log at the last whole batch, which is
+/// never below what a flush made durable.
+#[test]
+fn power_loss_cuts_a_torn_tail_back_to_the_flushed_prefix() {
+    let disk = Disk::new(
+        DiskConfig {
+            power_loss: PowerLossModel::TornTail,
+            ..DiskConfig::default()
+        },
+        3,
+    );
+    let mut log = open(&disk, LogConfig::default());
+    for id in 0..5 {
+        log.append_as_leader(batch(id, 3, 0), Epoch(0), 0)
+            .expect("append");
+    }
+    flush(&disk, &mut log);
+    for id in 5..60 {
+        log.append_as_leader(batch(id, 3, 0), Epoch(1), 0)
+            .expect("append");
+    }
+    disk.power_loss();
+    let log = Log::open(
+        &disk,
+        &tp(),
+        LogConfig::default(),
+        Offset(15),
+        Offset(0),
+        false,
+        0,
+    )
+    .expect("open");
+    let leo = log.log_end_offset();
+    assert!(leo >= Offset(15) && leo <= Offset(180), "LEO {leo}");
+    assert_eq!(leo.0 % 3, 0, "whole batches only");
+    let all = log.read(Offset(0), u64::MAX, leo).expect("read");
+    let batches: Vec<_> = record::batches(&all)
+        .collect::<Result<_, _>>()
+        .expect("every batch valid");
+    assert_eq!(batches.last().map(|(_, h, _)| h.next_offset()), Some(leo));
+    let expected_latest = if leo > Offset(15) { Epoch(1) } else { Epoch(0) };
+    assert_eq!(log.epochs().latest_epoch(), Some(expected_latest));
+}

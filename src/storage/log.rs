@@ -441,7 +441,7 @@ impl Log {
         Ok(AppendOutcome::Appended {
             first_offset,
             last_offset: header.last_offset(),
-            flush_needed: self.unflushed_messages() >= self.config.flush_interval_messages,
+            flush_needed: self.flush_needed(),
         })
     }
 
@@ -712,6 +712,12 @@ impl Log {
     /// Messages above the recovery point (Kafka's `unflushedMessages`).
     pub fn unflushed_messages(&self) -> u64 {
         u64::try_from(self.log_end_offset.0 - self.recovery_point.0).unwrap_or(0)
+    }
+
+    /// `log.flush.interval.messages` is reached: the append path must flush (the leader's
+    /// append reports it as `flush_needed`; a follower's append asks here).
+    pub fn flush_needed(&self) -> bool {
+        self.unflushed_messages() >= self.config.flush_interval_messages
     }
 
     /// A closed segment still holds data above the recovery point: after a roll Kafka
