@@ -1,13 +1,57 @@
-//! The simulated disk. (Interface fixed; the model is being implemented.)
+//! The simulated disk: page cache, fsync, the OS flusher, power loss and disk faults.
 //!
 //! ## Model
-//! Each host owns one disk that outlives its process. A file (an inode) has a *durable*
-//! image and a *page-cache* image; writes land in the page cache and mark 4 KiB pages
-//! dirty with the simulated time they became dirty. Paths are relative, `/`-separated
-//! (`orders-0/00000000000000000000.log`); directories are implicit (a directory is the
-//! part of a path before its last `/`, the root is `""`).
+//! Each host owns one disk that outlives its process: a [`Disk`] is a cheap handle the
+//! world keeps, so a killed broker restarts on the very same files. Paths are relative,
+//! `/`-separated (`orders-0/00000000000000000000.log`); directories are implicit (a
+//! directory is the part of a path before its last `/`, the root is `""`), exist while they
+//! hold a file, and cannot be empty.
+//!
+//! What is simulated:
+//! - A file is an inode with a *durable* image (what the medium holds) and a *page-cache*
+//!   image (what a process reads). Writes land in the page cache and mark 4 KiB pages dirty,
+//!   stamped with the simulated time they *first* became dirty.
+//! - Two namespaces map paths to inodes: the cached one (what a process sees) and the
+//!   durable one. Create, rename, delete and length changes are durable only after an fsync:
+//!   `fsync(file)` makes the inode's data, its length and its current name durable (dropping
+//!   any other durable name of that inode); `fsync_dir(dir)` makes the durable entries of the
+//!   directory's direct children equal to the cached ones (and forgets durable entries under
+//!   a subdirectory that no longer exists).
+//! - The OS flusher ([`Disk::writeback`]) wakes every `writeback` interval and writes back
+//!   the pages dirty for at least `dirty_expire` (Linux's `dirty_writeback_centisecs` and
+//!   `dirty_expire_centisecs`). A written-back page past the durable length extends it.
+//! - A process crash (kill -9) needs nothing from the disk: the page cache survives.
+//!   A power loss ([`Disk::power_loss`]) drops the page cache: the namespace falls back to the
+//!   durable one and each file to its durable image plus, per [`PowerLossModel`], the dirty
+//!   pages the disk happened to write: none, a seeded subset, or a torn last page.
+//! - Faults: an fsync error with Linux semantics (reported once; the dirty pages it covered
+//!   are marked clean without reaching the medium, so a later fsync succeeds without them),
+//!   disk full, latent bit flips in durable bytes, slow fsync and writes.
+//!
+//! What is not, and why: the flusher never writes metadata back, so a name or a length
+//! survives a power loss only if fsynced — stricter than ext4, whose journal commits every
+//! 5 s, but it is what POSIX promises and what a careful broker must code against. The
+//! flusher works page by page (Linux expires whole inodes). There are no hard links, no
+//! empty directories, no capacity accounting (disk full is a switch), no read errors, and
+//! renames move files only (Kafka's partition-directory renames are out of scope).
+//!
+//! Why not turmoil's `unstable-fs`: its `crash` always discards unsynced writes, so a process
+//! crash whose page cache survives cannot be told apart from a power loss; unsynced writes
+//! become durable at random, not by the age of dirty pages, so there is no flusher to race;
+//! and fsync never fails with Linux's drop-the-dirty-pages semantics that Kafka must survive.
+//!
+//! Every random choice comes from a `StdRng` seeded by [`Disk::new`], so a seed replays.
 
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Bound;
+use std::rc::Rc;
 use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::sim::clock;
 
 /// What survives a power loss besides the durable image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -66,4 +110,647 @@ pub enum DiskFault {
     Corrupt { glob: String, bytes: u64 },
     /// End Slow, Full and a pending FsyncError.
     Heal,
+}
+
+/// The page size of the page cache and of dirty tracking.
+pub const PAGE_BYTES: u64 = 4096;
+/// The unit a torn write persists in.
+pub const SECTOR_BYTES: u64 = 512;
+
+/// One host's disk. Clones share the same files: the world keeps one, the host's process
+/// gets another, and a crash of the process leaves the world's intact.
+#[derive(Clone)]
+pub struct Disk {
+    state: Rc<RefCell<DiskState>>,
+}
+
+struct DiskState {
+    config: DiskConfig,
+    rng: StdRng,
+    /// Inode numbers grow with every create, so the largest is the newest file.
+    inodes: BTreeMap<u64, Inode>,
+    next_ino: u64,
+    /// The namespace a process sees.
+    names: BTreeMap<String, u64>,
+    /// The namespace on the medium.
+    durable_names: BTreeMap<String, u64>,
+    fsync_error: bool,
+    full: bool,
+    slow: Duration,
+    /// When the flusher next wakes; `writeback` is called every tick and must stay cheap.
+    next_writeback: Duration,
+}
+
+/// Invariant: outside dirty pages (and pages dropped by a failed fsync), `cached` equals
+/// `durable` read with zeros past its end, up to `cached.len()`. This is what lets an fsync
+/// copy only the dirty pages instead of the whole file.
+struct Inode {
+    cached: Vec<u8>,
+    durable: Vec<u8>,
+    /// Page index -> simulated time the page first became dirty.
+    dirty: BTreeMap<u64, Duration>,
+    cached_name: Option<String>,
+    durable_name: Option<String>,
+}
+
+impl Inode {
+    fn new() -> Inode {
+        Inode {
+            cached: Vec::new(),
+            durable: Vec::new(),
+            dirty: BTreeMap::new(),
+            cached_name: None,
+            durable_name: None,
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.cached.len() as u64
+    }
+
+    fn mark_dirty(&mut self, start: u64, end: u64, now: Duration) {
+        if end <= start {
+            return;
+        }
+        for page in start / PAGE_BYTES..=(end - 1) / PAGE_BYTES {
+            self.dirty.entry(page).or_insert(now);
+        }
+    }
+
+    /// Grow the cached image with zeros. Where the durable image still holds bytes there
+    /// (it was shrunk but not synced), the zeros differ from the medium: those pages are dirty.
+    fn extend_to(&mut self, new_len: u64, now: Duration) {
+        let old_len = self.len();
+        if new_len <= old_len {
+            return;
+        }
+        let stale_end = new_len.min(self.durable.len() as u64);
+        self.mark_dirty(old_len, stale_end, now);
+        self.cached.resize(new_len as usize, 0);
+    }
+
+    fn set_len(&mut self, new_len: u64, now: Duration) {
+        if new_len < self.len() {
+            self.cached.truncate(new_len as usize);
+            self.dirty.split_off(&new_len.div_ceil(PAGE_BYTES));
+        } else {
+            self.extend_to(new_len, now);
+        }
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], now: Duration) {
+        if data.is_empty() {
+            return;
+        }
+        let end = offset + data.len() as u64;
+        self.extend_to(offset, now);
+        if end > self.len() {
+            self.cached.resize(end as usize, 0);
+        }
+        self.cached[offset as usize..end as usize].copy_from_slice(data);
+        self.mark_dirty(offset, end, now);
+    }
+
+    /// Make data and length durable: only dirty pages are copied.
+    fn sync(&mut self) {
+        let len = self.cached.len();
+        self.durable.truncate(len);
+        self.durable.resize(len, 0);
+        for &page in self.dirty.keys() {
+            write_back(&self.cached, &mut self.durable, page, PAGE_BYTES);
+        }
+        self.dirty.clear();
+    }
+}
+
+/// Copy the first `limit` bytes of `page` from the page cache to the medium, extending the
+/// durable length to cover them (never past the cached length).
+fn write_back(cached: &[u8], durable: &mut Vec<u8>, page: u64, limit: u64) {
+    let start = page * PAGE_BYTES;
+    let end = (start + limit.min(PAGE_BYTES)).min(cached.len() as u64);
+    if end <= start {
+        return;
+    }
+    let (start, end) = (start as usize, end as usize);
+    if durable.len() < end {
+        durable.resize(end, 0);
+    }
+    durable[start..end].copy_from_slice(&cached[start..end]);
+}
+
+/// `"a/b"` -> `"a/b/"`, `""` -> `""`: the prefix of every path under a directory.
+fn dir_prefix(dir: &str) -> String {
+    let dir = dir.trim_end_matches('/');
+    if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    }
+}
+
+/// Paths of `map` under `prefix`, in order.
+fn under<'a>(
+    map: &'a BTreeMap<String, u64>,
+    prefix: &'a str,
+) -> impl Iterator<Item = (&'a String, &'a u64)> + 'a {
+    map.range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+        .take_while(move |(path, _)| path.starts_with(prefix))
+}
+
+/// A child of a directory: a file (`Ok`) or the name of a subdirectory (`Err`).
+fn child<'a>(path: &'a str, prefix: &str) -> Result<&'a str, &'a str> {
+    let rest = &path[prefix.len()..];
+    match rest.find('/') {
+        None => Ok(rest),
+        Some(slash) => Err(&rest[..slash]),
+    }
+}
+
+impl DiskState {
+    fn inode(&self, path: &str) -> Result<&Inode, DiskError> {
+        self.names
+            .get(path)
+            .map(|ino| &self.inodes[ino])
+            .ok_or_else(|| DiskError::NotFound(path.to_string()))
+    }
+
+    fn inode_mut(&mut self, path: &str) -> Result<&mut Inode, DiskError> {
+        match self.names.get(path) {
+            Some(ino) => Ok(self.inodes.get_mut(ino).expect("every name has its inode")),
+            None => Err(DiskError::NotFound(path.to_string())),
+        }
+    }
+
+    fn check_space(&self, path: &str) -> Result<(), DiskError> {
+        if self.full {
+            Err(DiskError::NoSpace(path.to_string()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The inode at `path`, created empty if missing.
+    fn open_or_create(&mut self, path: &str) -> &mut Inode {
+        let ino = match self.names.get(path) {
+            Some(&ino) => ino,
+            None => {
+                let ino = self.next_ino;
+                self.next_ino += 1;
+                let mut inode = Inode::new();
+                inode.cached_name = Some(path.to_string());
+                self.inodes.insert(ino, inode);
+                self.names.insert(path.to_string(), ino);
+                ino
+            }
+        };
+        self.inodes
+            .get_mut(&ino)
+            .expect("just looked up or inserted")
+    }
+
+    /// Forget an inode that no namespace refers to any more.
+    fn collect(&mut self, ino: u64) {
+        if let Some(inode) = self.inodes.get(&ino) {
+            if inode.cached_name.is_none() && inode.durable_name.is_none() {
+                self.inodes.remove(&ino);
+            }
+        }
+    }
+
+    /// Unlink `path` from the cached namespace. The kernel drops an unlinked file's page
+    /// cache, so its dirty pages never reach the medium.
+    fn unlink(&mut self, path: &str) -> Option<u64> {
+        let ino = self.names.remove(path)?;
+        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
+        inode.cached_name = None;
+        inode.dirty.clear();
+        inode.cached = Vec::new();
+        self.collect(ino);
+        Some(ino)
+    }
+
+    fn unlink_durable(&mut self, path: &str) {
+        if let Some(ino) = self.durable_names.remove(path) {
+            if let Some(inode) = self.inodes.get_mut(&ino) {
+                inode.durable_name = None;
+            }
+            self.collect(ino);
+        }
+    }
+
+    /// Make `path` the one durable name of `ino`.
+    fn link_durable(&mut self, ino: u64, path: &str) {
+        if self.durable_names.get(path) == Some(&ino) {
+            return;
+        }
+        let old = self
+            .inodes
+            .get_mut(&ino)
+            .and_then(|inode| inode.durable_name.take());
+        if let Some(old) = old {
+            self.durable_names.remove(&old);
+        }
+        self.unlink_durable(path);
+        self.durable_names.insert(path.to_string(), ino);
+        if let Some(inode) = self.inodes.get_mut(&ino) {
+            inode.durable_name = Some(path.to_string());
+        }
+    }
+
+    fn take_fsync_error(&mut self) -> bool {
+        std::mem::take(&mut self.fsync_error)
+    }
+
+    fn fsync(&mut self, path: &str) -> Result<(), DiskError> {
+        let ino = *self
+            .names
+            .get(path)
+            .ok_or_else(|| DiskError::NotFound(path.to_string()))?;
+        let failed = self.take_fsync_error();
+        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
+        if failed {
+            inode.dirty.clear();
+            return Err(DiskError::Io(path.to_string()));
+        }
+        inode.sync();
+        self.link_durable(ino, path);
+        Ok(())
+    }
+
+    fn fsync_dir(&mut self, dir: &str) -> Result<(), DiskError> {
+        if self.take_fsync_error() {
+            return Err(DiskError::Io(dir.to_string()));
+        }
+        let prefix = dir_prefix(dir);
+        let stale: Vec<String> = under(&self.durable_names, &prefix)
+            .filter(|&(path, ino)| match child(path, &prefix) {
+                Ok(_) => self.names.get(path) != Some(ino),
+                Err(subdir) => {
+                    let sub_prefix = format!("{prefix}{subdir}/");
+                    let gone = under(&self.names, &sub_prefix).next().is_none();
+                    gone
+                }
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in stale {
+            self.unlink_durable(&path);
+        }
+        let current: Vec<(String, u64)> = under(&self.names, &prefix)
+            .filter(|(path, _)| child(path, &prefix).is_ok())
+            .map(|(path, &ino)| (path.clone(), ino))
+            .collect();
+        for (path, ino) in current {
+            self.link_durable(ino, &path);
+        }
+        Ok(())
+    }
+
+    fn writeback(&mut self, now: Duration) {
+        if now < self.next_writeback {
+            return;
+        }
+        self.next_writeback = now + self.config.writeback;
+        let expire = self.config.dirty_expire;
+        for inode in self.inodes.values_mut() {
+            let Inode {
+                cached,
+                durable,
+                dirty,
+                ..
+            } = inode;
+            dirty.retain(|&page, &mut since| {
+                let expired = now.saturating_sub(since) >= expire;
+                if expired {
+                    write_back(cached, durable, page, PAGE_BYTES);
+                }
+                !expired
+            });
+        }
+    }
+
+    fn power_loss(&mut self) {
+        let model = self.config.power_loss;
+        let rng = &mut self.rng;
+        self.inodes.retain(|_, inode| inode.durable_name.is_some());
+        for inode in self.inodes.values_mut() {
+            match model {
+                PowerLossModel::DropUnflushed => {}
+                PowerLossModel::RandomWriteback => {
+                    for &page in inode.dirty.keys() {
+                        if rng.random_bool(0.5) {
+                            write_back(&inode.cached, &mut inode.durable, page, PAGE_BYTES);
+                        }
+                    }
+                }
+                PowerLossModel::TornTail => {
+                    if let Some(&page) = inode.dirty.keys().next_back() {
+                        let in_page = inode
+                            .len()
+                            .saturating_sub(page * PAGE_BYTES)
+                            .min(PAGE_BYTES);
+                        let sectors = rng.random_range(0..=in_page.div_ceil(SECTOR_BYTES));
+                        let limit = sectors * SECTOR_BYTES;
+                        write_back(&inode.cached, &mut inode.durable, page, limit);
+                    }
+                }
+            }
+            inode.dirty.clear();
+            inode.cached.clone_from(&inode.durable);
+            inode.cached_name.clone_from(&inode.durable_name);
+        }
+        self.names.clone_from(&self.durable_names);
+    }
+
+    fn corrupt(&mut self, glob: &str, bytes: u64) -> Result<(), DiskError> {
+        let matcher = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| DiskError::NotFound(format!("{glob} ({e})")))?
+            .compile_matcher();
+        let newest = self
+            .names
+            .iter()
+            .filter(|(path, _)| matcher.is_match(path.as_str()))
+            .map(|(_, &ino)| ino)
+            .max()
+            .ok_or_else(|| DiskError::NotFound(glob.to_string()))?;
+        let inode = self
+            .inodes
+            .get_mut(&newest)
+            .expect("every name has its inode");
+        let end = inode.durable.len();
+        let start = end.saturating_sub(usize::try_from(bytes).unwrap_or(usize::MAX));
+        for at in start..end {
+            let mask = 1u8 << self.rng.random_range(0..8);
+            inode.durable[at] ^= mask;
+            // A clean cached page mirrors the medium, so a reader sees the flip; a dirty one
+            // holds newer bytes that will overwrite it.
+            if at < inode.cached.len() && !inode.dirty.contains_key(&(at as u64 / PAGE_BYTES)) {
+                inode.cached[at] ^= mask;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Disk {
+    pub fn new(config: DiskConfig, seed: u64) -> Disk {
+        let next_writeback = config.writeback;
+        Disk {
+            state: Rc::new(RefCell::new(DiskState {
+                config,
+                rng: StdRng::seed_from_u64(seed),
+                inodes: BTreeMap::new(),
+                next_ino: 0,
+                names: BTreeMap::new(),
+                durable_names: BTreeMap::new(),
+                fsync_error: false,
+                full: false,
+                slow: Duration::ZERO,
+                next_writeback,
+            })),
+        }
+    }
+
+    /// A file, or a directory holding at least one file (the root always exists).
+    pub fn exists(&self, path: &str) -> bool {
+        let state = self.state.borrow();
+        if state.names.contains_key(path) {
+            return true;
+        }
+        let prefix = dir_prefix(path);
+        prefix.is_empty() || under(&state.names, &prefix).next().is_some()
+    }
+
+    /// Direct children of `dir`: file names and subdirectory names, sorted.
+    pub fn list(&self, dir: &str) -> Vec<String> {
+        self.children(dir, |_| true)
+    }
+
+    /// Direct subdirectories of `dir`, sorted.
+    pub fn list_dirs(&self, dir: &str) -> Vec<String> {
+        self.children(dir, |child| child.is_err())
+    }
+
+    fn children(&self, dir: &str, keep: impl Fn(&Result<&str, &str>) -> bool) -> Vec<String> {
+        let state = self.state.borrow();
+        let prefix = dir_prefix(dir);
+        let names: BTreeSet<&str> = under(&state.names, &prefix)
+            .map(|(path, _)| child(path, &prefix))
+            .filter(|child| keep(child))
+            .map(|child| child.unwrap_or_else(|subdir| subdir))
+            .collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    pub fn len(&self, path: &str) -> Result<u64, DiskError> {
+        Ok(self.state.borrow().inode(path)?.len())
+    }
+
+    /// Up to `len` bytes from `offset`; shorter at the end of the file.
+    pub fn read(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, DiskError> {
+        let state = self.state.borrow();
+        let cached = &state.inode(path)?.cached;
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(cached.len());
+        let end = start.saturating_add(len).min(cached.len());
+        Ok(cached[start..end].to_vec())
+    }
+
+    pub fn read_all(&self, path: &str) -> Result<Vec<u8>, DiskError> {
+        Ok(self.state.borrow().inode(path)?.cached.clone())
+    }
+
+    /// An empty file; an existing one is truncated (`O_CREAT | O_TRUNC`).
+    pub fn create(&self, path: &str) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        state.check_space(path)?;
+        state.open_or_create(path).set_len(0, clock::now());
+        Ok(())
+    }
+
+    /// Write at `offset`, creating the file if missing; a gap before `offset` reads as zeros.
+    pub fn write(&self, path: &str, offset: u64, data: &[u8]) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        state.check_space(path)?;
+        state.open_or_create(path).write(offset, data, clock::now());
+        Ok(())
+    }
+
+    /// Write at the end of the file (creating it if missing); returns where.
+    pub fn append(&self, path: &str, data: &[u8]) -> Result<u64, DiskError> {
+        let mut state = self.state.borrow_mut();
+        state.check_space(path)?;
+        let inode = state.open_or_create(path);
+        let position = inode.len();
+        inode.write(position, data, clock::now());
+        Ok(position)
+    }
+
+    /// Truncate or extend (with zeros) the cached file; durable at the next fsync.
+    pub fn set_len(&self, path: &str, len: u64) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        state.inode_mut(path)?.set_len(len, clock::now());
+        Ok(())
+    }
+
+    /// Move a file, replacing any file at `to`; durable after fsync of the file or the dirs.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        let ino = *state
+            .names
+            .get(from)
+            .ok_or_else(|| DiskError::NotFound(from.to_string()))?;
+        if from == to {
+            return Ok(());
+        }
+        state.unlink(to);
+        state.names.remove(from);
+        state.names.insert(to.to_string(), ino);
+        state
+            .inodes
+            .get_mut(&ino)
+            .expect("every name has its inode")
+            .cached_name = Some(to.to_string());
+        Ok(())
+    }
+
+    pub fn delete(&self, path: &str) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        state
+            .unlink(path)
+            .map(|_| ())
+            .ok_or_else(|| DiskError::NotFound(path.to_string()))
+    }
+
+    /// Delete every file under `dir`, recursively; NotFound if there is none.
+    pub fn delete_dir(&self, dir: &str) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        let prefix = dir_prefix(dir);
+        let paths: Vec<String> = under(&state.names, &prefix)
+            .map(|(path, _)| path.clone())
+            .collect();
+        if paths.is_empty() {
+            return Err(DiskError::NotFound(dir.to_string()));
+        }
+        for path in paths {
+            state.unlink(&path);
+        }
+        Ok(())
+    }
+
+    fn fsync_delay(&self) -> Duration {
+        let state = self.state.borrow();
+        state.config.fsync_latency + state.slow
+    }
+
+    /// fsync after the simulated fsync latency (use inside hosts).
+    pub async fn fsync(&self, path: &str) -> Result<(), DiskError> {
+        sleep(self.fsync_delay()).await;
+        self.fsync_now(path)
+    }
+
+    /// fsync of a directory after the simulated fsync latency (use inside hosts).
+    pub async fn fsync_dir(&self, dir: &str) -> Result<(), DiskError> {
+        sleep(self.fsync_delay()).await;
+        self.fsync_dir_now(dir)
+    }
+
+    /// Make the file's data, length and current name durable, at once.
+    pub fn fsync_now(&self, path: &str) -> Result<(), DiskError> {
+        self.state.borrow_mut().fsync(path)
+    }
+
+    /// Make the directory's entries (creates, renames, deletes) durable, at once.
+    pub fn fsync_dir_now(&self, dir: &str) -> Result<(), DiskError> {
+        self.state.borrow_mut().fsync_dir(dir)
+    }
+
+    /// Await the slow-disk write latency, if any (call before a batch of writes).
+    pub async fn write_delay(&self) {
+        let slow = self.state.borrow().slow;
+        sleep(slow).await;
+    }
+
+    /// The OS flusher; called by the world every tick, acts every `writeback` interval.
+    pub fn writeback(&self, now: Duration) {
+        self.state.borrow_mut().writeback(now);
+    }
+
+    /// The machine lost power: the page cache is lost per the power-loss model (seeded).
+    pub fn power_loss(&self) {
+        self.state.borrow_mut().power_loss();
+    }
+
+    /// Corrupt: NotFound if no file matches (or the glob is invalid).
+    pub fn inject(&self, fault: DiskFault) -> Result<(), DiskError> {
+        let mut state = self.state.borrow_mut();
+        match fault {
+            DiskFault::FsyncError => state.fsync_error = true,
+            DiskFault::Full => state.full = true,
+            DiskFault::Slow(latency) => state.slow = latency,
+            DiskFault::Corrupt { glob, bytes } => state.corrupt(&glob, bytes)?,
+            DiskFault::Heal => {
+                state.fsync_error = false;
+                state.full = false;
+                state.slow = Duration::ZERO;
+            }
+        }
+        Ok(())
+    }
+
+    /// Write the page-cache view under `root` (for `--dump-disks`; real I/O, outside the
+    /// simulation).
+    pub fn dump_to(&self, root: &std::path::Path) -> std::io::Result<()> {
+        let state = self.state.borrow();
+        std::fs::create_dir_all(root)?;
+        for (path, ino) in &state.names {
+            let target = root.join(path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(target, &state.inodes[ino].cached)?;
+        }
+        Ok(())
+    }
+
+    /// What a power loss under `DropUnflushed` would leave at `path` (the durable namespace
+    /// and the durable image); None if no file is durably named `path`.
+    pub fn durable(&self, path: &str) -> Option<Vec<u8>> {
+        let state = self.state.borrow();
+        let ino = state.durable_names.get(path)?;
+        Some(state.inodes[ino].durable.clone())
+    }
+
+    /// The dirty page indices of the file at `path` (cached namespace), ascending.
+    pub fn dirty_pages(&self, path: &str) -> Vec<u64> {
+        let state = self.state.borrow();
+        state
+            .inode(path)
+            .map(|inode| inode.dirty.keys().copied().collect())
+            .unwrap_or_default()
+    }
+}
+
+/// A zero sleep would still yield to the scheduler; skip it so a disk without latency
+/// does not reorder tasks.
+async fn sleep(duration: Duration) {
+    if !duration.is_zero() {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+impl std::fmt::Debug for Disk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.state.try_borrow() {
+            Ok(state) => f
+                .debug_struct("Disk")
+                .field("files", &state.names.len())
+                .field("durable_files", &state.durable_names.len())
+                .finish(),
+            Err(_) => f.write_str("Disk { .. }"),
+        }
+    }
 }

@@ -1,1 +1,3 @@
 //! Storage: Kafka segmented logs, indexes, checkpoints and recovery.
+
+pub mod record;
