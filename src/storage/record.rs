@@ -141,6 +141,7 @@ pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
 pub struct BatchBuilder {
     buf: Vec<u8>,
     base_timestamp: i64,
+    /// The largest record timestamp, as Kafka's `MemoryRecordsBuilder` computes it.
     max_timestamp: i64,
     producer_id: ProducerId,
     producer_epoch: i16,
@@ -158,7 +159,7 @@ impl BatchBuilder {
         BatchBuilder {
             buf: vec![0; BATCH_HEADER_LEN],
             base_timestamp,
-            max_timestamp: base_timestamp,
+            max_timestamp: i64::MIN,
             producer_id,
             producer_epoch,
             base_sequence,
@@ -306,11 +307,11 @@ fn zigzag64(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
 
-pub fn put_varint(out: &mut Vec<u8>, n: i32) {
+fn put_varint(out: &mut Vec<u8>, n: i32) {
     put_uvarint(out, u64::from(zigzag32(n)));
 }
 
-pub fn put_varlong(out: &mut Vec<u8>, n: i64) {
+fn put_varlong(out: &mut Vec<u8>, n: i64) {
     put_uvarint(out, zigzag64(n));
 }
 
@@ -322,11 +323,11 @@ fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-pub fn varint_len(n: i32) -> usize {
+fn varint_len(n: i32) -> usize {
     uvarint_len(u64::from(zigzag32(n)))
 }
 
-pub fn varlong_len(n: i64) -> usize {
+fn varlong_len(n: i64) -> usize {
     uvarint_len(zigzag64(n))
 }
 
@@ -394,20 +395,6 @@ impl<'a> Reader<'a> {
             len => Ok(Some(self.take(len as usize, what)?)),
         }
     }
-}
-
-/// Decode a zigzag varint at the front of `bytes`: the value and the bytes it used.
-pub fn read_varint(bytes: &[u8]) -> Result<(i32, usize), RecordError> {
-    let mut r = Reader { bytes };
-    let v = r.varint("varint")?;
-    Ok((v, bytes.len() - r.bytes.len()))
-}
-
-/// Decode a zigzag varlong at the front of `bytes`: the value and the bytes it used.
-pub fn read_varlong(bytes: &[u8]) -> Result<(i64, usize), RecordError> {
-    let mut r = Reader { bytes };
-    let v = r.varlong("varlong")?;
-    Ok((v, bytes.len() - r.bytes.len()))
 }
 
 fn be<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
@@ -622,6 +609,19 @@ impl<'a> Iterator for Batches<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A varint at the front of `bytes`: the value and the bytes it used.
+    fn read_varint(bytes: &[u8]) -> Result<(i32, usize), RecordError> {
+        let mut r = Reader { bytes };
+        let v = r.varint("varint")?;
+        Ok((v, bytes.len() - r.bytes.len()))
+    }
+
+    fn read_varlong(bytes: &[u8]) -> Result<(i64, usize), RecordError> {
+        let mut r = Reader { bytes };
+        let v = r.varlong("varlong")?;
+        Ok((v, bytes.len() - r.bytes.len()))
+    }
 
     #[test]
     fn crc32c_known_answer() {
@@ -876,7 +876,7 @@ mod tests {
             prop_assert_eq!(h.base_offset, Offset(base_offset));
             prop_assert_eq!(h.partition_leader_epoch, Epoch(leader_epoch));
             prop_assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (ProducerId(pid), epoch, seq));
-            let max_ts = recs.iter().map(|r| base_ts + r.0).max().unwrap().max(base_ts);
+            let max_ts = recs.iter().map(|r| base_ts + r.0).max().unwrap();
             prop_assert_eq!(h.max_timestamp, max_ts);
             let decoded = records(&bytes).unwrap();
             for (i, (d, (ts, k, v, hs))) in decoded.iter().zip(&recs).enumerate() {
