@@ -298,3 +298,136 @@ impl Partition {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LogConfig;
+    use crate::sim::disk::{Disk, DiskConfig};
+    use crate::storage::record::BatchBuilder;
+    use crate::types::ProducerId;
+
+    const ME: BrokerId = BrokerId(1);
+
+    fn partition_with(records: usize) -> Partition {
+        let disk = Disk::new(DiskConfig::default(), 1);
+        let tp = TopicPartition::new("orders", 0);
+        let log = Log::open(
+            &disk,
+            &tp,
+            LogConfig::default(),
+            Offset(0),
+            Offset(0),
+            true,
+            0,
+        )
+        .expect("a new log opens");
+        let mut partition = Partition::new(log, Offset(0), 1);
+        for i in 0..records {
+            let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+            batch.push(0, None, Some(format!("m{i}").as_bytes()));
+            partition
+                .log
+                .append_as_leader(batch.build(), Epoch(0), 0)
+                .expect("append");
+        }
+        partition
+    }
+
+    fn state(leader: u32, epoch: i32, partition_epoch: i32, isr: &[u32]) -> PartitionState {
+        PartitionState {
+            replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+            leader: Some(BrokerId(leader)),
+            leader_epoch: Epoch(epoch),
+            partition_epoch,
+            isr: isr.iter().map(|&id| BrokerId(id)).collect(),
+        }
+    }
+
+    /// Metadata can arrive late; an older leader epoch must not undo a newer one.
+    #[test]
+    fn stale_leader_epoch_is_ignored() {
+        let mut p = partition_with(0);
+        assert_eq!(
+            p.apply(ME, &state(1, 2, 2, &[1, 2]), false, 0).ok(),
+            Some(Transition::BecameLeader)
+        );
+        assert_eq!(
+            p.apply(ME, &state(2, 1, 1, &[1, 2]), false, 0).ok(),
+            Some(Transition::None)
+        );
+        assert!(p.is_leader());
+    }
+
+    #[test]
+    fn new_leader_starts_its_epoch_at_its_leo() {
+        let mut p = partition_with(3);
+        p.apply(ME, &state(1, 4, 4, &[1, 2, 3]), false, 0)
+            .expect("become leader");
+        assert_eq!(p.log.epochs().latest_epoch(), Some(Epoch(4)));
+        assert_eq!(p.leader_epoch_start_offset, Offset(3));
+        assert_eq!(p.hw, Offset(0), "followers' LEOs are unknown: the HW waits");
+    }
+
+    #[test]
+    fn hw_is_the_slowest_isr_member_and_waits_for_a_pending_addition() {
+        let mut p = partition_with(2);
+        p.apply(ME, &state(1, 0, 0, &[1, 2]), false, 0)
+            .expect("become leader");
+        p.on_follower_fetch(BrokerId(2), Offset(1), 0);
+        assert_eq!(p.hw, Offset(1));
+        p.on_follower_fetch(BrokerId(3), Offset(0), 0);
+        p.on_follower_fetch(BrokerId(2), Offset(2), 0);
+        assert_eq!(p.hw, Offset(2), "broker 3 is not in the ISR");
+        p.pending_isr = Some(vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
+        p.log
+            .append_as_leader(
+                BatchBuilder::new(0, ProducerId::NONE, -1, -1).build(),
+                Epoch(0),
+                0,
+            )
+            .ok();
+        p.on_follower_fetch(BrokerId(2), p.log.log_end_offset(), 0);
+        assert_eq!(
+            p.hw,
+            Offset(2),
+            "broker 3 is being added: counted in the maximal ISR"
+        );
+    }
+
+    #[test]
+    fn expansion_is_proposed_once_the_follower_reaches_the_hw() {
+        let mut p = partition_with(2);
+        p.apply(ME, &state(1, 0, 0, &[1]), false, 0)
+            .expect("become leader");
+        assert_eq!(p.hw, Offset(2));
+        assert_eq!(p.on_follower_fetch(BrokerId(2), Offset(1), 0), None);
+        assert_eq!(
+            p.on_follower_fetch(BrokerId(2), Offset(2), 0),
+            Some(vec![BrokerId(1), BrokerId(2)])
+        );
+        assert_eq!(
+            p.on_follower_fetch(BrokerId(3), Offset(2), 0),
+            None,
+            "one change at a time"
+        );
+    }
+
+    /// KIP-101's precondition: under the HW rule a follower cuts everything above its HW
+    /// at once; under the leader-epoch rule it waits to ask the leader.
+    #[test]
+    fn becoming_follower_truncates_to_hw_only_under_the_hw_rule() {
+        let mut p = partition_with(3);
+        p.hw = Offset(1);
+        p.apply(ME, &state(2, 1, 1, &[1, 2]), true, 0)
+            .expect("become follower");
+        assert_eq!(p.log.log_end_offset(), Offset(1));
+
+        let mut p = partition_with(3);
+        p.hw = Offset(1);
+        p.apply(ME, &state(2, 1, 1, &[1, 2]), false, 0)
+            .expect("become follower");
+        assert_eq!(p.log.log_end_offset(), Offset(3));
+        assert!(p.truncation_pending);
+    }
+}
