@@ -1,3 +1,4 @@
 //! The wire protocol: typed requests and responses in length-prefixed frames.
 
+pub mod frame;
 pub mod messages;

@@ -1,0 +1,399 @@
+//! The controller process: the async shell around `ControllerState`.
+//!
+//! It decides nothing. It feeds requests and a liveness tick into the state machine,
+//! traces every change, persists the snapshot, and only then shows the new image to
+//! brokers (heartbeat long polls, `Metadata`) and to the world (`MetadataView`), as the
+//! KRaft controller exposes only committed metadata. If the snapshot cannot be written
+//! the controller halts, as KRaft's does on a metadata log write failure: `run` returns
+//! and the connections it leaves behind never answer again.
+
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::controller::state::{Change, ControllerState, Snapshot};
+use crate::controller::store;
+use crate::protocol::frame::serve;
+use crate::protocol::messages::{
+    ClusterMetadata, EpochEndOffset, ErrorCode, FetchResponse, OffsetsForLeaderEpochResponse,
+    ProduceResponse, Request, Response, HEARTBEAT_LONG_POLL,
+};
+use crate::sim::disk::Disk;
+use crate::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::{watch, Mutex};
+use tokio::time::Instant;
+
+/// How often the liveness timer looks for expired broker sessions.
+pub const LIVENESS_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Everything the world gives the controller process when it starts it.
+pub struct ControllerContext {
+    pub disk: Disk,
+    pub config: BrokerConfig,
+    pub brokers: u32,
+    /// Every partition with its placement and its topic's configuration.
+    pub topics: Vec<(TopicPartition, Vec<BrokerId>, TopicConfig)>,
+    pub view: MetadataView,
+}
+
+/// The controller's latest committed metadata, readable by the world (to resolve
+/// `leader:` fault targets). It outlives controller restarts.
+#[derive(Clone, Default)]
+pub struct MetadataView(Rc<RefCell<ClusterMetadata>>);
+
+impl MetadataView {
+    pub fn get(&self) -> ClusterMetadata {
+        self.0.borrow().clone()
+    }
+
+    pub fn set(&self, metadata: ClusterMetadata) {
+        *self.0.borrow_mut() = metadata;
+    }
+}
+
+struct Controller {
+    state: RefCell<ControllerState>,
+    disk: Disk,
+    /// One save at a time; a save writes the newest state, so waiting saves coalesce.
+    save_lock: Mutex<()>,
+    /// The last snapshot made durable: what brokers and the world are shown.
+    committed: RefCell<Snapshot>,
+    /// The committed version, for heartbeat long polls.
+    committed_version: watch::Sender<u64>,
+    view: MetadataView,
+    started: Instant,
+    halted: Cell<bool>,
+    halt: watch::Sender<Option<String>>,
+}
+
+/// Run the controller until it halts. Returns `Ok` when it stopped on a disk error
+/// (a snapshot it cannot write or read: the process exits, as a broker whose log dir
+/// went offline does), `Err` only if its port cannot be bound.
+pub async fn run(ctx: ControllerContext) -> turmoil::Result {
+    let started = Instant::now();
+    let state = match store::load(&ctx.disk) {
+        Ok(Some(snapshot)) => {
+            tracing::info!(
+                version = snapshot.metadata.version,
+                "controller loaded its metadata"
+            );
+            ControllerState::restore(
+                &ctx.config,
+                ctx.brokers,
+                &ctx.topics,
+                snapshot,
+                Duration::ZERO,
+            )
+        }
+        Ok(None) => {
+            let state = ControllerState::new(&ctx.config, ctx.brokers, &ctx.topics, Duration::ZERO);
+            if let Err(error) = store::save(&ctx.disk, &state.snapshot()).await {
+                tracing::error!(error = %error, "controller halts: cannot write its metadata");
+                return Ok(());
+            }
+            state
+        }
+        Err(error) => {
+            // Starting from nothing would hand out producer ids and epochs again.
+            tracing::error!(error = %error, "controller cannot start: its metadata is unreadable");
+            return Ok(());
+        }
+    };
+    let snapshot = state.snapshot();
+    ctx.view.set(snapshot.metadata.clone());
+    let (committed_version, _) = watch::channel(snapshot.metadata.version);
+    let (halt, mut halted) = watch::channel(None);
+    let controller = Rc::new(Controller {
+        state: RefCell::new(state),
+        disk: ctx.disk,
+        save_lock: Mutex::new(()),
+        committed: RefCell::new(snapshot),
+        committed_version,
+        view: ctx.view,
+        started,
+        halted: Cell::new(false),
+        halt,
+    });
+    let handler = {
+        let controller = controller.clone();
+        move |request, _peer| controller.clone().handle(request)
+    };
+    tokio::select! {
+        biased;
+        _ = halted.wait_for(Option::is_some) => Ok(()),
+        served = serve(handler) => Err(served.err().map(|e| e.to_string()).unwrap_or_default().into()),
+        () = controller.clone().liveness() => Ok(()),
+    }
+}
+
+impl Controller {
+    /// Simulated time since this process started: sessions are process-local.
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    async fn liveness(self: Rc<Self>) {
+        loop {
+            tokio::time::sleep(LIVENESS_CHECK_INTERVAL).await;
+            let changes = self.state.borrow_mut().fence_expired(self.now());
+            self.commit(changes).await;
+        }
+    }
+
+    async fn handle(self: Rc<Self>, request: Request) -> Response {
+        if self.halted.get() {
+            return std::future::pending().await;
+        }
+        let response = self.answer(request).await;
+        if self.halted.get() {
+            return std::future::pending().await;
+        }
+        response
+    }
+
+    async fn answer(&self, request: Request) -> Response {
+        match request {
+            Request::RegisterBroker {
+                broker,
+                incarnation,
+            } => {
+                let outcome = self
+                    .state
+                    .borrow_mut()
+                    .register(broker, incarnation, self.now());
+                match outcome {
+                    Ok(changes) => {
+                        self.commit(changes).await;
+                        Response::RegisterBroker { error: None }
+                    }
+                    Err(error) => Response::RegisterBroker { error: Some(error) },
+                }
+            }
+            Request::BrokerHeartbeat {
+                broker,
+                incarnation,
+                known_version,
+            } => {
+                let outcome = self
+                    .state
+                    .borrow_mut()
+                    .heartbeat(broker, incarnation, self.now());
+                self.commit(outcome.changes).await;
+                self.long_poll(known_version).await;
+                let committed = self.committed.borrow();
+                let metadata = (committed.metadata.version > known_version)
+                    .then(|| committed.metadata.clone());
+                Response::BrokerHeartbeat {
+                    fenced: self.state.borrow().is_fenced(broker, incarnation),
+                    metadata,
+                }
+            }
+            Request::AlterPartition(alter) => {
+                let outcome = self.state.borrow_mut().alter_partition(&alter);
+                match outcome {
+                    Ok((state, changes)) => {
+                        self.commit(changes).await;
+                        Response::AlterPartition {
+                            error: None,
+                            state: Some(state),
+                        }
+                    }
+                    Err(error) => {
+                        tracing::info!(
+                            tp = %alter.tp,
+                            broker = %alter.broker,
+                            error = %error,
+                            "AlterPartition rejected"
+                        );
+                        let state = self
+                            .committed
+                            .borrow()
+                            .metadata
+                            .partitions
+                            .get(&alter.tp)
+                            .cloned();
+                        Response::AlterPartition {
+                            error: Some(error),
+                            state,
+                        }
+                    }
+                }
+            }
+            Request::ControlledShutdown {
+                broker,
+                incarnation,
+            } => {
+                let outcome = self
+                    .state
+                    .borrow_mut()
+                    .controlled_shutdown(broker, incarnation);
+                match outcome {
+                    Ok(outcome) => {
+                        tracing::info!(broker = %broker, remaining = outcome.remaining, "controlled shutdown");
+                        self.commit(outcome.changes).await;
+                        Response::ControlledShutdown {
+                            error: None,
+                            remaining: outcome.remaining,
+                        }
+                    }
+                    Err(error) => Response::ControlledShutdown {
+                        error: Some(error),
+                        remaining: 0,
+                    },
+                }
+            }
+            Request::AllocateProducerId => {
+                let producer_id = self.state.borrow_mut().allocate_producer_id();
+                // Durable before it is answered, so an id is never handed out twice,
+                // even across controller restarts.
+                self.save().await;
+                Response::AllocateProducerId { producer_id }
+            }
+            Request::Metadata => Response::Metadata(self.committed.borrow().metadata.clone()),
+            request => not_served_here(request),
+        }
+    }
+
+    /// Hold a heartbeat until the committed version passes `known_version`, at most
+    /// `HEARTBEAT_LONG_POLL`.
+    async fn long_poll(&self, known_version: u64) {
+        let mut version = self.committed_version.subscribe();
+        // Timing out is the normal outcome when nothing changed.
+        let _ = tokio::time::timeout(
+            HEARTBEAT_LONG_POLL,
+            version.wait_for(|&v| v > known_version),
+        )
+        .await;
+    }
+
+    /// Trace `changes` and, if there are any, make the state durable and visible.
+    async fn commit(&self, changes: Vec<Change>) {
+        if changes.is_empty() {
+            return;
+        }
+        for change in &changes {
+            trace_change(change);
+        }
+        self.save().await;
+    }
+
+    /// Persist the newest state, then publish it. A failed save halts the controller.
+    async fn save(&self) {
+        let _guard = self.save_lock.lock().await;
+        if self.halted.get() {
+            return;
+        }
+        let snapshot = self.state.borrow().snapshot();
+        if snapshot == *self.committed.borrow() {
+            return;
+        }
+        if let Err(error) = store::save(&self.disk, &snapshot).await {
+            tracing::error!(error = %error, "controller halts: cannot write its metadata");
+            self.halted.set(true);
+            self.halt.send_replace(Some(error.to_string()));
+            return;
+        }
+        let version = snapshot.metadata.version;
+        self.view.set(snapshot.metadata.clone());
+        *self.committed.borrow_mut() = snapshot;
+        self.committed_version.send_replace(version);
+    }
+}
+
+/// Data-plane requests sent to the controller by mistake: refused, as a broker that is
+/// not the leader would.
+fn not_served_here(request: Request) -> Response {
+    let error = Some(ErrorCode::NotLeaderOrFollower);
+    match request {
+        Request::Produce(_) => Response::Produce(ProduceResponse {
+            error,
+            base_offset: Offset::NONE,
+            log_start_offset: Offset::NONE,
+        }),
+        Request::Fetch(_) => Response::Fetch(FetchResponse {
+            error,
+            high_watermark: Offset::NONE,
+            log_start_offset: Offset::NONE,
+            records: Vec::new(),
+            diverging_epoch: None,
+        }),
+        Request::OffsetsForLeaderEpoch(_) => {
+            Response::OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse {
+                error,
+                end: EpochEndOffset {
+                    epoch: Epoch::NONE,
+                    end_offset: Offset::NONE,
+                },
+            })
+        }
+        Request::ListOffsets { .. } => Response::ListOffsets {
+            error,
+            offset: Offset::NONE,
+        },
+        _ => Response::InitProducerId {
+            error,
+            producer_id: ProducerId::NONE,
+            producer_epoch: -1,
+        },
+    }
+}
+
+/// One `info` event per change, with stable fields only (names and numbers, no
+/// addresses), because the run's trace hash is built from these events.
+fn trace_change(change: &Change) {
+    match change {
+        Change::Registered {
+            broker,
+            incarnation,
+        } => {
+            tracing::info!(broker = %broker, incarnation, "broker registered")
+        }
+        Change::Fenced { broker, cause } => {
+            tracing::info!(broker = %broker, cause = cause.name(), "broker fenced")
+        }
+        Change::Unfenced { broker } => tracing::info!(broker = %broker, "broker unfenced"),
+        Change::Partition {
+            tp,
+            election,
+            state,
+        } => {
+            let leader = state
+                .leader
+                .map_or_else(|| "none".to_string(), |l| l.to_string());
+            let isr = brokers_list(&state.isr);
+            match election {
+                Some(election) => tracing::info!(
+                    tp = %tp,
+                    election = election.kind(),
+                    leader = %leader,
+                    leader_epoch = state.leader_epoch.0,
+                    isr = %isr,
+                    partition_epoch = state.partition_epoch,
+                    "leader election"
+                ),
+                None => tracing::info!(
+                    tp = %tp,
+                    leader = %leader,
+                    leader_epoch = state.leader_epoch.0,
+                    isr = %isr,
+                    partition_epoch = state.partition_epoch,
+                    "ISR changed"
+                ),
+            }
+        }
+    }
+}
+
+/// `[1,2,3]`: broker ids as a Kafka tool prints an ISR.
+fn brokers_list(brokers: &[BrokerId]) -> String {
+    let mut text = String::from("[");
+    for (i, broker) in brokers.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        let _ = write!(text, "{}", broker.0);
+    }
+    text.push(']');
+    text
+}

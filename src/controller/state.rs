@@ -1,0 +1,1096 @@
+//! The controller's state machine: cluster metadata plus broker liveness, over plain data.
+//!
+//! Every decision the controller makes is here, KRaft-flavoured; the async shell
+//! (`server`) only feeds it requests and timer ticks, persists the result and publishes it.
+//!
+//! ## Rules
+//! - A broker registers with an incarnation (one per process start). A new incarnation of
+//!   a known broker is first the failure of the old one: it leaves every ISR it was in
+//!   (unless that would empty the ISR), its partitions get new leaders; then it is
+//!   registered unfenced.
+//! - A broker without a heartbeat for `broker.session.timeout.ms` is fenced: it leaves
+//!   the ISRs and its partitions are re-elected. A fenced broker that heartbeats again
+//!   with the same incarnation was only cut off: it is unfenced, but it re-enters ISRs
+//!   only when a leader proposes it (AlterPartition) after it caught up.
+//! - The ISR never becomes empty: when its last member fails, the partition goes offline
+//!   (no leader) with that member kept in the ISR, the clean candidate when it returns.
+//! - Every leader change (an election, or going offline) bumps the leader epoch; every
+//!   leader or ISR change bumps the partition epoch; every change bumps the version.
+
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::controller::election::{elect, Election};
+use crate::protocol::messages::{
+    AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,
+};
+use crate::types::{BrokerId, Epoch, ProducerId, TopicPartition};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Why a broker was fenced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceCause {
+    /// No heartbeat for `broker.session.timeout.ms`.
+    SessionTimeout,
+    /// It registered again with a new incarnation: the old process is gone.
+    NewIncarnation,
+    /// Its controlled shutdown moved every leadership away.
+    ControlledShutdown,
+}
+
+impl FenceCause {
+    pub fn name(self) -> &'static str {
+        match self {
+            FenceCause::SessionTimeout => "session-timeout",
+            FenceCause::NewIncarnation => "new-incarnation",
+            FenceCause::ControlledShutdown => "controlled-shutdown",
+        }
+    }
+}
+
+/// One change to the metadata image, in the order it was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    Registered {
+        broker: BrokerId,
+        incarnation: u64,
+    },
+    Fenced {
+        broker: BrokerId,
+        cause: FenceCause,
+    },
+    Unfenced {
+        broker: BrokerId,
+    },
+    /// A partition's leader or ISR changed; `election` is set when the leader did.
+    Partition {
+        tp: TopicPartition,
+        election: Option<Election>,
+        state: PartitionState,
+    },
+}
+
+/// What the controller keeps durably: the image and the producer id counter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub metadata: ClusterMetadata,
+    /// The next producer id to hand out; every id below it may have been answered.
+    pub next_producer_id: ProducerId,
+}
+
+/// The outcome of a heartbeat.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeartbeatOutcome {
+    /// Whether the sender is fenced after this heartbeat (a stale incarnation always is).
+    pub fenced: bool,
+    pub changes: Vec<Change>,
+}
+
+/// The outcome of a controlled shutdown request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShutdownOutcome {
+    /// Partitions the broker still leads (no other live ISR member); 0 = it may stop.
+    pub remaining: usize,
+    pub changes: Vec<Change>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ControllerState {
+    metadata: ClusterMetadata,
+    /// Simulated time of each broker's last heartbeat (or registration, or the
+    /// controller's start: a new controller gives every broker a fresh session, as KRaft does).
+    last_heartbeat: BTreeMap<BrokerId, Duration>,
+    /// Brokers in controlled shutdown: not eligible as leaders or ISR members, and not
+    /// unfenced by their heartbeats. Not durable: a broker repeats its request.
+    shutting_down: BTreeSet<BrokerId>,
+    /// `unclean.leader.election.enable` per topic, the topic override applied.
+    unclean_leader_election_enable: BTreeMap<String, bool>,
+    default_unclean_leader_election_enable: bool,
+    session_timeout: Duration,
+    next_producer_id: ProducerId,
+}
+
+impl ControllerState {
+    /// A new cluster: every partition led by the first replica of its placement, ISR =
+    /// all replicas, epochs 0, version 1; no broker registered yet (each gets a session
+    /// from `now`, so one that never registers is fenced after the session timeout).
+    pub fn new(
+        config: &BrokerConfig,
+        brokers: u32,
+        topics: &[(TopicPartition, Vec<BrokerId>, TopicConfig)],
+        now: Duration,
+    ) -> ControllerState {
+        let partitions = topics
+            .iter()
+            .map(|(tp, replicas, _)| {
+                let state = PartitionState {
+                    replicas: replicas.clone(),
+                    leader: replicas.first().copied(),
+                    leader_epoch: Epoch(0),
+                    partition_epoch: 0,
+                    isr: replicas.clone(),
+                };
+                (tp.clone(), state)
+            })
+            .collect();
+        let snapshot = Snapshot {
+            metadata: ClusterMetadata {
+                version: 1,
+                brokers: BTreeMap::new(),
+                partitions,
+            },
+            next_producer_id: ProducerId(0),
+        };
+        ControllerState::restore(config, brokers, topics, snapshot, now)
+    }
+
+    /// A controller restarted from its durable snapshot. Every known or expected broker
+    /// starts a fresh session at `now`.
+    pub fn restore(
+        config: &BrokerConfig,
+        brokers: u32,
+        topics: &[(TopicPartition, Vec<BrokerId>, TopicConfig)],
+        snapshot: Snapshot,
+        now: Duration,
+    ) -> ControllerState {
+        let last_heartbeat = (1..=brokers)
+            .map(BrokerId)
+            .chain(snapshot.metadata.brokers.keys().copied())
+            .map(|broker| (broker, now))
+            .collect();
+        let unclean_leader_election_enable = topics
+            .iter()
+            .map(|(tp, _, topic_config)| {
+                let enabled = topic_config
+                    .unclean_leader_election_enable
+                    .unwrap_or(config.unclean_leader_election_enable);
+                (tp.topic.clone(), enabled)
+            })
+            .collect();
+        ControllerState {
+            metadata: snapshot.metadata,
+            last_heartbeat,
+            shutting_down: BTreeSet::new(),
+            unclean_leader_election_enable,
+            default_unclean_leader_election_enable: config.unclean_leader_election_enable,
+            session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+            next_producer_id: snapshot.next_producer_id,
+        }
+    }
+
+    pub fn metadata(&self) -> &ClusterMetadata {
+        &self.metadata
+    }
+
+    /// What must be durable before the current state may be shown to anyone.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            metadata: self.metadata.clone(),
+            next_producer_id: self.next_producer_id,
+        }
+    }
+
+    /// Hand out the next producer id. The caller persists the snapshot before answering.
+    pub fn allocate_producer_id(&mut self) -> ProducerId {
+        let id = self.next_producer_id;
+        self.next_producer_id = ProducerId(id.0 + 1);
+        id
+    }
+
+    /// Whether `broker`, as process `incarnation`, should consider itself fenced.
+    pub fn is_fenced(&self, broker: BrokerId, incarnation: u64) -> bool {
+        self.metadata
+            .brokers
+            .get(&broker)
+            .is_none_or(|registration| {
+                registration.incarnation != incarnation || registration.fenced
+            })
+    }
+
+    /// Whether `broker` may lead or join an ISR: registered, unfenced, not shutting down.
+    pub fn is_eligible(&self, broker: BrokerId) -> bool {
+        !self.shutting_down.contains(&broker)
+            && self
+                .metadata
+                .brokers
+                .get(&broker)
+                .is_some_and(|registration| !registration.fenced)
+    }
+
+    /// `RegisterBroker`. The same incarnation again is a retry (it refreshes the session
+    /// and unfences); a newer one is first the failure of the old; an older one is stale.
+    pub fn register(
+        &mut self,
+        broker: BrokerId,
+        incarnation: u64,
+        now: Duration,
+    ) -> Result<Vec<Change>, ErrorCode> {
+        let mut changes = Vec::new();
+        match self.metadata.brokers.get(&broker).map(|r| r.incarnation) {
+            Some(known) if incarnation < known => return Err(ErrorCode::StaleBrokerEpoch),
+            Some(known) if incarnation == known => {
+                self.last_heartbeat.insert(broker, now);
+                self.unfence(broker, &mut changes);
+                return Ok(changes);
+            }
+            Some(_) => self.fence(broker, FenceCause::NewIncarnation, &mut changes),
+            None => {}
+        }
+        self.shutting_down.remove(&broker);
+        self.metadata.brokers.insert(
+            broker,
+            BrokerRegistration {
+                id: broker,
+                incarnation,
+                fenced: false,
+            },
+        );
+        self.record(
+            Change::Registered {
+                broker,
+                incarnation,
+            },
+            &mut changes,
+        );
+        self.last_heartbeat.insert(broker, now);
+        self.elect_offline_partitions(&mut changes);
+        Ok(changes)
+    }
+
+    /// `BrokerHeartbeat`. A heartbeat from an unknown broker or a newer incarnation
+    /// registers it (its registration was lost or is still in flight); one from an older
+    /// incarnation changes nothing and is answered "fenced".
+    pub fn heartbeat(
+        &mut self,
+        broker: BrokerId,
+        incarnation: u64,
+        now: Duration,
+    ) -> HeartbeatOutcome {
+        let known = self.metadata.brokers.get(&broker).map(|r| r.incarnation);
+        let changes = match known {
+            Some(known) if incarnation < known => Vec::new(),
+            Some(known) if incarnation == known => {
+                self.last_heartbeat.insert(broker, now);
+                let mut changes = Vec::new();
+                self.unfence(broker, &mut changes);
+                changes
+            }
+            // Unknown broker or newer incarnation: `register` cannot fail here.
+            _ => self.register(broker, incarnation, now).unwrap_or_default(),
+        };
+        HeartbeatOutcome {
+            fenced: self.is_fenced(broker, incarnation),
+            changes,
+        }
+    }
+
+    /// The liveness timer: fence every broker whose session expired at `now`.
+    pub fn fence_expired(&mut self, now: Duration) -> Vec<Change> {
+        let expired: Vec<BrokerId> = self
+            .last_heartbeat
+            .iter()
+            .filter(|&(broker, &last)| {
+                now.saturating_sub(last) >= self.session_timeout
+                    && !self.metadata.brokers.get(broker).is_some_and(|r| r.fenced)
+            })
+            .map(|(&broker, _)| broker)
+            .collect();
+        let mut changes = Vec::new();
+        for broker in expired {
+            self.fence(broker, FenceCause::SessionTimeout, &mut changes);
+        }
+        changes
+    }
+
+    /// `AlterPartition` from a partition's leader. Rejected with `StaleBrokerEpoch` from
+    /// an unknown incarnation, `FencedLeaderEpoch` unless the sender is the leader of
+    /// that leader epoch, `InvalidUpdateVersion` when based on an older partition epoch or
+    /// when the new ISR is invalid (not within the replicas, without the leader, or with
+    /// a member that is fenced or shutting down — Kafka's INELIGIBLE_REPLICA).
+    pub fn alter_partition(
+        &mut self,
+        request: &AlterPartition,
+    ) -> Result<(PartitionState, Vec<Change>), ErrorCode> {
+        let known = self.metadata.brokers.get(&request.broker);
+        if known.is_none_or(|r| r.incarnation != request.incarnation) {
+            return Err(ErrorCode::StaleBrokerEpoch);
+        }
+        let current = self
+            .metadata
+            .partitions
+            .get(&request.tp)
+            .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        if current.leader != Some(request.broker) || current.leader_epoch != request.leader_epoch {
+            return Err(ErrorCode::FencedLeaderEpoch);
+        }
+        if current.partition_epoch != request.partition_epoch {
+            return Err(ErrorCode::InvalidUpdateVersion);
+        }
+        let valid = request.new_isr.contains(&request.broker)
+            && request.new_isr.iter().enumerate().all(|(i, &member)| {
+                current.replicas.contains(&member)
+                    && !request.new_isr[..i].contains(&member)
+                    && (member == request.broker || self.is_eligible(member))
+            });
+        if !valid {
+            return Err(ErrorCode::InvalidUpdateVersion);
+        }
+        // Canonical order: assignment order, so equal ISRs compare equal.
+        let isr: Vec<BrokerId> = current
+            .replicas
+            .iter()
+            .copied()
+            .filter(|replica| request.new_isr.contains(replica))
+            .collect();
+        let leader = current.leader;
+        let mut changes = Vec::new();
+        self.update_partition(&request.tp, leader, isr, None, &mut changes);
+        let state = self.metadata.partitions[&request.tp].clone();
+        Ok((state, changes))
+    }
+
+    /// `ControlledShutdown`: hand every leadership of `broker` to another live ISR member
+    /// and leave the ISRs where others remain. Once it leads nothing it is fenced.
+    pub fn controlled_shutdown(
+        &mut self,
+        broker: BrokerId,
+        incarnation: u64,
+    ) -> Result<ShutdownOutcome, ErrorCode> {
+        let known = self.metadata.brokers.get(&broker);
+        if known.is_none_or(|r| r.incarnation != incarnation) {
+            return Err(ErrorCode::StaleBrokerEpoch);
+        }
+        self.shutting_down.insert(broker);
+        let mut changes = Vec::new();
+        let mut remaining = 0;
+        let partitions: Vec<TopicPartition> = self.metadata.partitions.keys().cloned().collect();
+        for tp in partitions {
+            let current = &self.metadata.partitions[&tp];
+            if !current.isr.contains(&broker) {
+                continue;
+            }
+            let others: Vec<BrokerId> = current
+                .isr
+                .iter()
+                .copied()
+                .filter(|&b| b != broker)
+                .collect();
+            if current.leader == Some(broker) {
+                // A hand-off is always clean: unclean election is for lost leaders only.
+                let election = elect(&current.replicas, &others, |b| self.is_eligible(b), false);
+                match election {
+                    Election::Clean(leader) => self.update_partition(
+                        &tp,
+                        Some(leader),
+                        others,
+                        Some(election),
+                        &mut changes,
+                    ),
+                    Election::Unclean(_) | Election::Offline => remaining += 1,
+                }
+            } else if !others.is_empty() {
+                let leader = current.leader;
+                self.update_partition(&tp, leader, others, None, &mut changes);
+            }
+        }
+        if remaining == 0 {
+            self.set_fenced(broker, FenceCause::ControlledShutdown, &mut changes);
+        }
+        Ok(ShutdownOutcome { remaining, changes })
+    }
+
+    /// Mark `broker` fenced (registering a placeholder if it never registered) and fail it.
+    fn fence(&mut self, broker: BrokerId, cause: FenceCause, changes: &mut Vec<Change>) {
+        self.set_fenced(broker, cause, changes);
+        self.fail(broker, changes);
+    }
+
+    fn set_fenced(&mut self, broker: BrokerId, cause: FenceCause, changes: &mut Vec<Change>) {
+        let registration = self
+            .metadata
+            .brokers
+            .entry(broker)
+            .or_insert(BrokerRegistration {
+                id: broker,
+                incarnation: 0,
+                fenced: false,
+            });
+        if !registration.fenced {
+            registration.fenced = true;
+            self.record(Change::Fenced { broker, cause }, changes);
+        }
+    }
+
+    fn unfence(&mut self, broker: BrokerId, changes: &mut Vec<Change>) {
+        if self.shutting_down.contains(&broker) {
+            return;
+        }
+        if let Some(registration) = self.metadata.brokers.get_mut(&broker) {
+            if registration.fenced {
+                registration.fenced = false;
+                self.record(Change::Unfenced { broker }, changes);
+                self.elect_offline_partitions(changes);
+            }
+        }
+    }
+
+    /// The failure of `broker`: it leaves every ISR (except as a last member) and every
+    /// partition it led gets a new leader, or goes offline.
+    fn fail(&mut self, broker: BrokerId, changes: &mut Vec<Change>) {
+        let partitions: Vec<TopicPartition> = self.metadata.partitions.keys().cloned().collect();
+        for tp in partitions {
+            let current = &self.metadata.partitions[&tp];
+            let led = current.leader == Some(broker);
+            if !led && !current.isr.contains(&broker) {
+                continue;
+            }
+            let mut isr: Vec<BrokerId> = current
+                .isr
+                .iter()
+                .copied()
+                .filter(|&b| b != broker)
+                .collect();
+            if isr.is_empty() {
+                isr.push(broker);
+            }
+            if led {
+                let election = elect(
+                    &current.replicas,
+                    &isr,
+                    |b| self.is_eligible(b),
+                    self.unclean(&tp),
+                );
+                if let Election::Unclean(leader) = election {
+                    isr = vec![leader];
+                }
+                self.update_partition(&tp, election.leader(), isr, Some(election), changes);
+            } else {
+                let leader = current.leader;
+                self.update_partition(&tp, leader, isr, None, changes);
+            }
+        }
+    }
+
+    /// Elect a leader for every offline partition that now has a candidate.
+    fn elect_offline_partitions(&mut self, changes: &mut Vec<Change>) {
+        let offline: Vec<TopicPartition> = self
+            .metadata
+            .partitions
+            .iter()
+            .filter(|(_, state)| state.leader.is_none())
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in offline {
+            let current = &self.metadata.partitions[&tp];
+            let election = elect(
+                &current.replicas,
+                &current.isr,
+                |b| self.is_eligible(b),
+                self.unclean(&tp),
+            );
+            let isr = match election {
+                Election::Offline => continue,
+                Election::Clean(_) => current.isr.clone(),
+                Election::Unclean(leader) => vec![leader],
+            };
+            self.update_partition(&tp, election.leader(), isr, Some(election), changes);
+        }
+    }
+
+    fn unclean(&self, tp: &TopicPartition) -> bool {
+        self.unclean_leader_election_enable
+            .get(&tp.topic)
+            .copied()
+            .unwrap_or(self.default_unclean_leader_election_enable)
+    }
+
+    /// Apply a new leader and ISR to `tp`, bumping the epochs and version if it changed.
+    fn update_partition(
+        &mut self,
+        tp: &TopicPartition,
+        leader: Option<BrokerId>,
+        isr: Vec<BrokerId>,
+        election: Option<Election>,
+        changes: &mut Vec<Change>,
+    ) {
+        debug_assert!(!isr.is_empty(), "the ISR of {tp} must never become empty");
+        debug_assert!(
+            leader.is_none_or(|l| isr.contains(&l)),
+            "the leader of {tp} must be in its ISR"
+        );
+        let Some(state) = self.metadata.partitions.get_mut(tp) else {
+            return;
+        };
+        if state.leader == leader && state.isr == isr {
+            return;
+        }
+        if state.leader != leader {
+            state.leader_epoch = Epoch(state.leader_epoch.0 + 1);
+        }
+        state.leader = leader;
+        state.isr = isr;
+        state.partition_epoch += 1;
+        let state = state.clone();
+        self.record(
+            Change::Partition {
+                tp: tp.clone(),
+                election,
+                state,
+            },
+            changes,
+        );
+    }
+
+    fn record(&mut self, change: Change, changes: &mut Vec<Change>) {
+        self.metadata.version += 1;
+        changes.push(change);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SESSION_MS: u64 = 9_000;
+
+    fn tp(partition: u32) -> TopicPartition {
+        TopicPartition::new("orders", partition)
+    }
+
+    fn ids(raw: &[u32]) -> Vec<BrokerId> {
+        raw.iter().copied().map(BrokerId).collect()
+    }
+
+    fn ms(value: u64) -> Duration {
+        Duration::from_millis(value)
+    }
+
+    /// A cluster of `brokers` brokers with partitions of `orders` placed on `replicas`,
+    /// every broker registered (incarnation 1) at time 0.
+    fn cluster(brokers: u32, replicas: &[&[u32]], unclean: Option<bool>) -> ControllerState {
+        let topic_config = TopicConfig {
+            unclean_leader_election_enable: unclean,
+            ..TopicConfig::default()
+        };
+        let topics: Vec<_> = replicas
+            .iter()
+            .enumerate()
+            .map(|(p, r)| (tp(p as u32), ids(r), topic_config.clone()))
+            .collect();
+        let mut state = ControllerState::new(&BrokerConfig::default(), brokers, &topics, ms(0));
+        for broker in 1..=brokers {
+            state
+                .register(BrokerId(broker), 1, ms(0))
+                .expect("register");
+        }
+        state
+    }
+
+    fn partition(state: &ControllerState, p: u32) -> PartitionState {
+        state.metadata().partitions[&tp(p)].clone()
+    }
+
+    /// Fence `brokers` through their session timing out, the others heartbeating.
+    fn time_out(state: &mut ControllerState, brokers: &[u32], now: &mut u64) -> Vec<Change> {
+        *now += SESSION_MS;
+        let all: Vec<BrokerId> = state.metadata().brokers.keys().copied().collect();
+        for broker in all {
+            if !brokers.contains(&broker.0) {
+                let incarnation = state.metadata().brokers[&broker].incarnation;
+                state.heartbeat(broker, incarnation, ms(*now));
+            }
+        }
+        state.fence_expired(ms(*now))
+    }
+
+    fn alter(state: &ControllerState, p: u32, broker: u32, new_isr: &[u32]) -> AlterPartition {
+        let current = partition(state, p);
+        AlterPartition {
+            broker: BrokerId(broker),
+            incarnation: 1,
+            tp: tp(p),
+            leader_epoch: current.leader_epoch,
+            partition_epoch: current.partition_epoch,
+            new_isr: ids(new_isr),
+        }
+    }
+
+    #[test]
+    fn a_new_cluster_follows_the_placement() {
+        let state = cluster(3, &[&[1, 2, 3], &[2, 3, 1]], None);
+        let p1 = partition(&state, 1);
+        assert_eq!(p1.leader, Some(BrokerId(2)));
+        assert_eq!(p1.isr, ids(&[2, 3, 1]));
+        assert_eq!((p1.leader_epoch, p1.partition_epoch), (Epoch(0), 0));
+        // Version 1 for the initial image, plus one per registration.
+        assert_eq!(state.metadata().version, 4);
+    }
+
+    #[test]
+    fn a_new_incarnation_is_first_the_failure_of_the_old() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let changes = state.register(BrokerId(1), 2, ms(100)).expect("register");
+        let after = partition(&state, 0);
+        assert_eq!(
+            changes,
+            vec![
+                Change::Fenced {
+                    broker: BrokerId(1),
+                    cause: FenceCause::NewIncarnation
+                },
+                Change::Partition {
+                    tp: tp(0),
+                    election: Some(Election::Clean(BrokerId(2))),
+                    state: after.clone(),
+                },
+                Change::Registered {
+                    broker: BrokerId(1),
+                    incarnation: 2
+                },
+            ]
+        );
+        assert_eq!(after.leader, Some(BrokerId(2)));
+        assert_eq!(after.isr, ids(&[2, 3]));
+        assert_eq!((after.leader_epoch, after.partition_epoch), (Epoch(1), 1));
+        assert!(!state.is_fenced(BrokerId(1), 2));
+        assert!(
+            state.is_fenced(BrokerId(1), 1),
+            "the old incarnation stays fenced"
+        );
+    }
+
+    #[test]
+    fn a_retried_registration_changes_nothing_and_an_older_one_is_stale() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        assert_eq!(state.register(BrokerId(2), 1, ms(5)), Ok(vec![]));
+        state.register(BrokerId(2), 5, ms(6)).expect("register");
+        assert_eq!(
+            state.register(BrokerId(2), 4, ms(7)),
+            Err(ErrorCode::StaleBrokerEpoch)
+        );
+        let outcome = state.heartbeat(BrokerId(2), 4, ms(8));
+        assert!(outcome.fenced && outcome.changes.is_empty());
+    }
+
+    #[test]
+    fn a_broker_is_fenced_exactly_at_the_session_timeout() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        for broker in [2, 3] {
+            state.heartbeat(BrokerId(broker), 1, ms(SESSION_MS));
+        }
+        assert!(state.fence_expired(ms(SESSION_MS - 1)).is_empty());
+        let changes = state.fence_expired(ms(SESSION_MS));
+        assert_eq!(
+            changes[0],
+            Change::Fenced {
+                broker: BrokerId(1),
+                cause: FenceCause::SessionTimeout
+            }
+        );
+        let after = partition(&state, 0);
+        assert_eq!(
+            (after.leader, after.isr.clone()),
+            (Some(BrokerId(2)), ids(&[2, 3]))
+        );
+    }
+
+    #[test]
+    fn a_broker_that_never_registers_is_fenced_after_the_session_timeout() {
+        let topics = vec![(tp(0), ids(&[1, 2]), TopicConfig::default())];
+        let mut state = ControllerState::new(&BrokerConfig::default(), 2, &topics, ms(0));
+        state.register(BrokerId(2), 1, ms(0)).expect("register");
+        state.heartbeat(BrokerId(2), 1, ms(SESSION_MS));
+        state.fence_expired(ms(SESSION_MS));
+        assert_eq!(partition(&state, 0).leader, Some(BrokerId(2)));
+        // Its first registration afterwards is not stale.
+        state
+            .register(BrokerId(1), 1, ms(SESSION_MS + 1))
+            .expect("register");
+        assert!(!state.is_fenced(BrokerId(1), 1));
+    }
+
+    /// Guards the rule that keeps clean election possible after a total outage: the ISR
+    /// keeps its last member, and that member leads again when it returns.
+    #[test]
+    fn the_isr_never_becomes_empty_and_its_last_member_is_elected_on_return() {
+        let mut state = cluster(2, &[&[1, 2]], None);
+        let mut now = 0;
+        time_out(&mut state, &[2], &mut now);
+        assert_eq!(partition(&state, 0).isr, ids(&[1]));
+        let before = partition(&state, 0);
+        time_out(&mut state, &[1], &mut now);
+        let offline = partition(&state, 0);
+        assert_eq!(offline.leader, None);
+        assert_eq!(offline.isr, ids(&[1]), "the last member is kept");
+        assert_eq!(offline.leader_epoch, Epoch(before.leader_epoch.0 + 1));
+        // Broker 2 returns: it is not in the ISR, unclean election is off.
+        let outcome = state.heartbeat(BrokerId(2), 1, ms(now + 1));
+        assert!(!outcome.fenced);
+        assert_eq!(partition(&state, 0).leader, None);
+        // Broker 1 returns with the same incarnation: the clean candidate is elected.
+        let outcome = state.heartbeat(BrokerId(1), 1, ms(now + 2));
+        let online = partition(&state, 0);
+        assert_eq!(online.leader, Some(BrokerId(1)));
+        assert_eq!(online.leader_epoch, Epoch(offline.leader_epoch.0 + 1));
+        assert!(outcome.changes.contains(&Change::Partition {
+            tp: tp(0),
+            election: Some(Election::Clean(BrokerId(1))),
+            state: online,
+        }));
+    }
+
+    #[test]
+    fn the_last_member_returning_as_a_new_incarnation_is_elected() {
+        let mut state = cluster(2, &[&[1, 2]], None);
+        let mut now = 0;
+        time_out(&mut state, &[2], &mut now);
+        time_out(&mut state, &[1], &mut now);
+        state.register(BrokerId(1), 2, ms(now)).expect("register");
+        let online = partition(&state, 0);
+        assert_eq!((online.leader, online.isr), (Some(BrokerId(1)), ids(&[1])));
+    }
+
+    #[test]
+    fn unclean_election_elects_a_live_replica_outside_the_isr_only_when_enabled() {
+        for unclean in [false, true] {
+            let mut state = cluster(3, &[&[1, 2, 3]], Some(unclean));
+            let mut now = 0;
+            time_out(&mut state, &[2, 3], &mut now);
+            assert_eq!(partition(&state, 0).isr, ids(&[1]));
+            // Broker 3 comes back (not in the ISR), then the leader is lost.
+            state.heartbeat(BrokerId(3), 1, ms(now));
+            let changes = time_out(&mut state, &[1, 2], &mut now);
+            let after = partition(&state, 0);
+            if unclean {
+                assert_eq!(
+                    (after.leader, after.isr.clone()),
+                    (Some(BrokerId(3)), ids(&[3]))
+                );
+                assert!(changes.iter().any(|c| matches!(
+                    c,
+                    Change::Partition {
+                        election: Some(Election::Unclean(BrokerId(3))),
+                        ..
+                    }
+                )));
+            } else {
+                assert_eq!((after.leader, after.isr.clone()), (None, ids(&[1])));
+            }
+        }
+    }
+
+    #[test]
+    fn the_topic_override_of_unclean_election_beats_the_broker_default() {
+        let topics = vec![(
+            tp(0),
+            ids(&[1, 2]),
+            TopicConfig {
+                unclean_leader_election_enable: Some(false),
+                ..TopicConfig::default()
+            },
+        )];
+        let config = BrokerConfig {
+            unclean_leader_election_enable: true,
+            ..BrokerConfig::default()
+        };
+        let mut state = ControllerState::new(&config, 2, &topics, ms(0));
+        state.register(BrokerId(1), 1, ms(0)).expect("register");
+        state.register(BrokerId(2), 1, ms(0)).expect("register");
+        let mut now = 0;
+        time_out(&mut state, &[2], &mut now);
+        state.heartbeat(BrokerId(2), 1, ms(now));
+        time_out(&mut state, &[1], &mut now);
+        assert_eq!(partition(&state, 0).leader, None);
+    }
+
+    #[test]
+    fn a_fenced_broker_that_heartbeats_again_is_unfenced_but_does_not_rejoin_isrs() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let mut now = 0;
+        time_out(&mut state, &[3], &mut now);
+        let outcome = state.heartbeat(BrokerId(3), 1, ms(now + 1));
+        assert!(!outcome.fenced);
+        assert_eq!(
+            outcome.changes,
+            vec![Change::Unfenced {
+                broker: BrokerId(3)
+            }]
+        );
+        assert_eq!(partition(&state, 0).isr, ids(&[1, 2]));
+        // The leader proposes it once it caught up.
+        let (after, changes) = state
+            .alter_partition(&alter(&state, 0, 1, &[1, 3, 2]))
+            .expect("expand");
+        assert_eq!(after.isr, ids(&[1, 2, 3]), "kept in assignment order");
+        assert_eq!(changes.len(), 1);
+    }
+
+    #[test]
+    fn an_isr_change_bumps_the_partition_epoch_and_version_but_not_the_leader_epoch() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let before = partition(&state, 0);
+        let version = state.metadata().version;
+        let (after, _) = state
+            .alter_partition(&alter(&state, 0, 1, &[1, 2]))
+            .expect("shrink");
+        assert_eq!(after.leader_epoch, before.leader_epoch);
+        assert_eq!(after.partition_epoch, before.partition_epoch + 1);
+        assert_eq!(state.metadata().version, version + 1);
+        // The same proposal again (a retry) changes nothing.
+        let (again, changes) = state
+            .alter_partition(&alter(&state, 0, 1, &[1, 2]))
+            .expect("retry");
+        assert_eq!((again, changes.len()), (after, 0));
+    }
+
+    #[test]
+    fn stale_or_foreign_alter_partition_is_rejected() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let fresh = alter(&state, 0, 1, &[1, 2]);
+        let stale_leader_epoch = AlterPartition {
+            leader_epoch: Epoch(fresh.leader_epoch.0 - 1),
+            ..fresh.clone()
+        };
+        let stale_partition_epoch = AlterPartition {
+            partition_epoch: fresh.partition_epoch - 1,
+            ..fresh.clone()
+        };
+        let not_leader = AlterPartition {
+            broker: BrokerId(2),
+            new_isr: ids(&[2, 3]),
+            ..fresh.clone()
+        };
+        let old_incarnation = AlterPartition {
+            incarnation: 0,
+            ..fresh.clone()
+        };
+        let without_leader = AlterPartition {
+            new_isr: ids(&[2, 3]),
+            ..fresh.clone()
+        };
+        let outside_replicas = AlterPartition {
+            new_isr: ids(&[1, 4]),
+            ..fresh.clone()
+        };
+        let duplicate = AlterPartition {
+            new_isr: ids(&[1, 2, 2]),
+            ..fresh.clone()
+        };
+        let cases = [
+            (stale_leader_epoch, ErrorCode::FencedLeaderEpoch),
+            (stale_partition_epoch, ErrorCode::InvalidUpdateVersion),
+            (not_leader, ErrorCode::FencedLeaderEpoch),
+            (old_incarnation, ErrorCode::StaleBrokerEpoch),
+            (without_leader, ErrorCode::InvalidUpdateVersion),
+            (outside_replicas, ErrorCode::InvalidUpdateVersion),
+            (duplicate, ErrorCode::InvalidUpdateVersion),
+        ];
+        let version = state.metadata().version;
+        for (request, error) in cases {
+            assert_eq!(
+                state.alter_partition(&request).err(),
+                Some(error),
+                "{request:?}"
+            );
+        }
+        assert_eq!(
+            state.metadata().version,
+            version,
+            "a rejection changes nothing"
+        );
+        // After an accepted change, the proposal it was based on is stale.
+        state.alter_partition(&fresh).expect("accepted");
+        let replay = AlterPartition {
+            new_isr: ids(&[1, 2, 3]),
+            ..fresh
+        };
+        assert_eq!(
+            state.alter_partition(&replay).err(),
+            Some(ErrorCode::InvalidUpdateVersion)
+        );
+    }
+
+    #[test]
+    fn alter_partition_cannot_add_a_fenced_broker() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let mut now = 0;
+        time_out(&mut state, &[3], &mut now);
+        let request = alter(&state, 0, 1, &[1, 2, 3]);
+        assert_eq!(
+            state.alter_partition(&request).err(),
+            Some(ErrorCode::InvalidUpdateVersion)
+        );
+    }
+
+    #[test]
+    fn controlled_shutdown_moves_leadership_then_fences() {
+        let mut state = cluster(3, &[&[1, 2, 3], &[2, 3, 1]], None);
+        let outcome = state.controlled_shutdown(BrokerId(1), 1).expect("shutdown");
+        assert_eq!(outcome.remaining, 0);
+        let p0 = partition(&state, 0);
+        assert_eq!(
+            (p0.leader, p0.isr.clone(), p0.leader_epoch),
+            (Some(BrokerId(2)), ids(&[2, 3]), Epoch(1))
+        );
+        let p1 = partition(&state, 1);
+        assert_eq!(
+            (p1.leader, p1.isr.clone(), p1.leader_epoch),
+            (Some(BrokerId(2)), ids(&[2, 3]), Epoch(0))
+        );
+        assert_eq!(
+            outcome.changes.last(),
+            Some(&Change::Fenced {
+                broker: BrokerId(1),
+                cause: FenceCause::ControlledShutdown
+            })
+        );
+        // Its heartbeats while it finishes stopping do not unfence it.
+        assert!(state.heartbeat(BrokerId(1), 1, ms(10)).fenced);
+    }
+
+    #[test]
+    fn controlled_shutdown_of_a_sole_isr_member_keeps_its_leadership() {
+        let mut state = cluster(2, &[&[1, 2]], None);
+        state
+            .alter_partition(&alter(&state, 0, 1, &[1]))
+            .expect("shrink");
+        let outcome = state.controlled_shutdown(BrokerId(1), 1).expect("shutdown");
+        assert_eq!((outcome.remaining, outcome.changes.len()), (1, 0));
+        assert_eq!(partition(&state, 0).leader, Some(BrokerId(1)));
+        assert!(!state.is_fenced(BrokerId(1), 1));
+        assert_eq!(
+            state.controlled_shutdown(BrokerId(1), 0).err(),
+            Some(ErrorCode::StaleBrokerEpoch)
+        );
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Heartbeat(u32),
+        Restart(u32),
+        Tick(u64),
+        Shrink(u32, u32),
+        Expand(u32, u32),
+        Shutdown(u32),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (1..=3u32).prop_map(Op::Heartbeat),
+            (1..=3u32).prop_map(Op::Restart),
+            (1..12_000u64).prop_map(Op::Tick),
+            (0..3u32, 1..=3u32).prop_map(|(p, b)| Op::Shrink(p, b)),
+            (0..3u32, 1..=3u32).prop_map(|(p, b)| Op::Expand(p, b)),
+            (1..=3u32).prop_map(Op::Shutdown),
+        ]
+    }
+
+    /// The invariants every image must satisfy, whatever happened before.
+    fn check_invariants(state: &ControllerState) {
+        for (tp, p) in &state.metadata().partitions {
+            assert!(!p.isr.is_empty(), "{tp}: empty ISR");
+            match p.leader {
+                Some(leader) => {
+                    assert!(p.isr.contains(&leader), "{tp}: leader outside the ISR");
+                    for member in &p.isr {
+                        let fenced = state
+                            .metadata()
+                            .brokers
+                            .get(member)
+                            .is_none_or(|r| r.fenced);
+                        assert!(
+                            !fenced,
+                            "{tp}: fenced {member} in the ISR of an online partition"
+                        );
+                    }
+                }
+                None => {
+                    assert_eq!(
+                        p.isr.len(),
+                        1,
+                        "{tp}: offline with more than the last member"
+                    );
+                    let candidate = elect(
+                        &p.replicas,
+                        &p.isr,
+                        |b| state.is_eligible(b),
+                        state.unclean(tp),
+                    );
+                    assert_eq!(
+                        candidate,
+                        Election::Offline,
+                        "{tp}: offline although electable"
+                    );
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_sequence_of_events_keeps_the_invariants(
+            ops in proptest::collection::vec(op(), 1..60),
+            unclean in any::<bool>(),
+        ) {
+            let mut state = cluster(3, &[&[1, 2, 3], &[2, 3, 1], &[3, 1]], Some(unclean));
+            let mut incarnations = [1u64; 4];
+            let mut now = 0u64;
+            let mut before = state.metadata().clone();
+            for op in ops {
+                match op {
+                    Op::Heartbeat(b) => {
+                        state.heartbeat(BrokerId(b), incarnations[b as usize], ms(now));
+                    }
+                    Op::Restart(b) => {
+                        incarnations[b as usize] += 1;
+                        state.register(BrokerId(b), incarnations[b as usize], ms(now)).expect("register");
+                    }
+                    Op::Tick(step) => {
+                        now += step;
+                        state.fence_expired(ms(now));
+                    }
+                    Op::Shrink(p, b) | Op::Expand(p, b) => {
+                        let current = partition(&state, p);
+                        if let Some(leader) = current.leader {
+                            let mut new_isr = current.isr.clone();
+                            new_isr.retain(|&m| m != BrokerId(b) || m == leader);
+                            if matches!(op, Op::Expand(..)) && current.replicas.contains(&BrokerId(b)) {
+                                new_isr.push(BrokerId(b));
+                                new_isr.dedup();
+                            }
+                            let request = AlterPartition {
+                                broker: leader,
+                                incarnation: incarnations[leader.0 as usize],
+                                tp: tp(p),
+                                leader_epoch: current.leader_epoch,
+                                partition_epoch: current.partition_epoch,
+                                new_isr,
+                            };
+                            let _ = state.alter_partition(&request);
+                        }
+                    }
+                    Op::Shutdown(b) => {
+                        let _ = state.controlled_shutdown(BrokerId(b), incarnations[b as usize]);
+                    }
+                }
+                check_invariants(&state);
+                let after = state.metadata();
+                prop_assert!(after.version >= before.version);
+                for (tp, p) in &after.partitions {
+                    let old = &before.partitions[tp];
+                    prop_assert!(p.partition_epoch >= old.partition_epoch);
+                    prop_assert!(p.leader_epoch >= old.leader_epoch);
+                    if p.leader != old.leader {
+                        prop_assert!(p.leader_epoch > old.leader_epoch, "{}: leader changed without an epoch bump", tp);
+                    }
+                    if p.leader != old.leader || p.isr != old.isr {
+                        prop_assert!(p.partition_epoch > old.partition_epoch);
+                        prop_assert!(after.version > before.version);
+                    }
+                }
+                before = after.clone();
+            }
+        }
+    }
+}
