@@ -1,0 +1,226 @@
+//! The producer against a scripted fake broker on a turmoil network: what the history says
+//! and what the broker received when a request times out.
+
+use hightide::client::history::{History, MessageId, Op};
+use hightide::client::{run_producer, ProducerContext, SendBudget};
+use hightide::config::{Acks, ProducerConfig};
+use hightide::protocol::frame::serve;
+use hightide::protocol::messages::{
+    ClusterMetadata, PartitionState, ProduceResponse, Request, Response,
+};
+use hightide::storage::record::{records, validate};
+use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Longer than the producer's 1 s request timeout.
+const SLOW: Duration = Duration::from_secs(3);
+
+/// One batch as the fake broker appended it.
+#[derive(Clone, Debug)]
+struct Appended {
+    base_offset: i64,
+    producer_id: ProducerId,
+    base_sequence: i32,
+    ids: Vec<MessageId>,
+}
+
+/// A one-partition broker that appends every batch it gets, but answers the first
+/// Produce only after `first_answer_delay` (longer than the producer's request timeout).
+#[derive(Clone, Default)]
+struct FakeBroker {
+    log: Rc<RefCell<Vec<Appended>>>,
+    produce_requests: Rc<RefCell<u32>>,
+}
+
+impl FakeBroker {
+    async fn handle(self, request: Request, first_answer_delay: Duration) -> Response {
+        match request {
+            Request::Metadata => Response::Metadata(metadata()),
+            Request::InitProducerId => Response::InitProducerId {
+                error: None,
+                producer_id: ProducerId(1000),
+                producer_epoch: 0,
+            },
+            Request::Produce(produce) => {
+                let attempt = {
+                    let mut n = self.produce_requests.borrow_mut();
+                    *n += 1;
+                    *n
+                };
+                let base_offset = self.append(&produce.batch);
+                if attempt == 1 {
+                    tokio::time::sleep(first_answer_delay).await;
+                }
+                Response::Produce(ProduceResponse {
+                    error: None,
+                    base_offset: Offset(base_offset),
+                    log_start_offset: Offset(0),
+                })
+            }
+            other => panic!("unexpected request {other:?}"),
+        }
+    }
+
+    fn append(&self, batch: &[u8]) -> i64 {
+        let header = validate(batch).expect("a valid batch");
+        let ids = records(batch)
+            .expect("records")
+            .iter()
+            .filter_map(|r| r.value.as_deref().and_then(MessageId::parse_value))
+            .collect::<Vec<_>>();
+        let mut log = self.log.borrow_mut();
+        let base_offset = log.iter().map(|b| b.ids.len() as i64).sum();
+        log.push(Appended {
+            base_offset,
+            producer_id: header.producer_id,
+            base_sequence: header.base_sequence,
+            ids,
+        });
+        base_offset
+    }
+}
+
+fn metadata() -> ClusterMetadata {
+    let mut m = ClusterMetadata {
+        version: 1,
+        ..ClusterMetadata::default()
+    };
+    m.partitions.insert(
+        TopicPartition::new("t", 0),
+        PartitionState {
+            replicas: vec![BrokerId(1)],
+            leader: Some(BrokerId(1)),
+            leader_epoch: Epoch(0),
+            partition_epoch: 0,
+            isr: vec![BrokerId(1)],
+        },
+    );
+    m
+}
+
+/// Run one producer that sends `messages` messages against the fake broker.
+fn run(
+    config: ProducerConfig,
+    messages: u64,
+    first_answer_delay: Duration,
+) -> (Vec<Op>, Vec<Appended>) {
+    let broker = FakeBroker::default();
+    let history = History::default();
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(60))
+        .build();
+    let host_broker = broker.clone();
+    sim.host("broker-1", move || {
+        let broker = host_broker.clone();
+        async move {
+            serve(move |request, _peer| broker.clone().handle(request, first_answer_delay)).await?;
+            Ok(())
+        }
+    });
+    let ctx = ProducerContext {
+        index: 1,
+        config,
+        topic: "t".to_string(),
+        partitions: 1,
+        rate: 100,
+        keys: 0,
+        value_bytes: 32,
+        brokers: 1,
+        history: history.clone(),
+        budget: SendBudget::new(1, Some(messages)),
+        stop_at: Duration::from_secs(30),
+        seed: 1,
+    };
+    sim.client("producer-1", async move {
+        run_producer(ctx).await?;
+        // Let the broker finish with what is still in flight before the simulation ends.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let ops = history.events().into_iter().map(|e| e.op).collect();
+    let log = broker.log.borrow().clone();
+    (ops, log)
+}
+
+fn config(idempotent: bool) -> ProducerConfig {
+    ProducerConfig {
+        acks: Acks::All,
+        enable_idempotence: idempotent,
+        linger_ms: 0,
+        request_timeout_ms: 1_000,
+        ..ProducerConfig::default()
+    }
+}
+
+/// The scenario behind every "duplicates" count: the first attempt wrote, its answer came
+/// too late, the retry wrote again. The producer was told ok once, at the retry's offset.
+#[test]
+fn request_timeout_retry_acks_once_and_duplicates_without_idempotence() {
+    let (ops, log) = run(config(false), 1, SLOW);
+    let id = MessageId {
+        producer: 1,
+        seq: 0,
+    };
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert!(matches!(&ops[0], Op::Invoke { id: i, .. } if *i == id));
+    assert_eq!(
+        ops[1],
+        Op::Ok {
+            id,
+            tp: TopicPartition::new("t", 0),
+            offset: Offset(1)
+        }
+    );
+    let copies: Vec<i64> = log
+        .iter()
+        .filter(|b| b.ids.contains(&id))
+        .map(|b| b.base_offset)
+        .collect();
+    assert_eq!(copies, vec![0, 1], "the retry wrote a second copy");
+    assert!(log.iter().all(|b| b.producer_id == ProducerId::NONE));
+}
+
+/// The idempotent producer resends the timed-out batch with the same producer id and
+/// sequence, which is what lets a real broker recognise the duplicate.
+#[test]
+fn idempotent_retry_keeps_producer_id_and_sequence() {
+    let (ops, log) = run(config(true), 1, SLOW);
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|b| b.producer_id == ProducerId(1000) && b.base_sequence == 0),
+        "{log:?}"
+    );
+    assert!(matches!(ops.last(), Some(Op::Ok { .. })), "{ops:?}");
+}
+
+/// With retries = 0 the timed-out attempt is the last: the outcome is unknown, not a failure.
+#[test]
+fn a_timeout_without_retries_is_indeterminate() {
+    let config = ProducerConfig {
+        retries: 0,
+        ..config(false)
+    };
+    let (ops, log) = run(config, 1, SLOW);
+    assert_eq!(log.len(), 1);
+    assert!(matches!(ops.last(), Some(Op::Info { .. })), "{ops:?}");
+}
+
+/// acks=0 never waits for the broker: every send is recorded as unknown right away.
+#[test]
+fn acks_zero_records_info_for_every_send() {
+    let config = ProducerConfig {
+        acks: Acks::None,
+        ..config(false)
+    };
+    let (ops, log) = run(config, 5, Duration::ZERO);
+    let infos = ops
+        .iter()
+        .filter(|op| matches!(op, Op::Info { error, .. } if error == "acks=0"))
+        .count();
+    assert_eq!(infos, 5, "{ops:?}");
+    assert_eq!(log.iter().map(|b| b.ids.len()).sum::<usize>(), 5);
+}
