@@ -36,8 +36,6 @@ pub enum AttemptResult {
     TimedOut,
     /// The connection closed after the request was handed to it.
     Disconnected,
-    /// The request never left: no leader known, or no connection to it.
-    NotSent,
 }
 
 /// What becomes of the batch.
@@ -108,7 +106,6 @@ pub fn may_have_written(result: &AttemptResult) -> bool {
         AttemptResult::Response { error: Some(e), .. } => !rejected_before_append(*e),
         AttemptResult::Response { error: None, .. } => true,
         AttemptResult::TimedOut | AttemptResult::Disconnected => true,
-        AttemptResult::NotSent => false,
     }
 }
 
@@ -162,10 +159,6 @@ pub fn decide(
             refresh_metadata: true,
         },
         AttemptResult::Disconnected => give_up("disconnected"),
-        AttemptResult::NotSent if can_retry => Decision::Retry {
-            refresh_metadata: true,
-        },
-        AttemptResult::NotSent => give_up("not sent: no connection to the leader"),
     }
 }
 
@@ -354,10 +347,6 @@ mod tests {
 
     #[test]
     fn a_batch_never_sent_fails_definitely() {
-        assert!(matches!(
-            decide(&AttemptResult::NotSent, &exhausted(), &POLICY, now()),
-            Decision::Fail(_)
-        ));
         assert_eq!(
             expired(false),
             Decision::Fail("delivery timeout (delivery.timeout.ms)".to_string())

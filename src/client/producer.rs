@@ -361,8 +361,9 @@ impl Producer {
                 let Some(batch) = self.drain_one(state, partition) else {
                     break;
                 };
-                self.send_batch(state, &connection, batch, now);
-                if !state.accumulator.ready(now).contains(&partition) {
+                if !self.send_batch(state, &connection, batch, now)
+                    || !state.accumulator.ready(now).contains(&partition)
+                {
                     break;
                 }
             }
@@ -424,13 +425,15 @@ impl Producer {
         Some(batch)
     }
 
+    /// Hand `batch` to the connection. `false` when the connection has closed: the batch
+    /// is queued again, unsent, and the caller stops draining to that connection.
     fn send_batch(
         self: &Rc<Self>,
         state: &mut State,
         connection: &Pipeline,
         mut batch: ProducerBatch,
         now: Duration,
-    ) {
+    ) -> bool {
         let acks = match self.config.acks {
             Acks::None => 0,
             Acks::Leader => 1,
@@ -442,60 +445,47 @@ impl Producer {
             timeout_ms: self.config.request_timeout_ms,
             batch: batch.encoded.clone().unwrap_or_default(),
         });
+        if self.config.acks == Acks::None {
+            if connection.send_and_forget(request).is_err() {
+                state.accumulator.reenqueue(batch, now, Duration::ZERO);
+                return false;
+            }
+            batch.attempts += 1;
+            self.complete(state, &batch, &Decision::Info("acks=0".to_string()));
+            return true;
+        }
+        let in_flight = match connection.send(request) {
+            Ok(in_flight) => in_flight,
+            Err(_) => {
+                state.accumulator.reenqueue(batch, now, Duration::ZERO);
+                return false;
+            }
+        };
         batch.attempts += 1;
         batch.retry_at = None;
-        if self.config.acks == Acks::None {
-            let decision = match connection.send_and_forget(request) {
-                Ok(()) => Decision::Info("acks=0".to_string()),
-                Err(_) => decide(
-                    &AttemptResult::NotSent,
-                    &progress_of(&batch),
-                    &self.policy,
-                    now,
-                ),
-            };
-            match decision {
-                Decision::Retry { .. } => {
-                    state
-                        .accumulator
-                        .reenqueue(batch, now, ms(self.config.retry_backoff_ms))
-                }
-                decision => self.complete(state, &batch, &decision),
-            }
-            return;
-        }
+        state.in_flight += 1;
         if self.config.max_in_flight_requests_per_connection <= 1 {
             state.accumulator.mute(batch.partition);
         }
-        match connection.send(request) {
-            Ok(in_flight) => {
-                state.in_flight += 1;
-                let producer = self.clone();
-                let timeout = ms(self.config.request_timeout_ms);
-                tokio::task::spawn_local(async move {
-                    let result = match in_flight.response(timeout).await {
-                        Ok(Response::Produce(response)) => AttemptResult::Response {
-                            error: response.error,
-                            base_offset: response.base_offset,
-                        },
-                        Ok(other) => {
-                            tracing::debug!(?other, "unexpected answer to Produce");
-                            AttemptResult::Disconnected
-                        }
-                        Err(NetError::Timeout) => AttemptResult::TimedOut,
-                        Err(_) => AttemptResult::Disconnected,
-                    };
-                    producer.state.borrow_mut().in_flight -= 1;
-                    producer.on_attempt(batch, result);
-                });
-            }
-            Err(_) => {
-                // The connection closed before the request was handed over: never sent.
-                state.accumulator.unmute(batch.partition);
-                batch.attempts -= 1;
-                state.accumulator.reenqueue(batch, now, Duration::ZERO);
-            }
-        }
+        let producer = self.clone();
+        let timeout = ms(self.config.request_timeout_ms);
+        tokio::task::spawn_local(async move {
+            let result = match in_flight.response(timeout).await {
+                Ok(Response::Produce(response)) => AttemptResult::Response {
+                    error: response.error,
+                    base_offset: response.base_offset,
+                },
+                Ok(other) => {
+                    tracing::debug!(?other, "unexpected answer to Produce");
+                    AttemptResult::Disconnected
+                }
+                Err(NetError::Timeout) => AttemptResult::TimedOut,
+                Err(_) => AttemptResult::Disconnected,
+            };
+            producer.state.borrow_mut().in_flight -= 1;
+            producer.on_attempt(batch, result);
+        });
+        true
     }
 }
 
@@ -506,15 +496,6 @@ pub fn idempotence_enabled(config: &ProducerConfig) -> bool {
     config.enable_idempotence
         && config.acks == Acks::All
         && config.max_in_flight_requests_per_connection <= 5
-}
-
-fn progress_of(batch: &ProducerBatch) -> BatchProgress {
-    BatchProgress {
-        retries_done: batch.attempts.saturating_sub(1),
-        maybe_written: batch.maybe_written,
-        created: batch.created,
-        earlier_unresolved: false,
-    }
 }
 
 /// The application: one send every `1/rate` s until `stop_at` or the budget runs out.
