@@ -2,13 +2,17 @@
 //! and what the broker received when a request times out.
 
 use hightide::client::history::{History, MessageId, Op};
-use hightide::client::{run_producer, ProducerContext, SendBudget};
-use hightide::config::{Acks, ProducerConfig};
+use hightide::client::{
+    final_read, run_consumer, run_producer, ConsumerContext, ProducerContext, SendBudget,
+};
+use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
-    ClusterMetadata, PartitionState, ProduceResponse, Request, Response,
+    ClusterMetadata, FetchResponse, OffsetSpec, PartitionState, ProduceResponse, Request, Response,
 };
-use hightide::storage::record::{records, validate};
+use hightide::storage::record::{
+    records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
+};
 use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -110,6 +114,7 @@ fn run(
     let history = History::default();
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(60))
+        .rng_seed(1)
         .build();
     let host_broker = broker.clone();
     sim.host("broker-1", move || {
@@ -223,4 +228,169 @@ fn acks_zero_records_info_for_every_send() {
         .count();
     assert_eq!(infos, 5, "{ops:?}");
     assert_eq!(log.iter().map(|b| b.ids.len()).sum::<usize>(), 5);
+}
+
+/// A fake broker holding a fixed log for `t/0` (leader broker-1, epoch 2): batches of
+/// offsets [0,2) and [2,4) in epoch 1, [4,6) in epoch 2; the high watermark is 4. It
+/// answers one batch per Fetch, so readers must loop.
+fn log_broker(
+    leader: Option<BrokerId>,
+) -> impl Fn(Request, String) -> std::future::Ready<Response> + Clone {
+    let batch = |base: i64, epoch: i32, seqs: [u64; 2]| {
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for seq in seqs {
+            builder.push(0, None, Some(&MessageId { producer: 1, seq }.value(16)));
+        }
+        let mut bytes = builder.build();
+        set_base_offset(&mut bytes, Offset(base));
+        set_partition_leader_epoch(&mut bytes, Epoch(epoch));
+        (base, bytes)
+    };
+    let log = Rc::new(vec![
+        batch(0, 1, [0, 1]),
+        batch(2, 1, [2, 3]),
+        batch(4, 2, [4, 5]),
+    ]);
+    let high_watermark = Offset(4);
+    move |request, _peer| {
+        let response = match request {
+            Request::Metadata => {
+                let mut m = metadata();
+                for state in m.partitions.values_mut() {
+                    state.leader = leader;
+                    state.leader_epoch = Epoch(2);
+                }
+                Response::Metadata(m)
+            }
+            Request::ListOffsets { spec, .. } => Response::ListOffsets {
+                error: None,
+                offset: match spec {
+                    OffsetSpec::Earliest => Offset(0),
+                    OffsetSpec::Latest => high_watermark,
+                },
+            },
+            Request::Fetch(fetch) => {
+                let records = log
+                    .iter()
+                    .find(|(base, bytes)| {
+                        let next = base + i64::from(validate(bytes).map_or(0, |h| h.records_count));
+                        fetch.fetch_offset.0 < next && Offset(*base) < high_watermark
+                    })
+                    .map(|(_, bytes)| bytes.clone())
+                    .unwrap_or_default();
+                Response::Fetch(FetchResponse {
+                    error: None,
+                    high_watermark,
+                    log_start_offset: Offset(0),
+                    records,
+                    diverging_epoch: None,
+                })
+            }
+            other => panic!("unexpected request {other:?}"),
+        };
+        std::future::ready(response)
+    }
+}
+
+/// The final read returns exactly the records below the high watermark, read batch by batch.
+#[test]
+fn final_read_reads_from_log_start_to_the_high_watermark() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(Some(BrokerId(1)))).await?;
+        Ok(())
+    });
+    let reads = Rc::new(RefCell::new(Vec::new()));
+    let out = reads.clone();
+    sim.client("reader", async move {
+        let tp = TopicPartition::new("t", 0);
+        *out.borrow_mut() = final_read(vec![tp], 1, Duration::from_secs(10)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads = reads.borrow();
+    assert_eq!(reads.len(), 1);
+    let (tp, leader, start, high_watermark, records) = &reads[0];
+    assert_eq!(tp, &TopicPartition::new("t", 0));
+    assert_eq!(
+        (*leader, *start, *high_watermark),
+        (Some(BrokerId(1)), Offset(0), Offset(4))
+    );
+    let ids: Vec<(i64, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r.offset.0,
+                MessageId::parse_value(&r.value).map_or(u64::MAX, |id| id.seq),
+            )
+        })
+        .collect();
+    assert_eq!(ids, vec![(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+/// A partition without a leader is reported offline, with no records, once the time is up.
+#[test]
+fn final_read_reports_an_offline_partition() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(None)).await?;
+        Ok(())
+    });
+    let reads = Rc::new(RefCell::new(Vec::new()));
+    let out = reads.clone();
+    sim.client("reader", async move {
+        *out.borrow_mut() =
+            final_read(vec![TopicPartition::new("t", 0)], 1, Duration::from_secs(2)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads = reads.borrow();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].1, None);
+    assert!(reads[0].4.is_empty());
+}
+
+/// A consumer records each record below the high watermark once, with its id.
+#[test]
+fn consumer_records_what_it_reads_below_the_high_watermark() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(Some(BrokerId(1)))).await?;
+        Ok(())
+    });
+    let history = History::default();
+    let ctx = ConsumerContext {
+        index: 1,
+        config: ConsumerConfig::default(),
+        topic: "t".to_string(),
+        partitions: 1,
+        brokers: 1,
+        history: history.clone(),
+    };
+    sim.client("consumer-1", async move {
+        // A consumer never stops by itself.
+        let _ = tokio::time::timeout(Duration::from_secs(5), run_consumer(ctx)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads: Vec<(i64, Option<u64>)> = history
+        .events()
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e.process, "consumer-1");
+            match e.op {
+                Op::Read {
+                    consumer: 1,
+                    offset,
+                    id,
+                    ..
+                } => (offset.0, id.map(|id| id.seq)),
+                other => panic!("unexpected {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        vec![(0, Some(0)), (1, Some(1)), (2, Some(2)), (3, Some(3))]
+    );
 }

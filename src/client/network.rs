@@ -31,16 +31,15 @@ struct Inner {
     pending: RefCell<BTreeMap<u32, oneshot::Sender<Response>>>,
     next_correlation_id: Cell<u32>,
     closed: Cell<bool>,
-    /// Requests handed to the writer and not yet written, for `flush`.
-    unwritten: Cell<usize>,
-    written: Notify,
+    /// Signalled when a response arrives or the connection closes, for `flush`.
+    answered: Notify,
     tasks: RefCell<Vec<JoinHandle<()>>>,
 }
 
 impl Inner {
     fn close(&self) {
         self.closed.set(true);
-        self.written.notify_waiters();
+        self.answered.notify_waiters();
         // Dropping the senders fails every waiting request as disconnected.
         self.pending.borrow_mut().clear();
         for task in self.tasks.borrow_mut().drain(..) {
@@ -92,8 +91,7 @@ impl Pipeline {
             pending: RefCell::new(BTreeMap::new()),
             next_correlation_id: Cell::new(0),
             closed: Cell::new(false),
-            unwritten: Cell::new(0),
-            written: Notify::new(),
+            answered: Notify::new(),
             tasks: RefCell::new(Vec::new()),
         });
         let writer =
@@ -126,11 +124,6 @@ impl Pipeline {
         })
     }
 
-    /// Send without awaiting an answer (`acks=0`); the broker's answer, if any, is dropped.
-    pub fn send_and_forget(&self, request: Request) -> Result<(), NetError> {
-        self.enqueue(request).map(|_| ())
-    }
-
     fn enqueue(&self, request: Request) -> Result<u32, NetError> {
         if self.is_closed() {
             return Err(NetError::Disconnected);
@@ -146,16 +139,16 @@ impl Pipeline {
                 body: request,
             })
             .map_err(|_| NetError::Disconnected)?;
-        self.inner.unwritten.set(self.inner.unwritten.get() + 1);
         Ok(correlation_id)
     }
 
-    /// Wait until every request handed over has been written (or the connection closed),
-    /// at most `timeout`: what `acks=0` sends need before the producer may exit.
+    /// Wait, at most `timeout`, until every request has been answered or the connection
+    /// closed. An `acks=0` producer drops its handles but must not exit before the broker
+    /// took its requests: a server stops reading a connection whose peer has gone.
     pub async fn flush(&self, timeout: Duration) {
         let _ = tokio::time::timeout(timeout, async {
-            while self.inner.unwritten.get() > 0 && !self.is_closed() {
-                self.inner.written.notified().await;
+            while self.in_flight() > 0 && !self.is_closed() {
+                self.inner.answered.notified().await;
             }
         })
         .await;
@@ -175,10 +168,6 @@ async fn write_loop(
         if write_frame(&mut stream, &envelope).await.is_err() {
             break;
         }
-        if let Some(inner) = inner.upgrade() {
-            inner.unwritten.set(inner.unwritten.get().saturating_sub(1));
-            inner.written.notify_waiters();
-        }
     }
     if let Some(inner) = inner.upgrade() {
         inner.close();
@@ -195,9 +184,10 @@ async fn read_loop(mut stream: OwnedReadHalf, inner: Weak<Inner>) {
             Ok(envelope) => {
                 let waiter = inner.pending.borrow_mut().remove(&envelope.correlation_id);
                 if let Some(waiter) = waiter {
-                    // The waiter may have given up; its answer then goes nowhere.
+                    // The waiter may be gone (acks=0); its answer then goes nowhere.
                     let _ = waiter.send(envelope.body);
                 }
+                inner.answered.notify_waiters();
             }
             Err(_) => {
                 inner.close();

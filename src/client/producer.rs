@@ -445,15 +445,6 @@ impl Producer {
             timeout_ms: self.config.request_timeout_ms,
             batch: batch.encoded.clone().unwrap_or_default(),
         });
-        if self.config.acks == Acks::None {
-            if connection.send_and_forget(request).is_err() {
-                state.accumulator.reenqueue(batch, now, Duration::ZERO);
-                return false;
-            }
-            batch.attempts += 1;
-            self.complete(state, &batch, &Decision::Info("acks=0".to_string()));
-            return true;
-        }
         let in_flight = match connection.send(request) {
             Ok(in_flight) => in_flight,
             Err(_) => {
@@ -463,6 +454,12 @@ impl Producer {
         };
         batch.attempts += 1;
         batch.retry_at = None;
+        if self.config.acks == Acks::None {
+            // Send and forget: the answer, if any, is not waited for.
+            drop(in_flight);
+            self.complete(state, &batch, &Decision::Info("acks=0".to_string()));
+            return true;
+        }
         state.in_flight += 1;
         if self.config.max_in_flight_requests_per_connection <= 1 {
             state.accumulator.mute(batch.partition);
