@@ -1,5 +1,6 @@
 //! A consumer host: reads every partition from offset 0 at its leader, below the high
-//! watermark (the broker enforces that), follows leader changes and KIP-320 truncation,
+//! watermark (the broker enforces that), follows leader changes, validates its position
+//! with OffsetsForLeaderEpoch after each one (KIP-320) and moves back over truncation,
 //! and records every record it saw, for the dirty-read check. One task per partition,
 //! as simple as a consumer can be; it has no group and commits nothing.
 
@@ -8,9 +9,15 @@ use crate::client::history::{History, MessageId, Op};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::config::{ms, ConsumerConfig};
 use crate::protocol::frame::Connection;
-use crate::protocol::messages::{Fetch, Request, Response};
+use crate::protocol::messages::{
+    Fetch, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Request, Response,
+};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
+
+/// Kafka's replica id for consumers is -1; ours is unsigned, and the broker does not look
+/// at it in OffsetsForLeaderEpoch. Chosen so that it can never be a real broker's id.
+const CONSUMER_REPLICA_ID: BrokerId = BrokerId(u32::MAX);
 
 pub struct ConsumerContext {
     /// Host `consumer-<index>`.
@@ -45,6 +52,8 @@ async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
     let mut connection: Option<(BrokerId, Connection)> = None;
     let mut first_broker = partition % ctx.brokers.max(1) + 1;
     let mut leader: Option<(BrokerId, Epoch)> = None;
+    // The leader epoch the position was last validated against (KIP-320).
+    let mut validated: Option<Epoch> = None;
     loop {
         let Some((broker, epoch)) = leader else {
             if let Some(fresh) = fetch_metadata(ctx.brokers, first_broker, timeout).await {
@@ -71,6 +80,35 @@ async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
         let Some((_, conn)) = connection.as_mut() else {
             continue;
         };
+        if validated != Some(epoch) {
+            if let Some(last_fetched_epoch) = position.last_fetched_epoch {
+                let request = Request::OffsetsForLeaderEpoch(OffsetsForLeaderEpoch {
+                    replica: CONSUMER_REPLICA_ID,
+                    tp: tp.clone(),
+                    current_leader_epoch: epoch,
+                    leader_epoch: last_fetched_epoch,
+                });
+                match conn.call(&request, timeout).await {
+                    Ok(Response::OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse {
+                        error: None,
+                        end,
+                    })) => {
+                        if let Some(to) = position.validate(end) {
+                            tracing::debug!(%tp, consumer = ctx.index, to = to.0, "consumer position truncated");
+                        }
+                    }
+                    answer => {
+                        if answer.is_err() {
+                            connection = None;
+                        }
+                        leader = None;
+                        tokio::time::sleep(backoff).await;
+                        continue;
+                    }
+                }
+            }
+            validated = Some(epoch);
+        }
         let request = Request::Fetch(Fetch {
             replica: None,
             tp: tp.clone(),

@@ -1,10 +1,12 @@
 //! A reader's position in one partition and what a Fetch answer does to it (consumers and
-//! the final read). KIP-320: the reader sends the epoch of the last batch it fetched; when
-//! the leader's log diverged from what the reader saw (an unclean election, a truncation),
-//! the leader answers with the diverging epoch's end and the reader moves back to it,
-//! so that it reads the records that replaced the ones it saw.
+//! the final read). KIP-320: when the leader's log diverged from what the reader saw (an
+//! unclean election, a truncation), the reader moves back to where the leader's log for
+//! the reader's last fetched epoch ends, so that it reads the records that replaced the
+//! ones it saw. It learns that end from OffsetsForLeaderEpoch after every leader change
+//! (Kafka's consumer position validation), and from a Fetch answer's diverging epoch
+//! where the broker gives one.
 
-use crate::protocol::messages::{ErrorCode, FetchResponse};
+use crate::protocol::messages::{EpochEndOffset, ErrorCode, FetchResponse};
 use crate::storage::record::{batches, records};
 use crate::types::{Epoch, Offset};
 
@@ -76,6 +78,25 @@ impl FetchPosition {
         }
     }
 
+    /// KIP-320 validation after a leader change: `end` is the new leader's end offset for
+    /// `last_fetched_epoch`. Returns the offset the position moved back to, if it did.
+    pub fn validate(&mut self, end: EpochEndOffset) -> Option<Offset> {
+        if end.epoch < Epoch(0) || end.end_offset < Offset(0) {
+            // The leader has no epoch this old: start over (an out-of-range answer then
+            // moves the position up to the log start).
+            *self = FetchPosition::new(Offset(0));
+            return Some(self.offset);
+        }
+        if end.end_offset < self.offset {
+            *self = FetchPosition {
+                offset: end.end_offset,
+                last_fetched_epoch: Some(end.epoch),
+            };
+            return Some(self.offset);
+        }
+        None
+    }
+
     pub fn apply(&mut self, response: &FetchResponse) -> FetchOutcome {
         match response.error {
             None => {}
@@ -132,7 +153,6 @@ impl FetchPosition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::messages::EpochEndOffset;
     use crate::storage::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
     use crate::types::ProducerId;
 
@@ -239,6 +259,40 @@ mod tests {
             position.apply(&answer),
             FetchOutcome::Diverged { to: Offset(4) }
         );
+        assert_eq!(position.last_fetched_epoch, None);
+    }
+
+    /// KIP-320 after a leader change: a position beyond the new leader's end of the last
+    /// fetched epoch read records that were truncated away.
+    #[test]
+    fn validation_moves_a_position_beyond_the_epoch_end_back() {
+        let mut position = FetchPosition {
+            offset: Offset(10),
+            last_fetched_epoch: Some(Epoch(2)),
+        };
+        let end = EpochEndOffset {
+            epoch: Epoch(2),
+            end_offset: Offset(12),
+        };
+        assert_eq!(position.validate(end), None, "the leader has all we read");
+        assert_eq!(position.offset, Offset(10));
+        let end = EpochEndOffset {
+            epoch: Epoch(1),
+            end_offset: Offset(6),
+        };
+        assert_eq!(position.validate(end), Some(Offset(6)));
+        assert_eq!(
+            position,
+            FetchPosition {
+                offset: Offset(6),
+                last_fetched_epoch: Some(Epoch(1))
+            }
+        );
+        let unknown = EpochEndOffset {
+            epoch: Epoch::NONE,
+            end_offset: Offset::NONE,
+        };
+        assert_eq!(position.validate(unknown), Some(Offset(0)));
         assert_eq!(position.last_fetched_epoch, None);
     }
 
