@@ -476,4 +476,50 @@ mod tests {
         assert_eq!(acc.expire(ms(110), ms(100)).len(), 1);
         assert!(acc.is_empty());
     }
+
+    proptest::proptest! {
+        /// Without retries, every record is drained exactly once, in send order per
+        /// partition, and a batch exceeds `batch.size` only when it holds one record.
+        #[test]
+        fn every_record_is_drained_once_in_order(
+            sends in proptest::collection::vec((0u32..3, 0usize..200, proptest::bool::ANY), 1..200),
+            batch_size_bytes in 100usize..600,
+        ) {
+            let mut acc = accumulator(batch_size_bytes, 5, false);
+            let mut drained: Vec<ProducerBatch> = Vec::new();
+            for (seq, &(partition, value_len, drain)) in sends.iter().enumerate() {
+                let now = ms(seq as u64);
+                acc.append(partition, record(seq as u64), None, value_len, now);
+                if drain {
+                    for p in acc.ready(now) {
+                        drained.extend(acc.drain(p));
+                    }
+                }
+            }
+            acc.close();
+            let end = ms(sends.len() as u64);
+            while !acc.is_empty() {
+                for p in acc.ready(end) {
+                    drained.extend(acc.drain(p));
+                }
+            }
+            for partition in 0..3 {
+                let sent: Vec<u64> = sends
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, s)| s.0 == partition)
+                    .map(|(seq, _)| seq as u64)
+                    .collect();
+                let got: Vec<u64> = drained
+                    .iter()
+                    .filter(|b| b.partition == partition)
+                    .flat_map(|b| b.records.iter().map(|r| r.id.seq))
+                    .collect();
+                proptest::prop_assert_eq!(sent, got);
+            }
+            for batch in &drained {
+                proptest::prop_assert!(batch.size_bytes <= batch_size_bytes || batch.records.len() == 1);
+            }
+        }
+    }
 }
