@@ -8,7 +8,8 @@ use hightide::client::{
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
-    ClusterMetadata, FetchResponse, OffsetSpec, PartitionState, ProduceResponse, Request, Response,
+    ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, PartitionState, ProduceResponse,
+    Request, Response,
 };
 use hightide::storage::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
@@ -392,5 +393,87 @@ fn consumer_records_what_it_reads_below_the_high_watermark() {
     assert_eq!(
         reads,
         vec![(0, Some(0)), (1, Some(1)), (2, Some(2)), (3, Some(3))]
+    );
+}
+
+/// A deposed leader answers NOT_LEADER_OR_FOLLOWER; the producer refreshes metadata, finds
+/// the new leader (the higher leader epoch wins over the stale broker's answer) and the
+/// retry is acknowledged there. Nothing was written by the rejected attempt.
+#[test]
+fn not_leader_moves_the_batch_to_the_new_leader() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    let rejected = Rc::new(RefCell::new(0u32));
+    for broker in [1u32, 2] {
+        let rejected = rejected.clone();
+        sim.host(format!("broker-{broker}"), move || {
+            let rejected = rejected.clone();
+            async move {
+                serve(move |request, _peer| {
+                    let response = match request {
+                        Request::Metadata => {
+                            // broker-1 still believes it leads, in an older epoch.
+                            let mut m = metadata();
+                            for state in m.partitions.values_mut() {
+                                state.leader = Some(BrokerId(broker));
+                                state.leader_epoch = Epoch(broker as i32);
+                            }
+                            Response::Metadata(m)
+                        }
+                        Request::Produce(_) if broker == 1 => {
+                            *rejected.borrow_mut() += 1;
+                            Response::Produce(ProduceResponse {
+                                error: Some(ErrorCode::NotLeaderOrFollower),
+                                base_offset: Offset::NONE,
+                                log_start_offset: Offset::NONE,
+                            })
+                        }
+                        Request::Produce(_) => Response::Produce(ProduceResponse {
+                            error: None,
+                            base_offset: Offset(7),
+                            log_start_offset: Offset(0),
+                        }),
+                        other => panic!("unexpected request {other:?}"),
+                    };
+                    std::future::ready(response)
+                })
+                .await?;
+                Ok(())
+            }
+        });
+    }
+    let history = History::default();
+    let ctx = ProducerContext {
+        index: 1,
+        config: config(false),
+        topic: "t".to_string(),
+        partitions: 1,
+        rate: 100,
+        keys: 0,
+        value_bytes: 32,
+        brokers: 2,
+        history: history.clone(),
+        budget: SendBudget::new(1, Some(1)),
+        stop_at: Duration::from_secs(30),
+        // The first metadata answer comes from broker-1 (seed % brokers + 1).
+        seed: 0,
+    };
+    sim.client("producer-1", async move { run_producer(ctx).await });
+    sim.run().expect("the simulation completes");
+    let ops: Vec<Op> = history.events().into_iter().map(|e| e.op).collect();
+    assert_eq!(
+        *rejected.borrow(),
+        1,
+        "the first attempt went to the stale leader"
+    );
+    assert_eq!(
+        ops.last(),
+        Some(&Op::Ok {
+            id: MessageId {
+                producer: 1,
+                seq: 0
+            },
+            tp: TopicPartition::new("t", 0),
+            offset: Offset(7)
+        })
     );
 }
