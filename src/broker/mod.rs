@@ -1,1 +1,255 @@
-//! Brokers: replica manager, partitions, fetchers, purgatory.
+//! Brokers: the replica manager, partitions as leader or follower, fetchers, purgatory.
+//!
+//! ## Model
+//! A broker hosts one log dir on its simulated disk. It learns leadership from the
+//! controller's metadata (brought by its heartbeat long poll), leads some partitions and
+//! follows others. Followers pull (Fetch from their LEO); the leader tracks each
+//! follower's LEO and caught-up time, computes the HW over the ISR, proposes ISR changes
+//! to the controller, and answers `acks=all` produces once the HW passes them. The rules
+//! are plain functions in [`hw`], [`isr`], [`purgatory`] and [`truncation`]; the rest moves
+//! bytes and waits on timers.
+//!
+//! ## What is simplified, and why
+//! - **One fetch loop per followed partition**, not one fetcher thread per leader
+//!   multiplexing partitions: the protocol each partition sees is the same, and tasks are
+//!   cheap in a simulation. Consequence: more connections than Kafka opens.
+//! - **Fetch sessions (KIP-227), fetch-from-follower (KIP-392), transactions, compaction,
+//!   quotas, and multiple log dirs are absent**: they do not change what is lost or kept.
+//!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir
+//!   goes offline): in-flight requests get KAFKA_STORAGE_ERROR and `run` returns without
+//!   a clean-shutdown marker.
+//! - **A leader's follower-state update happens when a fetch arrives** (Kafka does it in
+//!   `readFromLog` before deciding to delay the fetch): the same HW timing.
+//! - **Delayed fetches complete on new data, leadership change or timeout only**, not on
+//!   an HW move, as in Kafka; that is why a follower learns the HW one round late.
+//! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
+//!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
+//!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is
+//!   the same truncation, reached by the same rule ([`truncation::leader_epoch_truncation`]).
+//!   Under the high-watermark rule followers send no last fetched epoch, as pre-0.11
+//!   followers had none, so only the HW (and OFFSET_OUT_OF_RANGE) decide truncation.
+//! - **Pre-KIP-101 truncation happens on becoming follower only** (with the checkpointed
+//!   HW after a restart, since a restarted broker first follows); a restarted broker that
+//!   becomes leader at once keeps its log, as Kafka 0.10 did.
+//! - **The leader's LEO for OFFSET_OUT_OF_RANGE** is asked with OffsetsForLeaderEpoch for
+//!   the leader's current epoch (its end is the LEO), instead of ListOffsets with a
+//!   replica id, which our protocol does not carry.
+//! - **A follower does not copy the leader's log start offset**: retention runs on every
+//!   replica by its own clock and HW, so logs may start at different offsets.
+//! - **AlterPartition is one request per partition on a fresh connection**; a lost or
+//!   rejected proposal is dropped and proposed again by the next ISR check (Kafka retries
+//!   the same proposal). The HW is computed over the *maximal* ISR (committed plus a
+//!   pending addition), as in Kafka since KIP-497.
+//! - **The flush scheduler is Kafka's**: `log.flush.interval.ms` acts only when
+//!   `log.flush.scheduler.interval.ms` (default: never) makes the flusher run.
+//! - **InitProducerId** asks the controller for one producer id per call (KRaft hands
+//!   brokers blocks of ids); the producer epoch is always 0 (no transactions, no fencing
+//!   of zombie producers).
+//! - **Time** is simulated milliseconds since the run began, the clock the storage layer
+//!   stamps segments with.
+
+pub mod controller_link;
+pub mod fetcher;
+pub mod hw;
+pub mod isr;
+pub mod partition;
+pub mod purgatory;
+pub mod replica_manager;
+pub mod scheduler;
+pub mod server;
+pub mod truncation;
+
+use crate::config::{BrokerConfig, TopicConfig};
+use crate::sim::disk::Disk;
+use crate::storage::checkpoint;
+use crate::storage::log::Log;
+use crate::types::{BrokerId, Offset, TopicPartition};
+use replica_manager::{now_ms, ReplicaManager};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub struct BrokerContext {
+    pub id: BrokerId,
+    pub incarnation: u64,
+    pub config: BrokerConfig,
+    pub topic_configs: BTreeMap<String, TopicConfig>,
+    pub disk: Disk,
+    /// Set by the world for the `shutdown` action: controlled shutdown, then `run` returns Ok.
+    pub shutdown: Rc<Cell<bool>>,
+}
+
+/// How many times a controlled shutdown asks the controller to move leadership away
+/// (Kafka's `controlled.shutdown.max.retries` is 3; the controller here may be slower to
+/// elect, hence more).
+const CONTROLLED_SHUTDOWN_ATTEMPTS: u32 = 10;
+
+/// Time for responses already decided (KAFKA_STORAGE_ERROR) to leave before the broker halts.
+const HALT_GRACE: Duration = Duration::from_millis(20);
+
+/// A broker process: start-up (log recovery), serving, replication, until a controlled
+/// shutdown or a storage error stops it. Never returns `Err`: that would abort the run.
+pub async fn run(ctx: BrokerContext) -> turmoil::Result {
+    let rm = Rc::new(ReplicaManager::new(
+        ctx.id,
+        ctx.incarnation,
+        ctx.config,
+        ctx.topic_configs,
+        ctx.disk,
+    ));
+    tracing::info!(
+        broker = rm.id.0,
+        incarnation = rm.incarnation,
+        "broker starting"
+    );
+    if start_up(&rm).await.is_err() {
+        return Ok(());
+    }
+    let server = rm.clone();
+    tokio::task::spawn_local(async move {
+        let handler = move |request, _peer| server::handle(server.clone(), request);
+        if let Err(e) = crate::protocol::frame::serve(handler).await {
+            tracing::error!(error = %e, "cannot listen");
+        }
+    });
+    let link = rm.clone();
+    tokio::task::spawn_local(async move {
+        controller_link::register(&link).await;
+        controller_link::heartbeat_loop(link).await;
+    });
+    tokio::task::spawn_local(controller_link::alter_partition_loop(rm.clone()));
+    tokio::task::spawn_local(scheduler::isr_expiration(rm.clone()));
+    tokio::task::spawn_local(scheduler::hw_checkpoint(rm.clone()));
+    tokio::task::spawn_local(scheduler::recovery_point_checkpoint(rm.clone()));
+    tokio::task::spawn_local(scheduler::flusher(rm.clone()));
+    tokio::task::spawn_local(scheduler::retention(rm.clone()));
+    loop {
+        tokio::time::sleep(scheduler::POLL).await;
+        if rm.offline.get() {
+            tracing::error!(broker = rm.id.0, "halting: log dir offline");
+            tokio::time::sleep(HALT_GRACE).await;
+            return Ok(());
+        }
+        if ctx.shutdown.get() {
+            shut_down(&rm).await;
+            return Ok(());
+        }
+    }
+}
+
+/// Read the clean-shutdown marker (and delete it, durably, so that a crash from now on
+/// means recovery), the checkpoints, and open every partition dir's log.
+async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
+    let disk = &rm.disk;
+    let clean_shutdown = disk.exists(checkpoint::CLEAN_SHUTDOWN);
+    if clean_shutdown {
+        let deleted = disk.delete(checkpoint::CLEAN_SHUTDOWN);
+        if let Err(e) = deleted.and(disk.fsync_dir("").await) {
+            rm.storage_failed(checkpoint::CLEAN_SHUTDOWN, &e);
+            return Err(());
+        }
+    }
+    let recovery_points = read_checkpoint(rm, checkpoint::RECOVERY_POINT);
+    let hws = read_checkpoint(rm, checkpoint::REPLICATION);
+    let log_starts = read_checkpoint(rm, checkpoint::LOG_START);
+    tracing::info!(broker = rm.id.0, clean_shutdown, "loading logs");
+    for dir in disk.list_dirs("") {
+        let Some(tp) = parse_dir_name(&dir) else {
+            continue;
+        };
+        let at = |offsets: &BTreeMap<TopicPartition, Offset>| {
+            offsets.get(&tp).copied().unwrap_or(Offset(0))
+        };
+        let config = rm.log_config(&tp.topic);
+        match Log::open(
+            disk,
+            &tp,
+            config,
+            at(&recovery_points),
+            at(&log_starts),
+            clean_shutdown,
+            now_ms(),
+        ) {
+            Ok(log) => {
+                tracing::info!(
+                    broker = rm.id.0, %tp, log_start = %log.log_start_offset(), leo = %log.log_end_offset(),
+                    recovery_point = %log.recovery_point(), hw = %at(&hws), "log loaded"
+                );
+                rm.host(log, at(&hws));
+            }
+            Err(e) => {
+                rm.storage_failed(&tp.to_string(), &e);
+                return Err(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A checkpoint file; an unreadable one counts as missing (recover from offset 0).
+fn read_checkpoint(rm: &ReplicaManager, file: &str) -> BTreeMap<TopicPartition, Offset> {
+    checkpoint::read_offsets(&rm.disk, file).unwrap_or_else(|e| {
+        tracing::warn!(broker = rm.id.0, file, error = %e, "unreadable checkpoint ignored");
+        BTreeMap::new()
+    })
+}
+
+/// `<topic>-<partition>`; the topic may itself contain `-`.
+fn parse_dir_name(dir: &str) -> Option<TopicPartition> {
+    let (topic, partition) = dir.rsplit_once('-')?;
+    (!topic.is_empty()).then_some(())?;
+    Some(TopicPartition::new(topic, partition.parse().ok()?))
+}
+
+/// Controlled shutdown: hand leadership away, stop replicating, flush every log, write the
+/// checkpoints, then the clean-shutdown marker (durably, last: it vouches for the rest).
+async fn shut_down(rm: &ReplicaManager) {
+    tracing::info!(broker = rm.id.0, "controlled shutdown");
+    let handed_off = controller_link::controlled_shutdown(rm, CONTROLLED_SHUTDOWN_ATTEMPTS).await;
+    rm.stopped.set(true);
+    for partition in rm.partitions.borrow().values() {
+        partition.notify.notify_waiters();
+    }
+    if scheduler::flush_all(rm).await.is_err() {
+        return;
+    }
+    scheduler::write_hw_checkpoint(rm).await;
+    scheduler::write_recovery_checkpoints(rm).await;
+    if rm.offline.get() {
+        return;
+    }
+    let disk = &rm.disk;
+    let marker = disk.create(checkpoint::CLEAN_SHUTDOWN);
+    let durable = match marker {
+        Ok(()) => match disk.fsync(checkpoint::CLEAN_SHUTDOWN).await {
+            Ok(()) => disk.fsync_dir("").await,
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(e),
+    };
+    match durable {
+        Ok(()) => tracing::info!(broker = rm.id.0, handed_off, "shut down cleanly"),
+        Err(e) => rm.storage_failed(checkpoint::CLEAN_SHUTDOWN, &e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_dir_names_parse_like_kafka() {
+        assert_eq!(
+            parse_dir_name("orders-0"),
+            Some(TopicPartition::new("orders", 0))
+        );
+        assert_eq!(
+            parse_dir_name("my-topic-12"),
+            Some(TopicPartition::new("my-topic", 12))
+        );
+        assert_eq!(parse_dir_name("orders"), None);
+        assert_eq!(parse_dir_name("-3"), None);
+        assert_eq!(parse_dir_name("orders-x"), None);
+    }
+}

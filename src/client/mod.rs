@@ -1,3 +1,20 @@
-//! Clients: the producer, consumers and the history they record.
+//! Clients: the producer, consumers, the final read, and the history they record.
 
+pub mod accumulator;
+pub mod budget;
+pub mod consumer;
+pub mod fetch;
+pub mod final_read;
 pub mod history;
+pub mod idempotence;
+pub mod metadata;
+pub mod network;
+pub mod outcome;
+pub mod partitioner;
+pub mod producer;
+
+pub use budget::SendBudget;
+pub use consumer::{run_consumer, ConsumerContext};
+pub use final_read::{final_read, PartitionRead};
+pub use partitioner::{murmur2, partition_for_key};
+pub use producer::{run_producer, ProducerContext};

@@ -1,7 +1,12 @@
 //! Storage: Kafka segmented logs, indexes, checkpoints and recovery.
 
+pub mod bench;
 pub mod checkpoint;
 pub mod dump;
 pub mod epoch_cache;
+pub mod index;
+pub mod log;
 pub mod producer_state;
 pub mod record;
+pub mod recovery;
+pub mod segment;

@@ -1,0 +1,280 @@
+//! The follower side of replication: one fetch loop per followed partition.
+//!
+//! The loop belongs to one *generation* of the partition (one leader, one leader epoch);
+//! it stops as soon as the partition's role changes, and re-checks that after every
+//! await before it touches the log. Under the leader-epoch rule it first reconciles the
+//! log with the leader's (OffsetsForLeaderEpoch, KIP-279 iterations), then fetches from
+//! its LEO. The HW it learns is the leader's HW as of the leader's answer — a round
+//! behind the leader, as in Kafka.
+
+use super::replica_manager::{now_ms, ReplicaManager};
+use super::truncation::{self, TruncationState};
+use crate::config::{ms, Truncation};
+use crate::protocol::frame::Connection;
+use crate::protocol::messages::{
+    EpochEndOffset, ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
+};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::rc::Rc;
+
+/// Why one round of the loop did not fetch: back off, then try again.
+struct Backoff;
+
+pub async fn run(
+    rm: Rc<ReplicaManager>,
+    tp: TopicPartition,
+    generation: u64,
+    leader: BrokerId,
+    leader_epoch: Epoch,
+) {
+    let mut connection: Option<Connection> = None;
+    while is_current(&rm, &tp, generation) {
+        if connection.as_ref().is_none_or(Connection::is_broken) {
+            connection = Connection::connect(
+                HostName::Broker(leader.0),
+                ms(rm.config.replica_socket_timeout_ms),
+            )
+            .await
+            .ok();
+        }
+        let round = match connection.as_mut() {
+            None => Err(Backoff),
+            Some(connection) => fetch_round(&rm, &tp, generation, leader_epoch, connection).await,
+        };
+        if round.is_err() {
+            tokio::time::sleep(ms(rm.config.replica_fetch_backoff_ms)).await;
+        }
+    }
+}
+
+fn is_current(rm: &ReplicaManager, tp: &TopicPartition, generation: u64) -> bool {
+    !rm.offline.get()
+        && !rm.stopped.get()
+        && rm
+            .partitions
+            .borrow()
+            .get(tp)
+            .is_some_and(|p| p.generation == generation)
+}
+
+async fn fetch_round(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    generation: u64,
+    leader_epoch: Epoch,
+    connection: &mut Connection,
+) -> Result<(), Backoff> {
+    let truncation_pending = rm
+        .partitions
+        .borrow()
+        .get(tp)
+        .is_some_and(|p| p.truncation_pending);
+    if truncation_pending {
+        return reconcile(rm, tp, generation, leader_epoch, connection).await;
+    }
+    let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
+    let request = {
+        let partitions = rm.partitions.borrow();
+        let partition = partitions.get(tp).ok_or(Backoff)?;
+        Fetch {
+            replica: Some(rm.id),
+            tp: tp.clone(),
+            fetch_offset: partition.log.log_end_offset(),
+            current_leader_epoch: leader_epoch,
+            last_fetched_epoch: if leader_epoch_rule {
+                partition.log.epochs().latest_epoch()
+            } else {
+                None
+            },
+            max_bytes: rm.config.replica_fetch_max_bytes,
+            max_wait_ms: rm.config.replica_fetch_wait_max_ms,
+            min_bytes: rm.config.replica_fetch_min_bytes,
+        }
+    };
+    let timeout = ms(rm.config.replica_socket_timeout_ms);
+    let response = match connection
+        .call(&Request::Fetch(request.clone()), timeout)
+        .await
+    {
+        Ok(Response::Fetch(response)) => response,
+        _ => return Err(Backoff),
+    };
+    if !is_current(rm, tp, generation) {
+        return Ok(());
+    }
+    match response.error {
+        None => apply_fetch(rm, tp, request.fetch_offset, response).await,
+        Some(ErrorCode::OffsetOutOfRange) => {
+            out_of_range(rm, tp, generation, leader_epoch, &response, connection).await
+        }
+        Some(_) => Err(Backoff),
+    }
+}
+
+/// Append what the leader sent (flushing if the policy says so), learn the HW, or
+/// truncate where the leader says our log diverges.
+async fn apply_fetch(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    fetch_offset: Offset,
+    response: FetchResponse,
+) -> Result<(), Backoff> {
+    if let Some(diverging) = response.diverging_epoch {
+        return truncate_step(rm, tp, diverging, "diverging-epoch").map(|_| ());
+    }
+    let flush = {
+        let mut partitions = rm.partitions.borrow_mut();
+        let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+        if partition.log.log_end_offset() != fetch_offset {
+            return Ok(());
+        }
+        if !response.records.is_empty() {
+            if let Err(e) = partition
+                .log
+                .append_as_follower(&response.records, now_ms())
+            {
+                drop(partitions);
+                rm.storage_failed(&tp.to_string(), &e);
+                return Err(Backoff);
+            }
+            partition.notify.notify_waiters();
+        }
+        let leo = partition.log.log_end_offset();
+        partition.hw = super::hw::follower_hw(response.high_watermark, leo);
+        // The flush policy applies to followers' appends too (Kafka's `Log.append`); a
+        // rolled segment is flushed as on the leader.
+        partition.log.unflushed_messages() >= partition.log.config().flush_interval_messages
+            || partition.log.roll_flush_pending()
+    };
+    if flush && rm.flush(tp).await.is_err() {
+        return Err(Backoff);
+    }
+    Ok(())
+}
+
+/// Leader-epoch rule: ask the leader where our last epoch ends on its log and truncate
+/// there, repeating while the epoch histories disagree (KIP-279).
+async fn reconcile(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    generation: u64,
+    leader_epoch: Epoch,
+    connection: &mut Connection,
+) -> Result<(), Backoff> {
+    let latest = rm
+        .partitions
+        .borrow()
+        .get(tp)
+        .and_then(|p| p.log.epochs().latest_epoch());
+    let Some(latest) = latest else {
+        // No epoch to ask about (an empty log): keep what is below the HW.
+        let mut partitions = rm.partitions.borrow_mut();
+        let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+        let to = partition.hw;
+        truncate(rm, partition, to, "no-epoch")?;
+        partition.truncation_pending = false;
+        return Ok(());
+    };
+    let answer = ask_epoch_end(rm, tp, leader_epoch, latest, connection).await?;
+    if !is_current(rm, tp, generation) {
+        return Ok(());
+    }
+    let step = truncate_step(rm, tp, answer, "leader-epoch")?;
+    if step.completed {
+        if let Some(partition) = rm.partitions.borrow_mut().get_mut(tp) {
+            partition.truncation_pending = false;
+        }
+    }
+    Ok(())
+}
+
+async fn ask_epoch_end(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    current_leader_epoch: Epoch,
+    leader_epoch: Epoch,
+    connection: &mut Connection,
+) -> Result<EpochEndOffset, Backoff> {
+    let request = Request::OffsetsForLeaderEpoch(OffsetsForLeaderEpoch {
+        replica: rm.id,
+        tp: tp.clone(),
+        current_leader_epoch,
+        leader_epoch,
+    });
+    match connection
+        .call(&request, ms(rm.config.replica_socket_timeout_ms))
+        .await
+    {
+        Ok(Response::OffsetsForLeaderEpoch(response)) if response.error.is_none() => {
+            Ok(response.end)
+        }
+        _ => Err(Backoff),
+    }
+}
+
+/// One step of the leader-epoch rule against the leader's `answer`.
+fn truncate_step(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    answer: EpochEndOffset,
+    reason: &'static str,
+) -> Result<TruncationState, Backoff> {
+    let mut partitions = rm.partitions.borrow_mut();
+    let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+    let leo = partition.log.log_end_offset();
+    let ours = (answer.epoch != Epoch::NONE)
+        .then(|| partition.log.epochs().end_offset_for(answer.epoch, leo));
+    let step = truncation::leader_epoch_truncation(answer, ours, leo, partition.hw);
+    truncate(rm, partition, step.offset, reason)?;
+    Ok(step)
+}
+
+fn truncate(
+    rm: &ReplicaManager,
+    partition: &mut super::partition::Partition,
+    to: Offset,
+    reason: &'static str,
+) -> Result<(), Backoff> {
+    partition.truncate_to(to, reason).map_err(|e| {
+        rm.storage_failed(&partition.tp().to_string(), &e);
+        Backoff
+    })
+}
+
+/// OFFSET_OUT_OF_RANGE: our LEO is past the leader's (an unclean election, or the
+/// pre-KIP-101 rule keeping more than the new leader has): truncate to the leader's LEO,
+/// learnt as the end of its current epoch. Or we are below its log start: start over
+/// there (Kafka's `handleOutOfRangeOffset`).
+async fn out_of_range(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    generation: u64,
+    leader_epoch: Epoch,
+    response: &FetchResponse,
+    connection: &mut Connection,
+) -> Result<(), Backoff> {
+    let leader_leo = ask_epoch_end(rm, tp, leader_epoch, leader_epoch, connection)
+        .await?
+        .end_offset;
+    if !is_current(rm, tp, generation) || leader_leo == Offset::NONE {
+        return Err(Backoff);
+    }
+    let mut partitions = rm.partitions.borrow_mut();
+    let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+    let leo = partition.log.log_end_offset();
+    if leader_leo < leo {
+        return truncate(rm, partition, leader_leo, "offset-out-of-range");
+    }
+    if response.log_start_offset > leo {
+        tracing::info!(%tp, from = %leo, to = %response.log_start_offset, "fetch below leader log start: starting over");
+        if let Err(e) = partition
+            .log
+            .truncate_fully_and_start_at(response.log_start_offset)
+        {
+            drop(partitions);
+            rm.storage_failed(&tp.to_string(), &e);
+        }
+        return Err(Backoff);
+    }
+    Err(Backoff)
+}

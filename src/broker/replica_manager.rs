@@ -1,0 +1,590 @@
+//! The replica manager: every hosted partition, and the leader's side of every request.
+//!
+//! Two contracts are enforced here and nowhere else:
+//! - **ack-after-flush**: when the flush policy (`log.flush.interval.messages`) demands a
+//!   flush after an append, the produce is answered only after every fsync of that flush
+//!   returned; a failed fsync takes the log dir offline and the produce (and every one
+//!   waiting) is answered KAFKA_STORAGE_ERROR, never success.
+//! - **ack-after-HW**: an `acks=all` produce is answered with success only when the
+//!   leader's HW has passed its last offset (see `purgatory`).
+
+use super::partition::{Partition, Role, Transition};
+use super::purgatory::{self, DelayedProduce, LeaderView};
+use super::truncation;
+use crate::config::{BrokerConfig, LogConfig, TopicConfig, Truncation};
+use crate::protocol::messages::{
+    ClusterMetadata, EpochEndOffset, ErrorCode, Fetch, FetchResponse, OffsetSpec,
+    OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
+};
+use crate::sim::disk::{Disk, DiskError};
+use crate::storage::log::{AppendOutcome, Log, StorageError};
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Simulated milliseconds since the run began (the clock the storage layer stamps with).
+pub fn now_ms() -> i64 {
+    let now = turmoil::sim_elapsed().unwrap_or_else(crate::sim::clock::now);
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+pub struct ReplicaManager {
+    pub id: BrokerId,
+    pub incarnation: u64,
+    pub config: BrokerConfig,
+    pub topic_configs: BTreeMap<String, TopicConfig>,
+    pub disk: Disk,
+    pub partitions: RefCell<BTreeMap<TopicPartition, Partition>>,
+    /// The latest metadata image from the controller.
+    pub metadata: RefCell<ClusterMetadata>,
+    /// The (single) log dir failed: nothing more is acknowledged; the broker stops.
+    pub offline: Cell<bool>,
+    /// Controlled shutdown finished: background tasks stop.
+    pub stopped: Cell<bool>,
+    /// AlterPartition proposals to send, drained by the controller link.
+    pub isr_proposals: RefCell<Vec<IsrProposal>>,
+    pub isr_wakeup: tokio::sync::Notify,
+}
+
+/// An ISR change for the controller, based on this leader epoch and partition epoch.
+pub struct IsrProposal {
+    pub tp: TopicPartition,
+    pub leader_epoch: Epoch,
+    pub partition_epoch: i32,
+    pub new_isr: Vec<BrokerId>,
+}
+
+/// What a fetch found: an answer now, or nothing yet (wait for more).
+enum FetchRead {
+    Answer(FetchResponse),
+    Nothing(FetchResponse),
+}
+
+impl ReplicaManager {
+    pub fn new(
+        id: BrokerId,
+        incarnation: u64,
+        config: BrokerConfig,
+        topic_configs: BTreeMap<String, TopicConfig>,
+        disk: Disk,
+    ) -> ReplicaManager {
+        ReplicaManager {
+            id,
+            incarnation,
+            config,
+            topic_configs,
+            disk,
+            partitions: RefCell::new(BTreeMap::new()),
+            metadata: RefCell::new(ClusterMetadata::default()),
+            offline: Cell::new(false),
+            stopped: Cell::new(false),
+            isr_proposals: RefCell::new(Vec::new()),
+            isr_wakeup: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn topic_config(&self, topic: &str) -> TopicConfig {
+        self.topic_configs.get(topic).cloned().unwrap_or_default()
+    }
+
+    pub fn log_config(&self, topic: &str) -> LogConfig {
+        LogConfig::resolve(&self.config, &self.topic_config(topic))
+    }
+
+    pub fn min_insync_replicas(&self, topic: &str) -> u32 {
+        self.topic_config(topic)
+            .min_insync_replicas
+            .unwrap_or(self.config.min_insync_replicas)
+    }
+
+    /// Open (or create) a partition's log and start hosting it.
+    pub fn host(&self, log: Log, hw: Offset) {
+        let min_isr = self.min_insync_replicas(&log.tp().topic);
+        let tp = log.tp().clone();
+        self.partitions
+            .borrow_mut()
+            .insert(tp, Partition::new(log, hw, min_isr));
+    }
+
+    /// The log dir failed (Kafka's LogDirFailureChannel): nothing is acknowledged from now
+    /// on, every waiter is woken to answer KAFKA_STORAGE_ERROR, and the broker stops.
+    pub fn storage_failed(&self, context: &str, error: &dyn std::fmt::Display) {
+        if !self.offline.replace(true) {
+            tracing::error!(broker = self.id.0, %context, %error, "log dir offline: storage error");
+        }
+        for partition in self.partitions.borrow().values() {
+            partition.notify.notify_waiters();
+        }
+    }
+
+    /// Map a storage error to the client's error, taking the log dir offline for I/O errors.
+    fn storage_error(&self, tp: &TopicPartition, error: StorageError) -> ErrorCode {
+        match error {
+            StorageError::OutOfOrderSequence => ErrorCode::OutOfOrderSequenceNumber,
+            StorageError::DuplicateSequence => ErrorCode::DuplicateSequenceNumber,
+            StorageError::InvalidRecord(_) => ErrorCode::CorruptMessage,
+            StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
+            StorageError::Disk(_) | StorageError::Corrupt(_) => {
+                self.storage_failed(&tp.to_string(), &error);
+                ErrorCode::KafkaStorageError
+            }
+        }
+    }
+
+    /// Apply a new metadata image: become leader, follower, or update the ISR of every
+    /// partition assigned to this broker. Returns the partitions that need a fetcher.
+    pub fn apply_metadata(
+        &self,
+        image: ClusterMetadata,
+    ) -> Vec<(TopicPartition, u64, BrokerId, Epoch)> {
+        let hw_truncation = self.config.replication_truncation == Truncation::HighWatermark;
+        let now = now_ms();
+        let mut fetchers = Vec::new();
+        for (tp, state) in &image.partitions {
+            if !state.replicas.contains(&self.id) {
+                continue;
+            }
+            if !self.partitions.borrow().contains_key(tp) {
+                let config = self.log_config(&tp.topic);
+                match Log::open(&self.disk, tp, config, Offset(0), Offset(0), true, now) {
+                    Ok(log) => self.host(log, Offset(0)),
+                    Err(e) => {
+                        self.storage_failed(&tp.to_string(), &e);
+                        return Vec::new();
+                    }
+                }
+            }
+            let mut partitions = self.partitions.borrow_mut();
+            let Some(partition) = partitions.get_mut(tp) else {
+                continue;
+            };
+            let transition = match partition.apply(self.id, state, hw_truncation, now) {
+                Ok(t) => t,
+                Err(e) => {
+                    drop(partitions);
+                    self.storage_error(tp, e);
+                    return Vec::new();
+                }
+            };
+            match transition {
+                Transition::BecameLeader => tracing::info!(
+                    broker = self.id.0, %tp, epoch = %state.leader_epoch, leo = %partition.log.log_end_offset(),
+                    hw = %partition.hw, isr = ?state.isr, "became leader"
+                ),
+                Transition::BecameFollower { leader } => {
+                    tracing::info!(
+                        broker = self.id.0, %tp, epoch = %state.leader_epoch, leader = ?leader.map(|l| l.0),
+                        leo = %partition.log.log_end_offset(), hw = %partition.hw, "became follower"
+                    );
+                    if let Some(leader) = leader {
+                        fetchers.push((
+                            tp.clone(),
+                            partition.generation,
+                            leader,
+                            state.leader_epoch,
+                        ));
+                    }
+                }
+                Transition::IsrChanged => tracing::info!(
+                    broker = self.id.0, %tp, partition_epoch = state.partition_epoch, isr = ?state.isr, "isr updated"
+                ),
+                Transition::None => {}
+            }
+        }
+        *self.metadata.borrow_mut() = image;
+        fetchers
+    }
+
+    /// Queue an ISR change for the controller link to send.
+    pub fn propose_isr(
+        &self,
+        tp: &TopicPartition,
+        leader_epoch: Epoch,
+        partition_epoch: i32,
+        isr: Vec<BrokerId>,
+    ) {
+        tracing::info!(broker = self.id.0, %tp, %leader_epoch, partition_epoch, proposed_isr = ?isr, "proposing isr");
+        self.isr_proposals.borrow_mut().push(IsrProposal {
+            tp: tp.clone(),
+            leader_epoch,
+            partition_epoch,
+            new_isr: isr,
+        });
+        self.isr_wakeup.notify_one();
+    }
+
+    /// Make everything appended to `tp` so far durable. `Err` means the log dir is offline.
+    pub async fn flush(&self, tp: &TopicPartition) -> Result<(), ()> {
+        let Some(lock) = self
+            .partitions
+            .borrow()
+            .get(tp)
+            .map(|p| p.flush_lock.clone())
+        else {
+            return Ok(());
+        };
+        let _guard = lock.lock().await;
+        let Some(plan) = self.partitions.borrow().get(tp).map(|p| p.log.flush_plan()) else {
+            return Ok(());
+        };
+        for file in &plan.files {
+            self.fsync(file, false).await?;
+        }
+        for dir in &plan.dirs {
+            self.fsync(dir, true).await?;
+        }
+        if let Some(partition) = self.partitions.borrow_mut().get_mut(tp) {
+            partition.log.flush_done(plan.up_to);
+        }
+        Ok(())
+    }
+
+    /// One fsync; a file a truncation deleted meanwhile needs none.
+    async fn fsync(&self, path: &str, dir: bool) -> Result<(), ()> {
+        if self.offline.get() {
+            return Err(());
+        }
+        let result = if dir {
+            self.disk.fsync_dir(path).await
+        } else {
+            self.disk.fsync(path).await
+        };
+        match result {
+            Ok(()) | Err(DiskError::NotFound(_)) => Ok(()),
+            Err(e) => {
+                self.storage_failed(path, &e);
+                Err(())
+            }
+        }
+    }
+
+    fn leader_view(&self, tp: &TopicPartition) -> LeaderView {
+        let partitions = self.partitions.borrow();
+        let partition = partitions.get(tp);
+        LeaderView {
+            leader_epoch: partition
+                .filter(|p| p.is_leader() && !self.stopped.get())
+                .map(|p| p.leader_epoch),
+            hw: partition.map_or(Offset::NONE, |p| p.hw),
+            isr_len: partition.map_or(0, |p| p.isr.len()),
+            offline: self.offline.get(),
+        }
+    }
+
+    pub async fn produce(self: &Rc<Self>, request: Produce) -> ProduceResponse {
+        let tp = request.tp.clone();
+        let fail = |error: ErrorCode| ProduceResponse {
+            error: Some(error),
+            base_offset: Offset::NONE,
+            log_start_offset: Offset::NONE,
+        };
+        let (outcome, epoch, min_isr, log_start) = {
+            if self.offline.get() {
+                return fail(ErrorCode::KafkaStorageError);
+            }
+            let mut partitions = self.partitions.borrow_mut();
+            let Some(partition) = partitions.get_mut(&tp) else {
+                return fail(ErrorCode::UnknownTopicOrPartition);
+            };
+            if !partition.is_leader() || self.stopped.get() {
+                return fail(ErrorCode::NotLeaderOrFollower);
+            }
+            if let Err(e) = purgatory::check_before_append(
+                request.acks,
+                partition.isr.len(),
+                partition.min_insync_replicas,
+            ) {
+                return fail(e);
+            }
+            let epoch = partition.leader_epoch;
+            match partition
+                .log
+                .append_as_leader(request.batch, epoch, now_ms())
+            {
+                Ok(outcome) => {
+                    partition.maybe_increment_hw();
+                    partition.notify.notify_waiters();
+                    (
+                        outcome,
+                        epoch,
+                        partition.min_insync_replicas,
+                        partition.log.log_start_offset(),
+                    )
+                }
+                Err(e) => {
+                    drop(partitions);
+                    return fail(self.storage_error(&tp, e));
+                }
+            }
+        };
+        let (first_offset, last_offset) = match outcome {
+            AppendOutcome::Appended {
+                first_offset,
+                last_offset,
+                flush_needed,
+            } => {
+                // ack-after-flush: the flush the policy demands completes before any answer.
+                if flush_needed && self.flush(&tp).await.is_err() {
+                    return fail(ErrorCode::KafkaStorageError);
+                }
+                (first_offset, last_offset)
+            }
+            AppendOutcome::Duplicate {
+                first_offset,
+                last_offset,
+            } => (first_offset, last_offset),
+        };
+        self.flush_rolled_segment(&tp);
+        let ok = ProduceResponse {
+            error: None,
+            base_offset: first_offset,
+            log_start_offset: log_start,
+        };
+        if request.acks != purgatory::ACKS_ALL {
+            return ok;
+        }
+        let delayed = DelayedProduce {
+            required_offset: last_offset.next(),
+            leader_epoch: epoch,
+            deadline_ms: now_ms()
+                .saturating_add(i64::try_from(request.timeout_ms).unwrap_or(i64::MAX)),
+            min_insync_replicas: min_isr,
+        };
+        match self.wait_for_hw(&tp, delayed).await {
+            None => ok,
+            Some(error) => fail(error),
+        }
+    }
+
+    /// After a roll Kafka flushes the closed segment in the background, not before the ack.
+    fn flush_rolled_segment(self: &Rc<Self>, tp: &TopicPartition) {
+        let pending = self
+            .partitions
+            .borrow()
+            .get(tp)
+            .is_some_and(|p| p.log.roll_flush_pending());
+        if pending {
+            let this = self.clone();
+            let tp = tp.clone();
+            tokio::task::spawn_local(async move {
+                let _ = this.flush(&tp).await;
+            });
+        }
+    }
+
+    /// The purgatory: wait, woken by HW moves and role changes, until the produce completes.
+    async fn wait_for_hw(&self, tp: &TopicPartition, delayed: DelayedProduce) -> Option<ErrorCode> {
+        let Some(notify) = self.partitions.borrow().get(tp).map(|p| p.notify.clone()) else {
+            return Some(ErrorCode::NotLeaderOrFollower);
+        };
+        loop {
+            let notified = notify.notified();
+            let now = now_ms();
+            if let Some(answer) = delayed.try_complete(self.leader_view(tp), now) {
+                return answer;
+            }
+            let remaining_ms = u64::try_from(delayed.deadline_ms.saturating_sub(now))
+                .unwrap_or(0)
+                .max(1);
+            let _ = tokio::time::timeout(Duration::from_millis(remaining_ms), notified).await;
+        }
+    }
+
+    /// A Fetch, from a follower or a consumer; long-polls up to `max_wait_ms` for data.
+    pub async fn fetch(self: &Rc<Self>, request: Fetch) -> FetchResponse {
+        let deadline_ms =
+            now_ms().saturating_add(i64::try_from(request.max_wait_ms).unwrap_or(i64::MAX));
+        let notify = self
+            .partitions
+            .borrow()
+            .get(&request.tp)
+            .map(|p| p.notify.clone());
+        let mut first = true;
+        loop {
+            let notified = notify.as_ref().map(|n| n.notified());
+            let read = self.read_for_fetch(&request, first);
+            first = false;
+            let response = match read {
+                FetchRead::Answer(response) => return response,
+                FetchRead::Nothing(response) => response,
+            };
+            let now = now_ms();
+            let (Some(notified), true) = (notified, now < deadline_ms) else {
+                return response;
+            };
+            let remaining_ms = u64::try_from(deadline_ms - now).unwrap_or(0);
+            let _ = tokio::time::timeout(Duration::from_millis(remaining_ms), notified).await;
+        }
+    }
+
+    fn read_for_fetch(self: &Rc<Self>, request: &Fetch, first: bool) -> FetchRead {
+        let error = |error: ErrorCode| {
+            FetchRead::Answer(FetchResponse {
+                error: Some(error),
+                high_watermark: Offset::NONE,
+                log_start_offset: Offset::NONE,
+                records: Vec::new(),
+                diverging_epoch: None,
+            })
+        };
+        if self.offline.get() {
+            return error(ErrorCode::KafkaStorageError);
+        }
+        let mut partitions = self.partitions.borrow_mut();
+        let Some(partition) = partitions.get_mut(&request.tp) else {
+            return error(ErrorCode::UnknownTopicOrPartition);
+        };
+        if !partition.is_leader() || self.stopped.get() {
+            return error(ErrorCode::NotLeaderOrFollower);
+        }
+        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch) {
+            return error(e);
+        }
+        let leo = partition.log.log_end_offset();
+        let answer = |partition: &Partition,
+                      records: Vec<u8>,
+                      diverging_epoch: Option<EpochEndOffset>| FetchResponse {
+            error: None,
+            high_watermark: partition.hw,
+            log_start_offset: partition.log.log_start_offset(),
+            records,
+            diverging_epoch,
+        };
+        if let (Some(_), Some(last_fetched_epoch)) = (request.replica, request.last_fetched_epoch) {
+            let ours = partition
+                .log
+                .epochs()
+                .end_offset_for(last_fetched_epoch, leo);
+            if let Some(diverging) =
+                truncation::diverging_epoch(ours, last_fetched_epoch, request.fetch_offset)
+            {
+                return FetchRead::Answer(answer(partition, Vec::new(), Some(diverging)));
+            }
+        }
+        if request.fetch_offset < partition.log.log_start_offset() || request.fetch_offset > leo {
+            return error(ErrorCode::OffsetOutOfRange);
+        }
+        let upper_bound = match request.replica {
+            Some(replica) => {
+                if first {
+                    if let Some(isr) =
+                        partition.on_follower_fetch(replica, request.fetch_offset, now_ms())
+                    {
+                        let (tp, epoch, pe) = (
+                            request.tp.clone(),
+                            partition.leader_epoch,
+                            partition.partition_epoch,
+                        );
+                        self.propose_isr(&tp, epoch, pe, isr);
+                    }
+                }
+                leo
+            }
+            None => partition.hw,
+        };
+        if request.fetch_offset >= upper_bound {
+            return FetchRead::Nothing(answer(partition, Vec::new(), None));
+        }
+        match partition
+            .log
+            .read(request.fetch_offset, request.max_bytes, upper_bound)
+        {
+            Ok(records) if records.is_empty() => {
+                FetchRead::Nothing(answer(partition, records, None))
+            }
+            Ok(records) => FetchRead::Answer(answer(partition, records, None)),
+            Err(e) => {
+                drop(partitions);
+                error(self.storage_error(&request.tp, e))
+            }
+        }
+    }
+
+    pub fn offsets_for_leader_epoch(
+        &self,
+        request: &OffsetsForLeaderEpoch,
+    ) -> OffsetsForLeaderEpochResponse {
+        let error = |error: ErrorCode| OffsetsForLeaderEpochResponse {
+            error: Some(error),
+            end: EpochEndOffset {
+                epoch: Epoch::NONE,
+                end_offset: Offset::NONE,
+            },
+        };
+        if self.offline.get() {
+            return error(ErrorCode::KafkaStorageError);
+        }
+        let partitions = self.partitions.borrow();
+        let Some(partition) = partitions.get(&request.tp) else {
+            return error(ErrorCode::UnknownTopicOrPartition);
+        };
+        if !partition.is_leader() {
+            return error(ErrorCode::NotLeaderOrFollower);
+        }
+        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch) {
+            return error(e);
+        }
+        let end = partition
+            .log
+            .epochs()
+            .end_offset_for(request.leader_epoch, partition.log.log_end_offset());
+        OffsetsForLeaderEpochResponse { error: None, end }
+    }
+
+    pub fn list_offsets(
+        &self,
+        tp: &TopicPartition,
+        spec: OffsetSpec,
+    ) -> (Option<ErrorCode>, Offset) {
+        if self.offline.get() {
+            return (Some(ErrorCode::KafkaStorageError), Offset::NONE);
+        }
+        let partitions = self.partitions.borrow();
+        match partitions.get(tp) {
+            None => (Some(ErrorCode::UnknownTopicOrPartition), Offset::NONE),
+            Some(p) if !p.is_leader() => (Some(ErrorCode::NotLeaderOrFollower), Offset::NONE),
+            Some(p) => match spec {
+                OffsetSpec::Earliest => (None, p.log.log_start_offset()),
+                OffsetSpec::Latest => (None, p.hw),
+            },
+        }
+    }
+
+    /// Every hosted partition's (HW, recovery point, log start offset), for the checkpoints.
+    pub fn offsets(&self) -> BTreeMap<TopicPartition, (Offset, Offset, Offset)> {
+        self.partitions
+            .borrow()
+            .iter()
+            .map(|(tp, p)| {
+                (
+                    tp.clone(),
+                    (p.hw, p.log.recovery_point(), p.log.log_start_offset()),
+                )
+            })
+            .collect()
+    }
+
+    /// Partitions this broker leads.
+    pub fn led(&self) -> Vec<TopicPartition> {
+        self.partitions
+            .borrow()
+            .iter()
+            .filter(|(_, p)| p.role == Role::Leader)
+            .map(|(tp, _)| tp.clone())
+            .collect()
+    }
+}
+
+/// KIP-320: a request from an older epoch is fenced; one from a newer epoch means this
+/// broker has not heard of it yet. `Epoch::NONE` asks for no check (older clients).
+fn check_epoch(requested: Epoch, ours: Epoch) -> Option<ErrorCode> {
+    if requested == Epoch::NONE || requested == ours {
+        None
+    } else if requested < ours {
+        Some(ErrorCode::FencedLeaderEpoch)
+    } else {
+        Some(ErrorCode::UnknownLeaderEpoch)
+    }
+}

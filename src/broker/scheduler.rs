@@ -1,0 +1,166 @@
+//! The broker's periodic tasks (Kafka's `KafkaScheduler` jobs): the ISR shrink check,
+//! HW and recovery-point checkpoints, the time-based flush and retention.
+
+use super::replica_manager::{now_ms, ReplicaManager};
+use crate::config::{ms, NEVER};
+use crate::storage::checkpoint;
+use crate::types::{Offset, TopicPartition};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Run `job` every `interval_ms` until the broker stops. `NEVER` disables the job.
+async fn every<F, Fut>(rm: &ReplicaManager, interval_ms: u64, mut job: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    if interval_ms >= NEVER {
+        return;
+    }
+    let interval = ms(interval_ms.max(1));
+    loop {
+        tokio::time::sleep(interval).await;
+        if rm.stopped.get() || rm.offline.get() {
+            return;
+        }
+        job().await;
+    }
+}
+
+/// Kafka's `isr-expiration` job: every half of `replica.lag.time.max.ms`, each led
+/// partition drops followers that have not caught up for that long.
+pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
+    let lag_ms = rm.config.replica_lag_time_max_ms;
+    every(&rm, lag_ms / 2, || async {
+        let now = now_ms();
+        let mut proposals = Vec::new();
+        for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
+            if let Some(isr) = partition.shrink_check(rm.id, now, lag_ms) {
+                proposals.push((
+                    tp.clone(),
+                    partition.leader_epoch,
+                    partition.partition_epoch,
+                    isr,
+                ));
+            }
+        }
+        for (tp, epoch, partition_epoch, isr) in proposals {
+            rm.propose_isr(&tp, epoch, partition_epoch, isr);
+        }
+    })
+    .await;
+}
+
+/// `replica.high.watermark.checkpoint.interval.ms`: write every partition's HW.
+pub async fn hw_checkpoint(rm: Rc<ReplicaManager>) {
+    every(
+        &rm,
+        rm.config.replica_high_watermark_checkpoint_interval_ms,
+        || write_hw_checkpoint(&rm),
+    )
+    .await;
+}
+
+pub async fn write_hw_checkpoint(rm: &ReplicaManager) {
+    let hws = select(rm, |(hw, _, _)| hw);
+    write(rm, checkpoint::REPLICATION, &hws).await;
+    tracing::info!(broker = rm.id.0, hws = ?hws.iter().map(|(tp, hw)| format!("{tp}:{hw}")).collect::<Vec<_>>(), "hw checkpoint");
+}
+
+/// `log.flush.offset.checkpoint.interval.ms`: write recovery points and log start offsets.
+pub async fn recovery_point_checkpoint(rm: Rc<ReplicaManager>) {
+    every(
+        &rm,
+        rm.config.log_flush_offset_checkpoint_interval_ms,
+        || write_recovery_checkpoints(&rm),
+    )
+    .await;
+}
+
+pub async fn write_recovery_checkpoints(rm: &ReplicaManager) {
+    write(rm, checkpoint::RECOVERY_POINT, &select(rm, |(_, rp, _)| rp)).await;
+    write(
+        rm,
+        checkpoint::LOG_START,
+        &select(rm, |(_, _, start)| start),
+    )
+    .await;
+}
+
+fn select(
+    rm: &ReplicaManager,
+    pick: impl Fn((Offset, Offset, Offset)) -> Offset,
+) -> BTreeMap<TopicPartition, Offset> {
+    rm.offsets()
+        .into_iter()
+        .map(|(tp, offsets)| (tp, pick(offsets)))
+        .collect()
+}
+
+async fn write(rm: &ReplicaManager, file: &str, offsets: &BTreeMap<TopicPartition, Offset>) {
+    if rm.offline.get() {
+        return;
+    }
+    if let Err(e) =
+        checkpoint::write_atomic(&rm.disk, file, &checkpoint::offsets_to_text(offsets)).await
+    {
+        rm.storage_failed(file, &e);
+    }
+}
+
+/// Kafka's `kafka-log-flusher`: every `log.flush.scheduler.interval.ms` (by default never),
+/// flush the logs not flushed for `flush.ms`.
+pub async fn flusher(rm: Rc<ReplicaManager>) {
+    every(&rm, rm.config.log_flush_scheduler_interval_ms, || async {
+        let now = now_ms();
+        let due: Vec<TopicPartition> = rm
+            .partitions
+            .borrow()
+            .iter()
+            .filter(|(_, p)| p.log.time_since_flush_ms(now) >= p.log.config().flush_interval_ms)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in due {
+            if rm.flush(&tp).await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+}
+
+/// `log.retention.check.interval.ms`: delete whole segments past retention.
+pub async fn retention(rm: Rc<ReplicaManager>) {
+    every(&rm, rm.config.log_retention_check_interval_ms, || async {
+        let now = now_ms();
+        let mut failed = None;
+        for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
+            let hw = partition.hw;
+            match partition.log.enforce_retention(hw, now) {
+                Ok(0) => {}
+                Ok(deleted) => tracing::info!(broker = rm.id.0, %tp, deleted, log_start = %partition.log.log_start_offset(), "retention"),
+                Err(e) => {
+                    failed = Some((tp.clone(), e));
+                    break;
+                }
+            }
+        }
+        if let Some((tp, e)) = failed {
+            rm.storage_failed(&tp.to_string(), &e);
+        }
+    })
+    .await;
+}
+
+/// Flush every log (a clean shutdown). `Err` if the log dir went offline.
+pub async fn flush_all(rm: &ReplicaManager) -> Result<(), ()> {
+    let tps: Vec<TopicPartition> = rm.partitions.borrow().keys().cloned().collect();
+    for tp in tps {
+        rm.flush(&tp).await?;
+    }
+    Ok(())
+}
+
+/// Poll period for flags set from outside (the world's shutdown, the log dir failing).
+pub const POLL: Duration = Duration::from_millis(10);

@@ -1,0 +1,160 @@
+//! The final read after the heal phase: for each partition, what a consumer finds at the
+//! leader from the log start offset up to the high watermark. It is what the checkers
+//! compare acknowledged sends with, so it reads through the same Fetch path as any
+//! consumer and never looks inside a broker.
+
+use crate::check::input::ReadRecord;
+use crate::client::fetch::{FetchOutcome, FetchPosition};
+use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
+use crate::protocol::frame::Connection;
+use crate::protocol::messages::{Fetch, OffsetSpec, Request, Response};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The most one request of the final read may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+const FETCH_MAX_BYTES: u64 = 1_048_576;
+
+/// One partition's final read: leader (`None`: offline), log start offset, high watermark
+/// (both `Offset::NONE` when offline) and the records in between.
+pub type PartitionRead = (
+    TopicPartition,
+    Option<BrokerId>,
+    Offset,
+    Offset,
+    Vec<ReadRecord>,
+);
+
+/// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
+/// A partition whose leader cannot be found in time is reported offline with no records;
+/// one whose read does not finish in time keeps the records read so far.
+pub async fn final_read(
+    topics: Vec<TopicPartition>,
+    brokers: u32,
+    timeout: Duration,
+) -> Vec<PartitionRead> {
+    let readers: Vec<_> = topics
+        .into_iter()
+        .map(|tp| tokio::task::spawn_local(read_partition(tp, brokers, timeout)))
+        .collect();
+    let mut reads = Vec::with_capacity(readers.len());
+    for reader in readers {
+        match reader.await {
+            Ok(read) => reads.push(read),
+            Err(e) => tracing::warn!(error = %e, "final read task failed"),
+        }
+    }
+    reads
+}
+
+enum Attempt {
+    Done(PartitionRead),
+    /// Partial progress, kept in case time runs out.
+    Failed(Option<PartitionRead>),
+}
+
+async fn read_partition(tp: TopicPartition, brokers: u32, timeout: Duration) -> PartitionRead {
+    let deadline = Instant::now() + timeout;
+    let mut metadata = MetadataCache::default();
+    let mut first_broker = tp.partition % brokers.max(1) + 1;
+    let mut partial = None;
+    while Instant::now() < deadline {
+        let request_timeout =
+            REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
+        if let Some(fresh) = fetch_metadata(brokers, first_broker, request_timeout).await {
+            metadata.update(fresh);
+        }
+        first_broker = first_broker % brokers.max(1) + 1;
+        if let Some((leader, epoch)) = metadata.leader(&tp) {
+            match read_from_leader(&tp, leader, epoch, deadline).await {
+                Attempt::Done(read) => return read,
+                Attempt::Failed(progress) => partial = progress.or(partial),
+            }
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+    }
+    tracing::warn!(%tp, complete = false, "final read ran out of time");
+    partial.unwrap_or((tp, None, Offset::NONE, Offset::NONE, Vec::new()))
+}
+
+async fn read_from_leader(
+    tp: &TopicPartition,
+    leader: BrokerId,
+    epoch: Epoch,
+    deadline: Instant,
+) -> Attempt {
+    let remaining = || REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
+    let Ok(mut connection) = Connection::connect(
+        HostName::Broker(leader.0),
+        CONNECTION_SETUP_TIMEOUT.min(remaining()),
+    )
+    .await
+    else {
+        return Attempt::Failed(None);
+    };
+    let (Some(start), Some(high_watermark)) = (
+        list_offset(&mut connection, tp, OffsetSpec::Earliest, remaining()).await,
+        list_offset(&mut connection, tp, OffsetSpec::Latest, remaining()).await,
+    ) else {
+        return Attempt::Failed(None);
+    };
+    let mut records = Vec::new();
+    let mut position = FetchPosition::new(start);
+    while position.offset < high_watermark {
+        let request = Request::Fetch(Fetch {
+            replica: None,
+            tp: tp.clone(),
+            fetch_offset: position.offset,
+            current_leader_epoch: epoch,
+            last_fetched_epoch: None,
+            max_bytes: FETCH_MAX_BYTES,
+            max_wait_ms: 0,
+            min_bytes: 0,
+        });
+        let partial = |records: Vec<ReadRecord>| {
+            Some((tp.clone(), Some(leader), start, high_watermark, records))
+        };
+        let Ok(Response::Fetch(response)) = connection.call(&request, remaining()).await else {
+            return Attempt::Failed(partial(records));
+        };
+        let before = position.offset;
+        match position.apply(&response) {
+            FetchOutcome::Records(fetched) => records.extend(
+                fetched
+                    .into_iter()
+                    .filter(|r| r.offset < high_watermark)
+                    .map(|r| ReadRecord {
+                        offset: r.offset,
+                        value: r.value,
+                    }),
+            ),
+            _ => return Attempt::Failed(partial(records)),
+        }
+        if position.offset <= before {
+            // Nothing below the HW came back: the leader changed under us; start over.
+            return Attempt::Failed(partial(records));
+        }
+    }
+    Attempt::Done((tp.clone(), Some(leader), start, high_watermark, records))
+}
+
+async fn list_offset(
+    connection: &mut Connection,
+    tp: &TopicPartition,
+    spec: OffsetSpec,
+    timeout: Duration,
+) -> Option<Offset> {
+    let request = Request::ListOffsets {
+        tp: tp.clone(),
+        spec,
+    };
+    match connection.call(&request, timeout).await {
+        Ok(Response::ListOffsets {
+            error: None,
+            offset,
+        }) => Some(offset),
+        _ => None,
+    }
+}

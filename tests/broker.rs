@@ -1,0 +1,337 @@
+//! Brokers in a turmoil cluster with the real controller: replication end to end.
+
+use hightide::broker::{self, BrokerContext};
+use hightide::config::{BrokerConfig, TopicConfig};
+use hightide::controller::{self, ControllerContext, MetadataView};
+use hightide::protocol::frame::Connection;
+use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
+use hightide::sim::clock;
+use hightide::sim::disk::{Disk, DiskConfig, DiskFault};
+use hightide::storage::checkpoint;
+use hightide::storage::log::read_records;
+use hightide::storage::record::BatchBuilder;
+use hightide::types::{BrokerId, HostName, ProducerId, TopicPartition};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+const BROKERS: u32 = 3;
+
+fn tp() -> TopicPartition {
+    TopicPartition::new("orders", 0)
+}
+
+/// A simulated cluster: its disks and the brokers' shutdown switches, by broker id - 1.
+struct Cluster {
+    sim: turmoil::Sim<'static>,
+    disks: Vec<Disk>,
+    shutdown: Vec<Rc<Cell<bool>>>,
+}
+
+/// A controller and three brokers hosting `orders/0` with replication factor 3.
+fn cluster(config: BrokerConfig) -> Cluster {
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(120))
+        .rng_seed(7)
+        .build();
+    let controller_disk = Disk::new(DiskConfig::default(), 100);
+    let placement = controller::placement(0, BROKERS, 3);
+    let controller_config = config.clone();
+    sim.host(HostName::Controller.to_string(), move || {
+        controller::run(ControllerContext {
+            disk: controller_disk.clone(),
+            config: controller_config.clone(),
+            brokers: BROKERS,
+            topics: vec![(tp(), placement.clone(), TopicConfig::default())],
+            view: MetadataView::default(),
+        })
+    });
+    let mut disks = Vec::new();
+    let mut switches = Vec::new();
+    for id in 1..=BROKERS {
+        let disk = Disk::new(DiskConfig::default(), u64::from(id));
+        disks.push(disk.clone());
+        let shutdown = Rc::new(Cell::new(false));
+        switches.push(shutdown.clone());
+        let config = config.clone();
+        let incarnation = Rc::new(Cell::new(0u64));
+        sim.host(HostName::Broker(id).to_string(), move || {
+            incarnation.set(incarnation.get() + 1);
+            broker::run(BrokerContext {
+                id: BrokerId(id),
+                incarnation: incarnation.get(),
+                config: config.clone(),
+                topic_configs: BTreeMap::from([("orders".to_string(), TopicConfig::default())]),
+                disk: disk.clone(),
+                shutdown: shutdown.clone(),
+            })
+        });
+    }
+    Cluster {
+        sim,
+        disks,
+        shutdown: switches,
+    }
+}
+
+fn run_until_done(sim: &mut turmoil::Sim<'_>) {
+    loop {
+        clock::set(sim.elapsed());
+        match sim.step() {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => panic!("simulation failed: {e}"),
+        }
+    }
+}
+
+/// The ack-after-HW contract end to end: once an `acks=all` produce is acknowledged,
+/// every ISR member's log holds the batch at the same offsets.
+#[test]
+fn acks_all_batch_is_in_all_three_logs_when_acknowledged() {
+    let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
+        min_insync_replicas: 2,
+        ..BrokerConfig::default()
+    });
+    let acked = Rc::new(RefCell::new(None));
+    let result = acked.clone();
+    sim.client("producer-1", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        builder.push(0, Some(b"key"), Some(b"first"));
+        builder.push(0, Some(b"key"), Some(b"second"));
+        let produce = Request::Produce(Produce {
+            tp: tp(),
+            acks: -1,
+            timeout_ms: 30_000,
+            batch: builder.build(),
+        });
+        let mut connection =
+            Connection::connect(HostName::Broker(leader.0), Duration::from_secs(1)).await?;
+        let response = connection.call(&produce, Duration::from_secs(35)).await?;
+        *result.borrow_mut() = Some(response);
+        Ok(())
+    });
+    run_until_done(&mut sim);
+    let Some(Response::Produce(response)) = acked.borrow_mut().take() else {
+        panic!("no produce response")
+    };
+    assert_eq!(response.error, None, "acks=all produce failed");
+    for (i, disk) in disks.iter().enumerate() {
+        let records = read_records(disk, &tp()).expect("log readable");
+        let values: Vec<_> = records
+            .iter()
+            .map(|(offset, _, record)| (offset.0, record.value.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            values,
+            vec![
+                (response.base_offset.0, b"first".to_vec()),
+                (response.base_offset.0 + 1, b"second".to_vec())
+            ],
+            "broker-{} log",
+            i + 1
+        );
+    }
+}
+
+/// Metadata from any reachable broker until `orders/0` has a leader that is not
+/// `excluded` and an ISR of `isr_len`.
+async fn wait_for_leader(excluded: Option<BrokerId>, isr_len: usize) -> BrokerId {
+    loop {
+        for id in 1..=BROKERS {
+            let Ok(mut connection) =
+                Connection::connect(HostName::Broker(id), Duration::from_secs(1)).await
+            else {
+                continue;
+            };
+            if let Ok(Response::Metadata(metadata)) = connection
+                .call(&Request::Metadata, Duration::from_secs(1))
+                .await
+            {
+                if let Some(state) = metadata.partitions.get(&tp()) {
+                    if let Some(leader) = state.leader.filter(|l| Some(*l) != excluded) {
+                        if state.isr.len() == isr_len {
+                            return leader;
+                        }
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Failover: the leader is killed after an acknowledged write; the new leader takes a
+/// second write once the controller fenced the old one; the old leader restarts, follows,
+/// and rejoins the ISR; all three logs then hold both writes at the same offsets.
+#[test]
+fn killed_leader_rejoins_as_follower_and_logs_converge() {
+    let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
+        min_insync_replicas: 2,
+        ..BrokerConfig::default()
+    });
+    let first_leader = Rc::new(Cell::new(None));
+    let restarted = Rc::new(Cell::new(false));
+    let acks = Rc::new(RefCell::new(Vec::new()));
+    let (leader_out, restarted_in, acks_out) =
+        (first_leader.clone(), restarted.clone(), acks.clone());
+    sim.client("producer-1", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let ack = produce(leader, -1, b"before").await;
+        acks_out.borrow_mut().push(ack);
+        leader_out.set(Some(leader));
+        let new_leader = wait_for_leader(Some(leader), 2).await;
+        let ack = produce(new_leader, -1, b"after").await;
+        acks_out.borrow_mut().push(ack);
+        while !restarted_in.get() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        wait_for_leader(None, 3).await;
+        Ok(())
+    });
+    let mut crashed = None;
+    loop {
+        clock::set(sim.elapsed());
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => panic!("simulation failed: {e}"),
+        }
+        if let (None, Some(leader)) = (crashed, first_leader.get()) {
+            sim.crash(HostName::Broker(leader.0).to_string());
+            crashed = Some((leader, sim.elapsed()));
+        }
+        if let Some((leader, at)) = crashed {
+            if !restarted.get()
+                && acks.borrow().len() == 2
+                && sim.elapsed() > at + Duration::from_secs(1)
+            {
+                sim.bounce(HostName::Broker(leader.0).to_string());
+                restarted.set(true);
+            }
+        }
+    }
+    let acks = acks.borrow();
+    let offsets: Vec<i64> = acks
+        .iter()
+        .map(|ack| match ack {
+            Some(ProduceResponse {
+                error: None,
+                base_offset,
+                ..
+            }) => base_offset.0,
+            other => panic!("acks=all produce failed: {other:?}"),
+        })
+        .collect();
+    let expected = vec![
+        (offsets[0], b"before".to_vec()),
+        (offsets[1], b"after".to_vec()),
+    ];
+    for (i, disk) in disks.iter().enumerate() {
+        let values: Vec<_> = read_records(disk, &tp())
+            .expect("log readable")
+            .into_iter()
+            .map(|(offset, _, record)| (offset.0, record.value.unwrap_or_default()))
+            .collect();
+        assert_eq!(values, expected, "broker-{} log", i + 1);
+    }
+}
+
+async fn produce(leader: BrokerId, acks: i16, value: &[u8]) -> Option<ProduceResponse> {
+    let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+    builder.push(0, None, Some(value));
+    let produce = Request::Produce(Produce {
+        tp: tp(),
+        acks,
+        timeout_ms: 30_000,
+        batch: builder.build(),
+    });
+    let mut connection = Connection::connect(HostName::Broker(leader.0), Duration::from_secs(1))
+        .await
+        .ok()?;
+    match connection.call(&produce, Duration::from_secs(35)).await {
+        Ok(Response::Produce(response)) => Some(response),
+        _ => None,
+    }
+}
+
+/// Never acknowledge data whose flush failed: with a flush after every message, an EIO
+/// on the leader's fsync answers the produce KAFKA_STORAGE_ERROR and halts the broker
+/// (its only log dir is offline) without a clean-shutdown marker.
+#[test]
+fn failed_fsync_is_not_acknowledged_and_halts_the_broker() {
+    let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
+        log_flush_interval_messages: 1,
+        ..BrokerConfig::default()
+    });
+    let outcome = Rc::new(RefCell::new(None));
+    let (result, client_disks) = (outcome.clone(), disks.clone());
+    sim.client("producer-1", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let index = usize::try_from(leader.0 - 1)?;
+        client_disks[index].inject(DiskFault::FsyncError)?;
+        let response = produce(leader, 1, b"doomed").await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        *result.borrow_mut() = Some((leader, response));
+        Ok(())
+    });
+    run_until_done(&mut sim);
+    let Some((leader, response)) = outcome.borrow_mut().take() else {
+        panic!("client did not finish")
+    };
+    let response = response.expect("the broker answers before it halts");
+    assert_eq!(response.error, Some(ErrorCode::KafkaStorageError));
+    assert!(
+        !sim.is_host_running(HostName::Broker(leader.0).to_string()),
+        "the broker must halt"
+    );
+    let index = usize::try_from(leader.0 - 1).expect("small id");
+    assert!(!disks[index].exists(checkpoint::CLEAN_SHUTDOWN));
+}
+
+/// Controlled shutdown: leadership moves away first, then the broker flushes, writes its
+/// checkpoints and, last, its clean-shutdown marker, and stops.
+#[test]
+fn controlled_shutdown_hands_off_leadership_and_leaves_a_clean_marker() {
+    let Cluster {
+        mut sim,
+        disks,
+        shutdown,
+    } = cluster(BrokerConfig::default());
+    let outcome = Rc::new(RefCell::new(None));
+    let result = outcome.clone();
+    sim.client("producer-1", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let acked = produce(leader, -1, b"kept").await;
+        shutdown[usize::try_from(leader.0 - 1)?].set(true);
+        let successor = wait_for_leader(Some(leader), 2).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        *result.borrow_mut() = Some((leader, acked, successor));
+        Ok(())
+    });
+    run_until_done(&mut sim);
+    let Some((leader, acked, successor)) = outcome.borrow_mut().take() else {
+        panic!("client did not finish")
+    };
+    assert_eq!(acked.and_then(|r| r.error), None);
+    assert_ne!(successor, leader);
+    assert!(
+        !sim.is_host_running(HostName::Broker(leader.0).to_string()),
+        "the broker must have stopped"
+    );
+    let disk = &disks[usize::try_from(leader.0 - 1).expect("small id")];
+    assert!(disk.exists(checkpoint::CLEAN_SHUTDOWN));
+    assert_eq!(
+        disk.durable(checkpoint::CLEAN_SHUTDOWN),
+        Some(Vec::new()),
+        "the marker is durable"
+    );
+    let kept: Vec<_> = read_records(disk, &tp())
+        .expect("log readable")
+        .into_iter()
+        .map(|(_, _, record)| record.value.unwrap_or_default())
+        .collect();
+    assert_eq!(kept, vec![b"kept".to_vec()]);
+}

@@ -1,0 +1,479 @@
+//! The producer against a scripted fake broker on a turmoil network: what the history says
+//! and what the broker received when a request times out.
+
+use hightide::client::history::{History, MessageId, Op};
+use hightide::client::{
+    final_read, run_consumer, run_producer, ConsumerContext, ProducerContext, SendBudget,
+};
+use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::protocol::frame::serve;
+use hightide::protocol::messages::{
+    ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, PartitionState, ProduceResponse,
+    Request, Response,
+};
+use hightide::storage::record::{
+    records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
+};
+use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Longer than the producer's 1 s request timeout.
+const SLOW: Duration = Duration::from_secs(3);
+
+/// One batch as the fake broker appended it.
+#[derive(Clone, Debug)]
+struct Appended {
+    base_offset: i64,
+    producer_id: ProducerId,
+    base_sequence: i32,
+    ids: Vec<MessageId>,
+}
+
+/// A one-partition broker that appends every batch it gets, but answers the first
+/// Produce only after `first_answer_delay` (longer than the producer's request timeout).
+#[derive(Clone, Default)]
+struct FakeBroker {
+    log: Rc<RefCell<Vec<Appended>>>,
+    produce_requests: Rc<RefCell<u32>>,
+}
+
+impl FakeBroker {
+    async fn handle(self, request: Request, first_answer_delay: Duration) -> Response {
+        match request {
+            Request::Metadata => Response::Metadata(metadata()),
+            Request::InitProducerId => Response::InitProducerId {
+                error: None,
+                producer_id: ProducerId(1000),
+                producer_epoch: 0,
+            },
+            Request::Produce(produce) => {
+                let attempt = {
+                    let mut n = self.produce_requests.borrow_mut();
+                    *n += 1;
+                    *n
+                };
+                let base_offset = self.append(&produce.batch);
+                if attempt == 1 {
+                    tokio::time::sleep(first_answer_delay).await;
+                }
+                Response::Produce(ProduceResponse {
+                    error: None,
+                    base_offset: Offset(base_offset),
+                    log_start_offset: Offset(0),
+                })
+            }
+            other => panic!("unexpected request {other:?}"),
+        }
+    }
+
+    fn append(&self, batch: &[u8]) -> i64 {
+        let header = validate(batch).expect("a valid batch");
+        let ids = records(batch)
+            .expect("records")
+            .iter()
+            .filter_map(|r| r.value.as_deref().and_then(MessageId::parse_value))
+            .collect::<Vec<_>>();
+        let mut log = self.log.borrow_mut();
+        let base_offset = log.iter().map(|b| b.ids.len() as i64).sum();
+        log.push(Appended {
+            base_offset,
+            producer_id: header.producer_id,
+            base_sequence: header.base_sequence,
+            ids,
+        });
+        base_offset
+    }
+}
+
+fn metadata() -> ClusterMetadata {
+    let mut m = ClusterMetadata {
+        version: 1,
+        ..ClusterMetadata::default()
+    };
+    m.partitions.insert(
+        TopicPartition::new("t", 0),
+        PartitionState {
+            replicas: vec![BrokerId(1)],
+            leader: Some(BrokerId(1)),
+            leader_epoch: Epoch(0),
+            partition_epoch: 0,
+            isr: vec![BrokerId(1)],
+        },
+    );
+    m
+}
+
+/// Run one producer that sends `messages` messages against the fake broker.
+fn run(
+    config: ProducerConfig,
+    messages: u64,
+    first_answer_delay: Duration,
+) -> (Vec<Op>, Vec<Appended>) {
+    let broker = FakeBroker::default();
+    let history = History::default();
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(60))
+        .rng_seed(1)
+        .build();
+    let host_broker = broker.clone();
+    sim.host("broker-1", move || {
+        let broker = host_broker.clone();
+        async move {
+            serve(move |request, _peer| broker.clone().handle(request, first_answer_delay)).await?;
+            Ok(())
+        }
+    });
+    let ctx = ProducerContext {
+        index: 1,
+        config,
+        topic: "t".to_string(),
+        partitions: 1,
+        rate: 100,
+        keys: 0,
+        value_bytes: 32,
+        brokers: 1,
+        history: history.clone(),
+        budget: SendBudget::new(1, Some(messages)),
+        stop_at: Duration::from_secs(30),
+        seed: 1,
+    };
+    sim.client("producer-1", async move {
+        run_producer(ctx).await?;
+        // Let the broker finish with what is still in flight before the simulation ends.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let ops = history.events().into_iter().map(|e| e.op).collect();
+    let log = broker.log.borrow().clone();
+    (ops, log)
+}
+
+fn config(idempotent: bool) -> ProducerConfig {
+    ProducerConfig {
+        acks: Acks::All,
+        enable_idempotence: idempotent,
+        linger_ms: 0,
+        request_timeout_ms: 1_000,
+        ..ProducerConfig::default()
+    }
+}
+
+/// The scenario behind every "duplicates" count: the first attempt wrote, its answer came
+/// too late, the retry wrote again. The producer was told ok once, at the retry's offset.
+#[test]
+fn request_timeout_retry_acks_once_and_duplicates_without_idempotence() {
+    let (ops, log) = run(config(false), 1, SLOW);
+    let id = MessageId {
+        producer: 1,
+        seq: 0,
+    };
+    assert_eq!(ops.len(), 2, "{ops:?}");
+    assert!(matches!(&ops[0], Op::Invoke { id: i, .. } if *i == id));
+    assert_eq!(
+        ops[1],
+        Op::Ok {
+            id,
+            tp: TopicPartition::new("t", 0),
+            offset: Offset(1)
+        }
+    );
+    let copies: Vec<i64> = log
+        .iter()
+        .filter(|b| b.ids.contains(&id))
+        .map(|b| b.base_offset)
+        .collect();
+    assert_eq!(copies, vec![0, 1], "the retry wrote a second copy");
+    assert!(log.iter().all(|b| b.producer_id == ProducerId::NONE));
+}
+
+/// The idempotent producer resends the timed-out batch with the same producer id and
+/// sequence, which is what lets a real broker recognise the duplicate.
+#[test]
+fn idempotent_retry_keeps_producer_id_and_sequence() {
+    let (ops, log) = run(config(true), 1, SLOW);
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|b| b.producer_id == ProducerId(1000) && b.base_sequence == 0),
+        "{log:?}"
+    );
+    assert!(matches!(ops.last(), Some(Op::Ok { .. })), "{ops:?}");
+}
+
+/// With retries = 0 the timed-out attempt is the last: the outcome is unknown, not a failure.
+#[test]
+fn a_timeout_without_retries_is_indeterminate() {
+    let config = ProducerConfig {
+        retries: 0,
+        ..config(false)
+    };
+    let (ops, log) = run(config, 1, SLOW);
+    assert_eq!(log.len(), 1);
+    assert!(matches!(ops.last(), Some(Op::Info { .. })), "{ops:?}");
+}
+
+/// acks=0 never waits for the broker: every send is recorded as unknown right away.
+#[test]
+fn acks_zero_records_info_for_every_send() {
+    let config = ProducerConfig {
+        acks: Acks::None,
+        ..config(false)
+    };
+    let (ops, log) = run(config, 5, Duration::ZERO);
+    let infos = ops
+        .iter()
+        .filter(|op| matches!(op, Op::Info { error, .. } if error == "acks=0"))
+        .count();
+    assert_eq!(infos, 5, "{ops:?}");
+    assert_eq!(log.iter().map(|b| b.ids.len()).sum::<usize>(), 5);
+}
+
+/// A fake broker holding a fixed log for `t/0` (leader broker-1, epoch 2): batches of
+/// offsets [0,2) and [2,4) in epoch 1, [4,6) in epoch 2; the high watermark is 4. It
+/// answers one batch per Fetch, so readers must loop.
+fn log_broker(
+    leader: Option<BrokerId>,
+) -> impl Fn(Request, String) -> std::future::Ready<Response> + Clone {
+    let batch = |base: i64, epoch: i32, seqs: [u64; 2]| {
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for seq in seqs {
+            builder.push(0, None, Some(&MessageId { producer: 1, seq }.value(16)));
+        }
+        let mut bytes = builder.build();
+        set_base_offset(&mut bytes, Offset(base));
+        set_partition_leader_epoch(&mut bytes, Epoch(epoch));
+        (base, bytes)
+    };
+    let log = Rc::new(vec![
+        batch(0, 1, [0, 1]),
+        batch(2, 1, [2, 3]),
+        batch(4, 2, [4, 5]),
+    ]);
+    let high_watermark = Offset(4);
+    move |request, _peer| {
+        let response = match request {
+            Request::Metadata => {
+                let mut m = metadata();
+                for state in m.partitions.values_mut() {
+                    state.leader = leader;
+                    state.leader_epoch = Epoch(2);
+                }
+                Response::Metadata(m)
+            }
+            Request::ListOffsets { spec, .. } => Response::ListOffsets {
+                error: None,
+                offset: match spec {
+                    OffsetSpec::Earliest => Offset(0),
+                    OffsetSpec::Latest => high_watermark,
+                },
+            },
+            Request::Fetch(fetch) => {
+                let records = log
+                    .iter()
+                    .find(|(base, bytes)| {
+                        let next = base + i64::from(validate(bytes).map_or(0, |h| h.records_count));
+                        fetch.fetch_offset.0 < next && Offset(*base) < high_watermark
+                    })
+                    .map(|(_, bytes)| bytes.clone())
+                    .unwrap_or_default();
+                Response::Fetch(FetchResponse {
+                    error: None,
+                    high_watermark,
+                    log_start_offset: Offset(0),
+                    records,
+                    diverging_epoch: None,
+                })
+            }
+            other => panic!("unexpected request {other:?}"),
+        };
+        std::future::ready(response)
+    }
+}
+
+/// The final read returns exactly the records below the high watermark, read batch by batch.
+#[test]
+fn final_read_reads_from_log_start_to_the_high_watermark() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(Some(BrokerId(1)))).await?;
+        Ok(())
+    });
+    let reads = Rc::new(RefCell::new(Vec::new()));
+    let out = reads.clone();
+    sim.client("reader", async move {
+        let tp = TopicPartition::new("t", 0);
+        *out.borrow_mut() = final_read(vec![tp], 1, Duration::from_secs(10)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads = reads.borrow();
+    assert_eq!(reads.len(), 1);
+    let (tp, leader, start, high_watermark, records) = &reads[0];
+    assert_eq!(tp, &TopicPartition::new("t", 0));
+    assert_eq!(
+        (*leader, *start, *high_watermark),
+        (Some(BrokerId(1)), Offset(0), Offset(4))
+    );
+    let ids: Vec<(i64, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r.offset.0,
+                MessageId::parse_value(&r.value).map_or(u64::MAX, |id| id.seq),
+            )
+        })
+        .collect();
+    assert_eq!(ids, vec![(0, 0), (1, 1), (2, 2), (3, 3)]);
+}
+
+/// A partition without a leader is reported offline, with no records, once the time is up.
+#[test]
+fn final_read_reports_an_offline_partition() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(None)).await?;
+        Ok(())
+    });
+    let reads = Rc::new(RefCell::new(Vec::new()));
+    let out = reads.clone();
+    sim.client("reader", async move {
+        *out.borrow_mut() =
+            final_read(vec![TopicPartition::new("t", 0)], 1, Duration::from_secs(2)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads = reads.borrow();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(reads[0].1, None);
+    assert!(reads[0].4.is_empty());
+}
+
+/// A consumer records each record below the high watermark once, with its id.
+#[test]
+fn consumer_records_what_it_reads_below_the_high_watermark() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", || async {
+        serve(log_broker(Some(BrokerId(1)))).await?;
+        Ok(())
+    });
+    let history = History::default();
+    let ctx = ConsumerContext {
+        index: 1,
+        config: ConsumerConfig::default(),
+        topic: "t".to_string(),
+        partitions: 1,
+        brokers: 1,
+        history: history.clone(),
+    };
+    sim.client("consumer-1", async move {
+        // A consumer never stops by itself.
+        let _ = tokio::time::timeout(Duration::from_secs(5), run_consumer(ctx)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads: Vec<(i64, Option<u64>)> = history
+        .events()
+        .into_iter()
+        .map(|e| {
+            assert_eq!(e.process, "consumer-1");
+            match e.op {
+                Op::Read {
+                    consumer: 1,
+                    offset,
+                    id,
+                    ..
+                } => (offset.0, id.map(|id| id.seq)),
+                other => panic!("unexpected {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        vec![(0, Some(0)), (1, Some(1)), (2, Some(2)), (3, Some(3))]
+    );
+}
+
+/// A deposed leader answers NOT_LEADER_OR_FOLLOWER; the producer refreshes metadata, finds
+/// the new leader (the higher leader epoch wins over the stale broker's answer) and the
+/// retry is acknowledged there. Nothing was written by the rejected attempt.
+#[test]
+fn not_leader_moves_the_batch_to_the_new_leader() {
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    let rejected = Rc::new(RefCell::new(0u32));
+    for broker in [1u32, 2] {
+        let rejected = rejected.clone();
+        sim.host(format!("broker-{broker}"), move || {
+            let rejected = rejected.clone();
+            async move {
+                serve(move |request, _peer| {
+                    let response = match request {
+                        Request::Metadata => {
+                            // broker-1 still believes it leads, in an older epoch.
+                            let mut m = metadata();
+                            for state in m.partitions.values_mut() {
+                                state.leader = Some(BrokerId(broker));
+                                state.leader_epoch = Epoch(broker as i32);
+                            }
+                            Response::Metadata(m)
+                        }
+                        Request::Produce(_) if broker == 1 => {
+                            *rejected.borrow_mut() += 1;
+                            Response::Produce(ProduceResponse {
+                                error: Some(ErrorCode::NotLeaderOrFollower),
+                                base_offset: Offset::NONE,
+                                log_start_offset: Offset::NONE,
+                            })
+                        }
+                        Request::Produce(_) => Response::Produce(ProduceResponse {
+                            error: None,
+                            base_offset: Offset(7),
+                            log_start_offset: Offset(0),
+                        }),
+                        other => panic!("unexpected request {other:?}"),
+                    };
+                    std::future::ready(response)
+                })
+                .await?;
+                Ok(())
+            }
+        });
+    }
+    let history = History::default();
+    let ctx = ProducerContext {
+        index: 1,
+        config: config(false),
+        topic: "t".to_string(),
+        partitions: 1,
+        rate: 100,
+        keys: 0,
+        value_bytes: 32,
+        brokers: 2,
+        history: history.clone(),
+        budget: SendBudget::new(1, Some(1)),
+        stop_at: Duration::from_secs(30),
+        // The first metadata answer comes from broker-1 (seed % brokers + 1).
+        seed: 0,
+    };
+    sim.client("producer-1", async move { run_producer(ctx).await });
+    sim.run().expect("the simulation completes");
+    let ops: Vec<Op> = history.events().into_iter().map(|e| e.op).collect();
+    assert_eq!(
+        *rejected.borrow(),
+        1,
+        "the first attempt went to the stale leader"
+    );
+    assert_eq!(
+        ops.last(),
+        Some(&Op::Ok {
+            id: MessageId {
+                producer: 1,
+                seq: 0
+            },
+            tp: TopicPartition::new("t", 0),
+            offset: Offset(7)
+        })
+    );
+}
