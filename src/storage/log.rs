@@ -597,7 +597,7 @@ impl Log {
         if offset >= self.log_end_offset {
             return Ok(());
         }
-        if offset < self.first().base_offset() {
+        if offset < self.log_start_offset {
             return self.truncate_fully_and_start_at(offset);
         }
         self.truncations += 1;
@@ -623,6 +623,8 @@ impl Log {
             }
         }
         self.log_end_offset = self.active().next_offset();
+        // A batch holding the log start offset may have gone whole.
+        self.log_start_offset = self.log_start_offset.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         let before = self.epochs.to_checkpoint();
         self.epochs.truncate_from_end(self.log_end_offset);
@@ -695,7 +697,8 @@ impl Log {
     }
 
     /// The latest plan's fsyncs are done: advance the recovery point to `up_to` (unless a
-    /// truncation since the plan rewrote offsets below it).
+    /// truncation since the plan rewrote offsets below it). The flush time for
+    /// `log.flush.interval.ms` is the simulated clock's, the same time base as `now_ms`.
     pub fn flush_done(&mut self, up_to: Offset) {
         self.pending.confirm();
         if self.planned_truncations.get() == self.truncations {
