@@ -182,7 +182,7 @@ impl Log {
             planned_truncations: Cell::new(0),
         };
         let bases = log.remove_stray_files()?;
-        let headers = if bases.is_empty() {
+        let mut headers = if bases.is_empty() {
             let base = Offset(log_start_offset.0.max(0));
             log.add_segment(base, now_ms)?;
             LoadedHeaders::default()
@@ -192,7 +192,10 @@ impl Log {
         log.log_end_offset = log.active().next_offset();
         log.log_start_offset = log.log_start_offset.max(log.first().base_offset());
         if log.log_start_offset > log.log_end_offset {
+            // The log lost everything up to its checkpointed start (a power loss undid
+            // the segment files written after a `truncate_fully_and_start_at`).
             log.truncate_fully_and_start_at(log.log_start_offset)?;
+            headers = LoadedHeaders::default();
         }
         log.recovery_point = recovery_point.clamp(log.first().base_offset(), log.log_end_offset);
         log.load_epochs(&headers)?;
