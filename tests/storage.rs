@@ -84,6 +84,7 @@ enum Op {
     Flush,
     Writeback,
     Truncate { back: i64 },
+    TruncateFully { ahead: i64 },
     Retention,
     Kill,
     PowerLoss,
@@ -100,6 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Flush),
         1 => Just(Op::Writeback),
         2 => (0i64..12).prop_map(|back| Op::Truncate { back }),
+        1 => (0i64..5).prop_map(|ahead| Op::TruncateFully { ahead }),
         1 => Just(Op::Retention),
         1 => Just(Op::Kill),
         1 => Just(Op::PowerLoss),
@@ -241,6 +243,17 @@ impl Harness {
                 self.model.retain(|b| b.base + b.count <= target);
                 prop_assert_eq!(self.log.log_end_offset(), Offset(self.model_leo));
                 self.flushed = self.flushed.min(self.model_leo);
+            }
+            Op::TruncateFully { ahead } => {
+                let start = self.model_leo + ahead;
+                self.log
+                    .truncate_fully_and_start_at(Offset(start))
+                    .map_err(|e| TestCaseError::fail(format!("truncate fully: {e}")))?;
+                self.model.clear();
+                self.model_leo = start;
+                self.flushed = start;
+                prop_assert_eq!(self.log.log_start_offset(), Offset(start));
+                prop_assert_eq!(self.log.segment_bases(), vec![Offset(start)]);
             }
             Op::Retention => {
                 let before = self.log.segment_bases();
@@ -504,8 +517,6 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
-
     /// After any sequence of appends, flushes, rolls, truncations, retention, crashes,
     /// power losses and corruption, the log is a prefix of what was appended (less what
     /// was truncated) and keeps everything a confirmed flush covered.
