@@ -75,7 +75,7 @@ pub fn main() -> i32 {
             }
         },
         Command::Bench { what: BenchTarget::Storage } => {
-            print!("{}", crate::storage::bench::run());
+            print!("{}", crate::storage::bench::run(crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES));
             EXIT_OK
         }
     }

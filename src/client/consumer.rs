@@ -19,6 +19,7 @@ use std::rc::Rc;
 /// at it in OffsetsForLeaderEpoch. Chosen so that it can never be a real broker's id.
 const CONSUMER_REPLICA_ID: BrokerId = BrokerId(u32::MAX);
 
+#[derive(Clone)]
 pub struct ConsumerContext {
     /// Host `consumer-<index>`.
     pub index: u32,

@@ -39,6 +39,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+#[derive(Clone)]
 pub struct ProducerContext {
     /// Host `producer-<index>`; also the producer number in message ids.
     pub index: u32,

@@ -440,7 +440,7 @@ fn heal(world: &mut World<'_>) {
     }
 }
 
-type FinalRead = Vec<client::FinalRead>;
+type FinalRead = Vec<client::PartitionRead>;
 
 fn final_read(
     world: &mut World<'_>,
@@ -475,7 +475,7 @@ fn collect_final_state(
     read: FinalRead,
 ) -> FinalState {
     let metadata = view.get();
-    let mut by_tp: BTreeMap<TopicPartition, client::FinalRead> =
+    let mut by_tp: BTreeMap<TopicPartition, client::PartitionRead> =
         read.into_iter().map(|r| (r.0.clone(), r)).collect();
     let partitions = partitions
         .iter()
