@@ -55,13 +55,18 @@ fn overlay_page(image: &mut Vec<u8>, cached: &[u8], page: u64, limit: usize) {
 
 /// Where two images differ, in a line short enough for a proptest failure.
 fn difference(expected: &[u8], actual: &[u8]) -> String {
-    let first = expected.iter().zip(actual).position(|(a, b)| a != b);
-    format!(
-        "expected {} bytes, got {}; first differing byte at {:?}",
-        expected.len(),
-        actual.len(),
-        first
-    )
+    match expected.iter().zip(actual).position(|(a, b)| a != b) {
+        Some(at) => format!(
+            "expected {} bytes, got {}; first difference at byte {at}",
+            expected.len(),
+            actual.len()
+        ),
+        None => format!(
+            "expected {} bytes, got {}; the shorter is a prefix of the longer",
+            expected.len(),
+            actual.len()
+        ),
+    }
 }
 
 /// Whether `after` (a file after a power loss) is its `durable` image overlaid with dirty
@@ -112,7 +117,8 @@ fn explain_power_loss(
         }
     }
     Err(format!(
-        "{model:?}: not the durable image plus allowed dirty pages {dirty:?}: vs durable {}; vs cached {}",
+        "{model:?}: not the durable image plus allowed dirty pages {dirty:?}: \
+         vs durable {}; vs cached {}",
         difference(durable, after),
         difference(cached, after)
     ))
@@ -652,7 +658,7 @@ fn compare<T: PartialEq + std::fmt::Debug>(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     /// The whole model: page cache, fsync (file and dir), flusher, fsync errors, disk full,
     /// and power loss under each model — checked after every operation.
@@ -662,7 +668,7 @@ proptest! {
         writeback_s in 1..6u64,
         expire_s in 0..20u64,
         seed in any::<u64>(),
-        ops in prop::collection::vec(op(), 1..80),
+        ops in prop::collection::vec(op(), 1..120),
     ) {
         let config = DiskConfig {
             writeback: Duration::from_secs(writeback_s),
@@ -677,7 +683,10 @@ proptest! {
     /// reads every byte the old one wrote, fsynced or not, flushed or not.
     #[test]
     fn after_kill_a_reader_sees_every_byte_written(
-        writes in prop::collection::vec((0..3usize, 0..10_000u64, 1..5_000usize, 0..20_000u64), 1..40),
+        writes in prop::collection::vec(
+            (0..3usize, 0..10_000u64, 1..5_000usize, 0..20_000u64),
+            1..40,
+        ),
     ) {
         clock::set(Duration::ZERO);
         let disk = Disk::new(config(PowerLossModel::DropUnflushed), 7);
@@ -733,7 +742,14 @@ proptest! {
         for (page, &second) in dirtied_s.iter().enumerate() {
             let written = durable.get(page * PAGE) == Some(&(page as u8 + 1));
             let expired = wake_s - second >= 30;
-            prop_assert_eq!(written, expired, "page {} dirtied at {}s, flusher at {}s", page, second, wake_s);
+            prop_assert_eq!(
+                written,
+                expired,
+                "page {} dirtied at {}s, flusher at {}s",
+                page,
+                second,
+                wake_s
+            );
             if !expired {
                 still_dirty.push(page as u64);
             }
@@ -775,12 +791,17 @@ proptest! {
                 "{} reader sees the medium",
                 &path
             );
-            let tail = if path == newest { content.len().saturating_sub(bytes as usize) } else { content.len() };
+            let tail = if path == newest {
+                content.len().saturating_sub(bytes as usize)
+            } else {
+                content.len()
+            };
             for (at, &byte) in content.iter().enumerate() {
                 if at < tail {
                     prop_assert_eq!(byte, 0x5a, "{} byte {} changed", &path, at);
                 } else {
-                    prop_assert_eq!((byte ^ 0x5a).count_ones(), 1, "{} byte {} not flipped", &path, at);
+                    let flipped = (byte ^ 0x5a).count_ones();
+                    prop_assert_eq!(flipped, 1, "{} byte {} not flipped", &path, at);
                 }
             }
         }

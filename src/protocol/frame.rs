@@ -398,6 +398,34 @@ mod tests {
     }
 
     #[test]
+    fn a_call_to_a_crashed_host_ends_at_its_timeout() {
+        let mut sim = turmoil::Builder::new().build();
+        start_server(&mut sim, Duration::from_millis(50));
+        sim.client(CLIENT, async {
+            let mut connection = Connection::connect(SERVER, Duration::from_secs(1)).await?;
+            connection
+                .call(&Request::Metadata, Duration::from_secs(1))
+                .await?;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // The server crashed meanwhile.
+            let started = tokio::time::Instant::now();
+            let outcome = connection
+                .call(&Request::Metadata, Duration::from_millis(300))
+                .await;
+            assert!(outcome.is_err(), "got {outcome:?}");
+            assert!(started.elapsed() <= Duration::from_millis(300));
+            let reconnect = Connection::connect(SERVER, Duration::from_millis(300)).await;
+            assert!(reconnect.is_err());
+            Ok(())
+        });
+        while sim.elapsed() < Duration::from_millis(500) {
+            sim.step().expect("step");
+        }
+        sim.crash(SERVER.to_string());
+        sim.run().expect("simulation");
+    }
+
+    #[test]
     fn server_drops_a_connection_that_announces_an_oversize_frame() {
         let mut sim = turmoil::Builder::new().build();
         start_server(&mut sim, Duration::ZERO);

@@ -35,10 +35,11 @@
 //! empty directories, no capacity accounting (disk full is a switch), no read errors, and
 //! renames move files only (Kafka's partition-directory renames are out of scope).
 //!
-//! Why not turmoil's `unstable-fs`: its `crash` always discards unsynced writes, so a process
-//! crash whose page cache survives cannot be told apart from a power loss; unsynced writes
-//! become durable at random, not by the age of dirty pages, so there is no flusher to race;
-//! and fsync never fails with Linux's drop-the-dirty-pages semantics that Kafka must survive.
+//! Why not turmoil's `unstable-fs`: its `crash` always discards unsynced writes (bar torn
+//! blocks), so a process crash whose page cache survives cannot be told apart from a power
+//! loss; unsynced writes become durable by chance (`sync_probability`), not by the age of
+//! dirty pages, so there is no flusher to race; and its fsync never fails, let alone with
+//! Linux's drop-the-dirty-pages semantics that Kafka must survive.
 //!
 //! Every random choice comes from a `StdRng` seeded by [`Disk::new`], so a seed replays.
 
@@ -213,9 +214,7 @@ impl Inode {
 
     /// Make data and length durable: only dirty pages are copied.
     fn sync(&mut self) {
-        let len = self.cached.len();
-        self.durable.truncate(len);
-        self.durable.resize(len, 0);
+        self.durable.resize(self.cached.len(), 0);
         for &page in self.dirty.keys() {
             write_back(&self.cached, &mut self.durable, page, PAGE_BYTES);
         }
