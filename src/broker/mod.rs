@@ -18,10 +18,11 @@
 //!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir
 //!   goes offline): in-flight requests get KAFKA_STORAGE_ERROR and `run` returns without
 //!   a clean-shutdown marker.
-//! - **A leader's follower-state update happens when a fetch arrives** (Kafka does it in
-//!   `readFromLog` before deciding to delay the fetch): the same HW timing.
-//! - **Delayed fetches complete on new data, leadership change or timeout only**, not on
-//!   an HW move, as in Kafka; that is why a follower learns the HW one round late.
+//! - **Fetch timing is Kafka's, not simplified**: the leader reads, then records the
+//!   follower's fetch offset (`ReplicaManager.fetchMessages`), so a response with data
+//!   carries the HW from before that fetch; a fetch with nothing to return waits up to
+//!   `replica.fetch.wait.max.ms` and completes on new data, a leadership change or the
+//!   timeout, not on an HW move. Hence a follower's HW trails the leader's by a round.
 //! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
 //!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
 //!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is
