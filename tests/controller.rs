@@ -6,7 +6,7 @@ use hightide::controller::{placement, run, ControllerContext, MetadataView};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
 use hightide::sim::clock;
-use hightide::sim::disk::{Disk, DiskConfig};
+use hightide::sim::disk::{Disk, DiskConfig, DiskFault};
 use hightide::types::{BrokerId, Epoch, HostName, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -286,5 +286,26 @@ fn a_silent_leader_is_fenced_and_replaced_in_the_view() -> turmoil::Result {
     assert_eq!(state.leader, Some(BrokerId(2)));
     assert_eq!(state.leader_epoch, Epoch(1));
     assert_eq!(state.isr, vec![BrokerId(2), BrokerId(3)]);
+    Ok(())
+}
+
+/// A controller that cannot write its metadata halts, as KRaft's does, rather than
+/// answer from state that a crash would lose: the producer id is never handed out.
+#[test]
+fn a_controller_whose_disk_is_full_halts_instead_of_answering() -> turmoil::Result {
+    let mut sim = turmoil::Builder::new().build();
+    let disk = Disk::new(DiskConfig::default(), 5);
+    start_controller(&mut sim, disk.clone(), MetadataView::default());
+    sim.client(HostName::Reader.to_string(), async {
+        sleep(Duration::from_secs(2)).await;
+        let mut connection = None;
+        let allocated = request(&mut connection, &Request::AllocateProducerId).await;
+        assert!(allocated.is_none(), "answered {allocated:?}");
+        Ok(())
+    });
+    step_until(&mut sim, Duration::from_secs(1))?;
+    disk.inject(DiskFault::Full)?;
+    sim.run()?;
+    assert!(!sim.is_host_running(HostName::Controller.to_string()));
     Ok(())
 }

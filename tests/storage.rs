@@ -84,6 +84,7 @@ enum Op {
     Flush,
     Writeback,
     Truncate { back: i64 },
+    TruncateFully { ahead: i64 },
     Retention,
     Kill,
     PowerLoss,
@@ -100,6 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Flush),
         1 => Just(Op::Writeback),
         2 => (0i64..12).prop_map(|back| Op::Truncate { back }),
+        1 => (0i64..5).prop_map(|ahead| Op::TruncateFully { ahead }),
         1 => Just(Op::Retention),
         1 => Just(Op::Kill),
         1 => Just(Op::PowerLoss),
@@ -241,6 +243,17 @@ impl Harness {
                 self.model.retain(|b| b.base + b.count <= target);
                 prop_assert_eq!(self.log.log_end_offset(), Offset(self.model_leo));
                 self.flushed = self.flushed.min(self.model_leo);
+            }
+            Op::TruncateFully { ahead } => {
+                let start = self.model_leo + ahead;
+                self.log
+                    .truncate_fully_and_start_at(Offset(start))
+                    .map_err(|e| TestCaseError::fail(format!("truncate fully: {e}")))?;
+                self.model.clear();
+                self.model_leo = start;
+                self.flushed = start;
+                prop_assert_eq!(self.log.log_start_offset(), Offset(start));
+                prop_assert_eq!(self.log.segment_bases(), vec![Offset(start)]);
             }
             Op::Retention => {
                 let before = self.log.segment_bases();
@@ -504,8 +517,6 @@ impl Harness {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
-
     /// After any sequence of appends, flushes, rolls, truncations, retention, crashes,
     /// power losses and corruption, the log is a prefix of what was appended (less what
     /// was truncated) and keeps everything a confirmed flush covered.
@@ -815,4 +826,80 @@ fn idempotent_retries_return_the_original_offsets() {
             ..
         }
     ));
+}
+
+#[test]
+fn retention_by_time_deletes_segments_whose_newest_record_expired() {
+    let disk = Disk::new(DiskConfig::default(), 1);
+    let mut log = open(
+        &disk,
+        LogConfig {
+            retention_bytes: -1,
+            ..small_config()
+        },
+    );
+    for id in 0..10 {
+        let now_ms = id as i64 * 1_000;
+        log.append_as_leader(batch(id, 1, now_ms), Epoch(0), now_ms)
+            .expect("append");
+    }
+    let bases = log.segment_bases();
+    assert!(bases.len() >= 2, "roll.ms of 5 s rolled the log: {bases:?}");
+    assert_eq!(
+        log.enforce_retention(log.log_end_offset(), 20_000)
+            .expect("retention"),
+        0
+    );
+    let deleted = log
+        .enforce_retention(log.log_end_offset(), 100_000)
+        .expect("retention");
+    assert_eq!(
+        deleted,
+        bases.len() - 1,
+        "every closed segment expired, the active one stays"
+    );
+}
+
+/// Power loss with a torn tail: recovery cuts the log at the last whole batch, which is
+/// never below what a flush made durable.
+#[test]
+fn power_loss_cuts_a_torn_tail_back_to_the_flushed_prefix() {
+    let disk = Disk::new(
+        DiskConfig {
+            power_loss: PowerLossModel::TornTail,
+            ..DiskConfig::default()
+        },
+        3,
+    );
+    let mut log = open(&disk, LogConfig::default());
+    for id in 0..5 {
+        log.append_as_leader(batch(id, 3, 0), Epoch(0), 0)
+            .expect("append");
+    }
+    flush(&disk, &mut log);
+    for id in 5..60 {
+        log.append_as_leader(batch(id, 3, 0), Epoch(1), 0)
+            .expect("append");
+    }
+    disk.power_loss();
+    let log = Log::open(
+        &disk,
+        &tp(),
+        LogConfig::default(),
+        Offset(15),
+        Offset(0),
+        false,
+        0,
+    )
+    .expect("open");
+    let leo = log.log_end_offset();
+    assert!(leo >= Offset(15) && leo <= Offset(180), "LEO {leo}");
+    assert_eq!(leo.0 % 3, 0, "whole batches only");
+    let all = log.read(Offset(0), u64::MAX, leo).expect("read");
+    let batches: Vec<_> = record::batches(&all)
+        .collect::<Result<_, _>>()
+        .expect("every batch valid");
+    assert_eq!(batches.last().map(|(_, h, _)| h.next_offset()), Some(leo));
+    let expected_latest = if leo > Offset(15) { Epoch(1) } else { Epoch(0) };
+    assert_eq!(log.epochs().latest_epoch(), Some(expected_latest));
 }

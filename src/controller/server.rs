@@ -17,7 +17,7 @@ use crate::protocol::messages::{
 };
 use crate::sim::disk::Disk;
 use crate::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::Duration;
@@ -63,8 +63,8 @@ struct Controller {
     committed_version: watch::Sender<u64>,
     view: MetadataView,
     started: Instant,
-    halted: Cell<bool>,
-    halt: watch::Sender<Option<String>>,
+    /// Set once a save failed: `run` returns and no request is answered any more.
+    halted: watch::Sender<bool>,
 }
 
 /// Run the controller until it halts. Returns `Ok` when it stopped on a disk error
@@ -103,7 +103,7 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
     let snapshot = state.snapshot();
     ctx.view.set(snapshot.metadata.clone());
     let (committed_version, _) = watch::channel(snapshot.metadata.version);
-    let (halt, mut halted) = watch::channel(None);
+    let (halted, mut halt) = watch::channel(false);
     let controller = Rc::new(Controller {
         state: RefCell::new(state),
         disk: ctx.disk,
@@ -112,8 +112,7 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
         committed_version,
         view: ctx.view,
         started,
-        halted: Cell::new(false),
-        halt,
+        halted,
     });
     let handler = {
         let controller = controller.clone();
@@ -121,7 +120,7 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
     };
     tokio::select! {
         biased;
-        _ = halted.wait_for(Option::is_some) => Ok(()),
+        _ = halt.wait_for(|&halted| halted) => Ok(()),
         served = serve(handler) => Err(served.err().map(|e| e.to_string()).unwrap_or_default().into()),
         () = controller.clone().liveness() => Ok(()),
     }
@@ -142,11 +141,11 @@ impl Controller {
     }
 
     async fn handle(self: Rc<Self>, request: Request) -> Response {
-        if self.halted.get() {
+        if *self.halted.borrow() {
             return std::future::pending().await;
         }
         let response = self.answer(request).await;
-        if self.halted.get() {
+        if *self.halted.borrow() {
             return std::future::pending().await;
         }
         response
@@ -281,7 +280,7 @@ impl Controller {
     /// Persist the newest state, then publish it. A failed save halts the controller.
     async fn save(&self) {
         let _guard = self.save_lock.lock().await;
-        if self.halted.get() {
+        if *self.halted.borrow() {
             return;
         }
         let snapshot = self.state.borrow().snapshot();
@@ -290,8 +289,7 @@ impl Controller {
         }
         if let Err(error) = store::save(&self.disk, &snapshot).await {
             tracing::error!(error = %error, "controller halts: cannot write its metadata");
-            self.halted.set(true);
-            self.halt.send_replace(Some(error.to_string()));
+            self.halted.send_replace(true);
             return;
         }
         let version = snapshot.metadata.version;

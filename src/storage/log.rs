@@ -182,7 +182,7 @@ impl Log {
             planned_truncations: Cell::new(0),
         };
         let bases = log.remove_stray_files()?;
-        let headers = if bases.is_empty() {
+        let mut headers = if bases.is_empty() {
             let base = Offset(log_start_offset.0.max(0));
             log.add_segment(base, now_ms)?;
             LoadedHeaders::default()
@@ -192,7 +192,10 @@ impl Log {
         log.log_end_offset = log.active().next_offset();
         log.log_start_offset = log.log_start_offset.max(log.first().base_offset());
         if log.log_start_offset > log.log_end_offset {
+            // The log lost everything up to its checkpointed start (a power loss undid
+            // the segment files written after a `truncate_fully_and_start_at`).
             log.truncate_fully_and_start_at(log.log_start_offset)?;
+            headers = LoadedHeaders::default();
         }
         log.recovery_point = recovery_point.clamp(log.first().base_offset(), log.log_end_offset);
         log.load_epochs(&headers)?;
@@ -441,7 +444,7 @@ impl Log {
         Ok(AppendOutcome::Appended {
             first_offset,
             last_offset: header.last_offset(),
-            flush_needed: self.unflushed_messages() >= self.config.flush_interval_messages,
+            flush_needed: self.flush_needed(),
         })
     }
 
@@ -597,7 +600,7 @@ impl Log {
         if offset >= self.log_end_offset {
             return Ok(());
         }
-        if offset < self.first().base_offset() {
+        if offset < self.log_start_offset {
             return self.truncate_fully_and_start_at(offset);
         }
         self.truncations += 1;
@@ -623,6 +626,8 @@ impl Log {
             }
         }
         self.log_end_offset = self.active().next_offset();
+        // A batch holding the log start offset may have gone whole.
+        self.log_start_offset = self.log_start_offset.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         let before = self.epochs.to_checkpoint();
         self.epochs.truncate_from_end(self.log_end_offset);
@@ -695,7 +700,8 @@ impl Log {
     }
 
     /// The latest plan's fsyncs are done: advance the recovery point to `up_to` (unless a
-    /// truncation since the plan rewrote offsets below it).
+    /// truncation since the plan rewrote offsets below it). The flush time for
+    /// `log.flush.interval.ms` is the simulated clock's, the same time base as `now_ms`.
     pub fn flush_done(&mut self, up_to: Offset) {
         self.pending.confirm();
         if self.planned_truncations.get() == self.truncations {
@@ -712,6 +718,12 @@ impl Log {
     /// Messages above the recovery point (Kafka's `unflushedMessages`).
     pub fn unflushed_messages(&self) -> u64 {
         u64::try_from(self.log_end_offset.0 - self.recovery_point.0).unwrap_or(0)
+    }
+
+    /// `log.flush.interval.messages` is reached: the append path must flush (the leader's
+    /// append reports it as `flush_needed`; a follower's append asks here).
+    pub fn flush_needed(&self) -> bool {
+        self.unflushed_messages() >= self.config.flush_interval_messages
     }
 
     /// A closed segment still holds data above the recovery point: after a roll Kafka

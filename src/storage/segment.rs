@@ -331,7 +331,7 @@ impl Segment {
         let want = max_bytes
             .max(first.size_bytes() as u64)
             .min(self.size_bytes - position);
-        let bytes = disk.read(&self.log_path, position, want as usize)?;
+        let mut bytes = disk.read(&self.log_path, position, want as usize)?;
         let mut end = 0usize;
         while end < bytes.len() {
             let Ok(header) = record::parse_header(&bytes[end..]) else {
@@ -343,7 +343,12 @@ impl Segment {
             }
             end += size;
         }
-        out.extend_from_slice(&bytes[..end]);
+        bytes.truncate(end);
+        if out.is_empty() {
+            *out = bytes;
+        } else {
+            out.extend_from_slice(&bytes);
+        }
         Ok(())
     }
 
