@@ -150,8 +150,7 @@ async fn apply_fetch(
         partition.hw = super::hw::follower_hw(response.high_watermark, leo);
         // The flush policy applies to followers' appends too (Kafka's `Log.append`); a
         // rolled segment is flushed as on the leader.
-        partition.log.unflushed_messages() >= partition.log.config().flush_interval_messages
-            || partition.log.roll_flush_pending()
+        partition.log.flush_needed() || partition.log.roll_flush_pending()
     };
     if flush && rm.flush(tp).await.is_err() {
         return Err(Backoff);
