@@ -46,6 +46,8 @@ pub struct ReplicaManager {
     /// AlterPartition proposals to send, drained by the controller link.
     pub isr_proposals: RefCell<Vec<IsrProposal>>,
     pub isr_wakeup: tokio::sync::Notify,
+    /// One checkpoint write at a time: two writers of one file would share its temp file.
+    pub checkpoint_lock: tokio::sync::Mutex<()>,
 }
 
 /// An ISR change for the controller, based on this leader epoch and partition epoch.
@@ -82,6 +84,7 @@ impl ReplicaManager {
             stopped: Cell::new(false),
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
+            checkpoint_lock: tokio::sync::Mutex::new(()),
         }
     }
 
