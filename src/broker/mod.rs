@@ -23,6 +23,8 @@
 //!   carries the HW from before that fetch; a fetch with nothing to return waits up to
 //!   `replica.fetch.wait.max.ms` and completes on new data, a leadership change or the
 //!   timeout, not on an HW move. Hence a follower's HW trails the leader's by a round.
+//! - **`fetch.min.bytes` / `replica.fetch.min.bytes` above 1 are not honoured**: any data
+//!   completes a waiting fetch, as with the default of 1 byte.
 //! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
 //!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
 //!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is
@@ -38,11 +40,14 @@
 //! - **A follower does not copy the leader's log start offset**: retention runs on every
 //!   replica by its own clock and HW, so logs may start at different offsets.
 //! - **AlterPartition is one request per partition on a fresh connection**; a lost or
-//!   rejected proposal is dropped and proposed again by the next ISR check (Kafka retries
-//!   the same proposal). The HW is computed over the *maximal* ISR (committed plus a
+//!   rejected proposal is dropped and proposed again when the leader next finds the
+//!   difference (that follower's next fetch, or the next ISR check); Kafka retries the
+//!   same proposal. The HW is computed over the *maximal* ISR (committed plus a
 //!   pending addition), as in Kafka since KIP-497.
 //! - **The flush scheduler is Kafka's**: `log.flush.interval.ms` acts only when
 //!   `log.flush.scheduler.interval.ms` (default: never) makes the flusher run.
+//! - **`acks=0` produces get an answer** (after the append, like `acks=1`): our protocol
+//!   is request/response; Kafka sends none, and a producer with `acks=0` need not read it.
 //! - **InitProducerId** asks the controller for one producer id per call (KRaft hands
 //!   brokers blocks of ids); the producer epoch is always 0 (no transactions, no fencing
 //!   of zombie producers).
