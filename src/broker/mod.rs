@@ -134,6 +134,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         tokio::time::sleep(scheduler::POLL).await;
         if rm.offline.get() {
             tracing::error!(broker = rm.id.0, "halting: log dir offline");
+            rm.wake_all();
             tokio::time::sleep(HALT_GRACE).await;
             return Ok(());
         }
@@ -214,9 +215,7 @@ async fn shut_down(rm: &ReplicaManager) {
     tracing::info!(broker = rm.id.0, "controlled shutdown");
     let handed_off = controller_link::controlled_shutdown(rm, CONTROLLED_SHUTDOWN_ATTEMPTS).await;
     rm.stopped.set(true);
-    for partition in rm.partitions.borrow().values() {
-        partition.notify.notify_waiters();
-    }
+    rm.wake_all();
     if scheduler::flush_all(rm).await.is_err() {
         return;
     }

@@ -117,6 +117,16 @@ impl ReplicaManager {
         if !self.offline.replace(true) {
             tracing::error!(broker = self.id.0, %context, %error, "log dir offline: storage error");
         }
+        // Callers may hold the partitions borrowed; then `run` wakes the waiters instead.
+        if let Ok(partitions) = self.partitions.try_borrow() {
+            for partition in partitions.values() {
+                partition.notify.notify_waiters();
+            }
+        }
+    }
+
+    /// Wake every waiting fetch and produce, to answer them before the broker halts.
+    pub fn wake_all(&self) {
         for partition in self.partitions.borrow().values() {
             partition.notify.notify_waiters();
         }
@@ -701,6 +711,21 @@ mod tests {
             panic!()
         };
         assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
+    }
+
+    /// Regression: a follower's failed truncation reports the storage error while it holds
+    /// the partitions borrowed; that must take the dir offline, not panic the broker.
+    #[test]
+    fn storage_failure_under_a_partition_borrow_takes_the_dir_offline() {
+        let rm = leader();
+        let held = rm.partitions.borrow_mut();
+        rm.storage_failed("orders/0", &"EIO");
+        drop(held);
+        assert!(rm.offline.get());
+        let FetchRead::Answer(read) = rm.read_for_fetch(&follower_fetch(0), true) else {
+            panic!()
+        };
+        assert_eq!(read.error, Some(ErrorCode::KafkaStorageError));
     }
 
     #[test]
