@@ -335,3 +335,57 @@ fn controlled_shutdown_hands_off_leadership_and_leaves_a_clean_marker() {
         .collect();
     assert_eq!(kept, vec![b"kept".to_vec()]);
 }
+
+/// ISR shrink through the controller: a follower cut off from the leader (but not from the
+/// controller) stops fetching; after `replica.lag.time.max.ms` the leader proposes an ISR
+/// without it, and the `acks=all` write that waited on it is acknowledged by the rest.
+#[test]
+fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
+    let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
+        min_insync_replicas: 2,
+        replica_lag_time_max_ms: 2_000,
+        ..BrokerConfig::default()
+    });
+    let cut = Rc::new(Cell::new(None));
+    let outcome = Rc::new(RefCell::new(None));
+    let (cut_out, result) = (cut.clone(), outcome.clone());
+    sim.client("producer-1", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let follower = BrokerId(leader.0 % BROKERS + 1);
+        cut_out.set(Some((leader, follower)));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let acked = produce(leader, -1, b"acked-by-two").await;
+        let leader_after = wait_for_leader(None, 2).await;
+        *result.borrow_mut() = Some((leader, follower, acked, leader_after));
+        Ok(())
+    });
+    let mut partitioned = false;
+    loop {
+        clock::set(sim.elapsed());
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => panic!("simulation failed: {e}"),
+        }
+        if let (false, Some((leader, follower))) = (partitioned, cut.get()) {
+            sim.partition(
+                HostName::Broker(leader.0).to_string(),
+                HostName::Broker(follower.0).to_string(),
+            );
+            partitioned = true;
+        }
+    }
+    let Some((leader, follower, acked, leader_after)) = outcome.borrow_mut().take() else {
+        panic!("client did not finish")
+    };
+    assert_eq!(
+        acked.and_then(|r| r.error),
+        None,
+        "acks=all with 2 of 3 in the ISR"
+    );
+    assert_eq!(leader_after, leader, "no election: only the ISR shrank");
+    let lagging = &disks[usize::try_from(follower.0 - 1).expect("small id")];
+    assert!(read_records(lagging, &tp())
+        .expect("log readable")
+        .is_empty());
+}

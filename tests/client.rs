@@ -8,14 +8,14 @@ use hightide::client::{
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
-    ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, PartitionState, ProduceResponse,
-    Request, Response,
+    ClusterMetadata, EpochEndOffset, ErrorCode, FetchResponse, OffsetSpec,
+    OffsetsForLeaderEpochResponse, PartitionState, ProduceResponse, Request, Response,
 };
 use hightide::storage::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
 use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -475,5 +475,113 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
             tp: TopicPartition::new("t", 0),
             offset: Offset(7)
         })
+    );
+}
+
+/// KIP-320, the dirty-read path: a consumer read offsets 2..4 in epoch 1; the new leader
+/// (epoch 2) has other records there. After the leader change the consumer validates its
+/// position, moves back to offset 2 and reads the replacements, so the history holds both
+/// what it saw first (later checked as dirty reads) and what replaced it.
+#[test]
+fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
+    let batch = |base: i64, epoch: i32, seqs: [u64; 2]| {
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for seq in seqs {
+            builder.push(0, None, Some(&MessageId { producer: 1, seq }.value(16)));
+        }
+        let mut bytes = builder.build();
+        set_base_offset(&mut bytes, Offset(base));
+        set_partition_leader_epoch(&mut bytes, Epoch(epoch));
+        bytes
+    };
+    let before = Rc::new(vec![batch(0, 1, [0, 1]), batch(2, 1, [2, 3])]);
+    let after = Rc::new(vec![batch(0, 1, [0, 1]), batch(2, 2, [10, 11])]);
+    let fetches = Rc::new(Cell::new(0u32));
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", move || {
+        let (before, after, fetches) = (before.clone(), after.clone(), fetches.clone());
+        async move {
+            serve(move |request, _peer| {
+                // Three fetches in epoch 1 (two batches, then nothing new), then epoch 2.
+                let epoch = if fetches.get() < 3 { 1 } else { 2 };
+                let log = if epoch == 1 { &before } else { &after };
+                let response = match request {
+                    Request::Metadata => {
+                        let mut m = metadata();
+                        for state in m.partitions.values_mut() {
+                            state.leader_epoch = Epoch(epoch);
+                        }
+                        Response::Metadata(m)
+                    }
+                    Request::OffsetsForLeaderEpoch(request) => {
+                        assert_eq!(request.leader_epoch, Epoch(1));
+                        Response::OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse {
+                            error: None,
+                            end: EpochEndOffset {
+                                epoch: Epoch(1),
+                                end_offset: Offset(2),
+                            },
+                        })
+                    }
+                    Request::Fetch(fetch) => {
+                        fetches.set(fetches.get() + 1);
+                        let fenced = fetch.current_leader_epoch != Epoch(epoch);
+                        let records = log
+                            .iter()
+                            .find(|b| {
+                                let h = validate(b).expect("valid");
+                                fetch.fetch_offset < h.next_offset()
+                            })
+                            .filter(|_| !fenced)
+                            .cloned()
+                            .unwrap_or_default();
+                        Response::Fetch(FetchResponse {
+                            error: fenced.then_some(ErrorCode::FencedLeaderEpoch),
+                            high_watermark: Offset(4),
+                            log_start_offset: Offset(0),
+                            records,
+                            diverging_epoch: None,
+                        })
+                    }
+                    other => panic!("unexpected request {other:?}"),
+                };
+                std::future::ready(response)
+            })
+            .await?;
+            Ok(())
+        }
+    });
+    let history = History::default();
+    let ctx = ConsumerContext {
+        index: 1,
+        config: ConsumerConfig::default(),
+        topic: "t".to_string(),
+        partitions: 1,
+        brokers: 1,
+        history: history.clone(),
+    };
+    sim.client("consumer-1", async move {
+        let _ = tokio::time::timeout(Duration::from_secs(10), run_consumer(ctx)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let reads: Vec<(i64, Option<u64>)> = history
+        .events()
+        .into_iter()
+        .filter_map(|e| match e.op {
+            Op::Read { offset, id, .. } => Some((offset.0, id.map(|id| id.seq))),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        vec![
+            (0, Some(0)),
+            (1, Some(1)),
+            (2, Some(2)),
+            (3, Some(3)),
+            (2, Some(10)),
+            (3, Some(11))
+        ]
     );
 }

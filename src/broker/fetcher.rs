@@ -14,6 +14,7 @@ use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     EpochEndOffset, ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
 };
+use crate::storage::log::StorageError;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
 
@@ -134,7 +135,13 @@ async fn apply_fetch(
                 .append_as_follower(&response.records, now_ms())
             {
                 drop(partitions);
-                rm.storage_failed(&tp.to_string(), &e);
+                // An I/O error takes the log dir offline; bad bytes from the leader do not:
+                // Kafka's fetcher logs them and retries after the backoff.
+                if matches!(e, StorageError::Disk(_)) {
+                    rm.storage_failed(&tp.to_string(), &e);
+                } else {
+                    tracing::warn!(%tp, error = %e, "follower append rejected");
+                }
                 return Err(Backoff);
             }
             partition.notify.notify_waiters();
@@ -143,8 +150,7 @@ async fn apply_fetch(
         partition.hw = super::hw::follower_hw(response.high_watermark, leo);
         // The flush policy applies to followers' appends too (Kafka's `Log.append`); a
         // rolled segment is flushed as on the leader.
-        partition.log.unflushed_messages() >= partition.log.config().flush_interval_messages
-            || partition.log.roll_flush_pending()
+        partition.log.flush_needed() || partition.log.roll_flush_pending()
     };
     if flush && rm.flush(tp).await.is_err() {
         return Err(Backoff);

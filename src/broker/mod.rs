@@ -18,10 +18,13 @@
 //!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir
 //!   goes offline): in-flight requests get KAFKA_STORAGE_ERROR and `run` returns without
 //!   a clean-shutdown marker.
-//! - **A leader's follower-state update happens when a fetch arrives** (Kafka does it in
-//!   `readFromLog` before deciding to delay the fetch): the same HW timing.
-//! - **Delayed fetches complete on new data, leadership change or timeout only**, not on
-//!   an HW move, as in Kafka; that is why a follower learns the HW one round late.
+//! - **Fetch timing is Kafka's, not simplified**: the leader reads, then records the
+//!   follower's fetch offset (`ReplicaManager.fetchMessages`), so a response with data
+//!   carries the HW from before that fetch; a fetch with nothing to return waits up to
+//!   `replica.fetch.wait.max.ms` and completes on new data, a leadership change or the
+//!   timeout, not on an HW move. Hence a follower's HW trails the leader's by a round.
+//! - **`fetch.min.bytes` / `replica.fetch.min.bytes` above 1 are not honoured**: any data
+//!   completes a waiting fetch, as with the default of 1 byte.
 //! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
 //!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
 //!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is
@@ -37,11 +40,14 @@
 //! - **A follower does not copy the leader's log start offset**: retention runs on every
 //!   replica by its own clock and HW, so logs may start at different offsets.
 //! - **AlterPartition is one request per partition on a fresh connection**; a lost or
-//!   rejected proposal is dropped and proposed again by the next ISR check (Kafka retries
-//!   the same proposal). The HW is computed over the *maximal* ISR (committed plus a
+//!   rejected proposal is dropped and proposed again when the leader next finds the
+//!   difference (that follower's next fetch, or the next ISR check); Kafka retries the
+//!   same proposal. The HW is computed over the *maximal* ISR (committed plus a
 //!   pending addition), as in Kafka since KIP-497.
 //! - **The flush scheduler is Kafka's**: `log.flush.interval.ms` acts only when
 //!   `log.flush.scheduler.interval.ms` (default: never) makes the flusher run.
+//! - **`acks=0` produces get an answer** (after the append, like `acks=1`): our protocol
+//!   is request/response; Kafka sends none, and a producer with `acks=0` need not read it.
 //! - **InitProducerId** asks the controller for one producer id per call (KRaft hands
 //!   brokers blocks of ids); the producer epoch is always 0 (no transactions, no fencing
 //!   of zombie producers).
@@ -128,6 +134,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         tokio::time::sleep(scheduler::POLL).await;
         if rm.offline.get() {
             tracing::error!(broker = rm.id.0, "halting: log dir offline");
+            rm.wake_all();
             tokio::time::sleep(HALT_GRACE).await;
             return Ok(());
         }
@@ -208,9 +215,7 @@ async fn shut_down(rm: &ReplicaManager) {
     tracing::info!(broker = rm.id.0, "controlled shutdown");
     let handed_off = controller_link::controlled_shutdown(rm, CONTROLLED_SHUTDOWN_ATTEMPTS).await;
     rm.stopped.set(true);
-    for partition in rm.partitions.borrow().values() {
-        partition.notify.notify_waiters();
-    }
+    rm.wake_all();
     if scheduler::flush_all(rm).await.is_err() {
         return;
     }

@@ -141,7 +141,8 @@ impl Partition {
     }
 
     /// The new epoch starts at our LEO; every follower's LEO is unknown until it fetches,
-    /// and ISR members get a full lag period to do so.
+    /// and ISR members get a full lag period to do so. Producer state needs no rebuild
+    /// here: the log keeps it on follower appends too, and rebuilds it on truncation.
     fn become_leader(
         &mut self,
         me: BrokerId,

@@ -46,6 +46,8 @@ pub struct ReplicaManager {
     /// AlterPartition proposals to send, drained by the controller link.
     pub isr_proposals: RefCell<Vec<IsrProposal>>,
     pub isr_wakeup: tokio::sync::Notify,
+    /// One checkpoint write at a time: two writers of one file would share its temp file.
+    pub checkpoint_lock: tokio::sync::Mutex<()>,
 }
 
 /// An ISR change for the controller, based on this leader epoch and partition epoch.
@@ -82,6 +84,7 @@ impl ReplicaManager {
             stopped: Cell::new(false),
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
+            checkpoint_lock: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -114,6 +117,16 @@ impl ReplicaManager {
         if !self.offline.replace(true) {
             tracing::error!(broker = self.id.0, %context, %error, "log dir offline: storage error");
         }
+        // Callers may hold the partitions borrowed; then `run` wakes the waiters instead.
+        if let Ok(partitions) = self.partitions.try_borrow() {
+            for partition in partitions.values() {
+                partition.notify.notify_waiters();
+            }
+        }
+    }
+
+    /// Wake every waiting fetch and produce, to answer them before the broker halts.
+    pub fn wake_all(&self) {
         for partition in self.partitions.borrow().values() {
             partition.notify.notify_waiters();
         }
@@ -443,15 +456,18 @@ impl ReplicaManager {
             return error(e);
         }
         let leo = partition.log.log_end_offset();
-        let answer = |partition: &Partition,
-                      records: Vec<u8>,
-                      diverging_epoch: Option<EpochEndOffset>| FetchResponse {
+        // Kafka reads (and captures the HW) before it records the follower's fetch, so a
+        // response with data carries the HW from before this fetch: a follower learns the
+        // HW one round late. A fetch answered after waiting reads the HW afresh.
+        let hw_at_read = partition.hw;
+        let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchResponse {
             error: None,
-            high_watermark: partition.hw,
-            log_start_offset: partition.log.log_start_offset(),
+            high_watermark: hw,
+            log_start_offset,
             records,
-            diverging_epoch,
+            diverging_epoch: None,
         };
+        let log_start = partition.log.log_start_offset();
         if let (Some(_), Some(last_fetched_epoch)) = (request.replica, request.last_fetched_epoch) {
             let ours = partition
                 .log
@@ -460,10 +476,13 @@ impl ReplicaManager {
             if let Some(diverging) =
                 truncation::diverging_epoch(ours, last_fetched_epoch, request.fetch_offset)
             {
-                return FetchRead::Answer(answer(partition, Vec::new(), Some(diverging)));
+                return FetchRead::Answer(FetchResponse {
+                    diverging_epoch: Some(diverging),
+                    ..answer(hw_at_read, log_start, Vec::new())
+                });
             }
         }
-        if request.fetch_offset < partition.log.log_start_offset() || request.fetch_offset > leo {
+        if request.fetch_offset < log_start || request.fetch_offset > leo {
             return error(ErrorCode::OffsetOutOfRange);
         }
         let upper_bound = match request.replica {
@@ -485,16 +504,16 @@ impl ReplicaManager {
             None => partition.hw,
         };
         if request.fetch_offset >= upper_bound {
-            return FetchRead::Nothing(answer(partition, Vec::new(), None));
+            return FetchRead::Nothing(answer(partition.hw, log_start, Vec::new()));
         }
         match partition
             .log
             .read(request.fetch_offset, request.max_bytes, upper_bound)
         {
             Ok(records) if records.is_empty() => {
-                FetchRead::Nothing(answer(partition, records, None))
+                FetchRead::Nothing(answer(partition.hw, log_start, records))
             }
-            Ok(records) => FetchRead::Answer(answer(partition, records, None)),
+            Ok(records) => FetchRead::Answer(answer(hw_at_read, log_start, records)),
             Err(e) => {
                 drop(partitions);
                 error(self.storage_error(&request.tp, e))
@@ -586,5 +605,149 @@ fn check_epoch(requested: Epoch, ours: Epoch) -> Option<ErrorCode> {
         Some(ErrorCode::FencedLeaderEpoch)
     } else {
         Some(ErrorCode::UnknownLeaderEpoch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::messages::PartitionState;
+    use crate::storage::record::BatchBuilder;
+    use crate::types::ProducerId;
+
+    fn tp() -> TopicPartition {
+        TopicPartition::new("orders", 0)
+    }
+
+    /// Broker 1 leading `orders/0` with ISR {1, 2} and two records.
+    fn leader() -> Rc<ReplicaManager> {
+        let disk = Disk::new(crate::sim::disk::DiskConfig::default(), 1);
+        let rm = Rc::new(ReplicaManager::new(
+            BrokerId(1),
+            1,
+            BrokerConfig::default(),
+            BTreeMap::new(),
+            disk,
+        ));
+        let mut image = ClusterMetadata {
+            version: 1,
+            ..ClusterMetadata::default()
+        };
+        image.partitions.insert(
+            tp(),
+            PartitionState {
+                replicas: vec![BrokerId(1), BrokerId(2)],
+                leader: Some(BrokerId(1)),
+                leader_epoch: Epoch(0),
+                partition_epoch: 0,
+                isr: vec![BrokerId(1), BrokerId(2)],
+            },
+        );
+        rm.apply_metadata(image);
+        for value in [b"m0", b"m1"] {
+            let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+            batch.push(0, None, Some(value));
+            let mut partitions = rm.partitions.borrow_mut();
+            let partition = partitions.get_mut(&tp()).expect("hosted");
+            partition
+                .log
+                .append_as_leader(batch.build(), Epoch(0), 0)
+                .expect("append");
+        }
+        rm
+    }
+
+    fn follower_fetch(offset: i64) -> Fetch {
+        Fetch {
+            replica: Some(BrokerId(2)),
+            tp: tp(),
+            fetch_offset: Offset(offset),
+            current_leader_epoch: Epoch(0),
+            last_fetched_epoch: Some(Epoch(0)),
+            max_bytes: 1 << 20,
+            max_wait_ms: 500,
+            min_bytes: 1,
+        }
+    }
+
+    /// The lag KIP-101 is about: the fetch that moves the leader's HW does not carry it.
+    #[test]
+    fn follower_learns_the_hw_one_round_late() {
+        let rm = leader();
+        let FetchRead::Answer(first) = rm.read_for_fetch(&follower_fetch(1), true) else {
+            panic!("records at offset 1")
+        };
+        assert_eq!(
+            first.high_watermark,
+            Offset(0),
+            "HW as of before this fetch"
+        );
+        assert_eq!(
+            rm.partitions.borrow()[&tp()].hw,
+            Offset(1),
+            "the leader's HW moved"
+        );
+        let FetchRead::Nothing(second) = rm.read_for_fetch(&follower_fetch(2), true) else {
+            panic!("nothing beyond the LEO")
+        };
+        assert_eq!(second.high_watermark, Offset(2));
+    }
+
+    #[test]
+    fn stale_and_unknown_leader_epochs_are_rejected() {
+        let rm = leader();
+        let mut fetch = follower_fetch(0);
+        fetch.current_leader_epoch = Epoch(1);
+        let FetchRead::Answer(newer) = rm.read_for_fetch(&fetch, true) else {
+            panic!()
+        };
+        assert_eq!(newer.error, Some(ErrorCode::UnknownLeaderEpoch));
+        rm.partitions
+            .borrow_mut()
+            .get_mut(&tp())
+            .expect("hosted")
+            .leader_epoch = Epoch(2);
+        let FetchRead::Answer(older) = rm.read_for_fetch(&fetch, true) else {
+            panic!()
+        };
+        assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
+    }
+
+    /// Regression: a follower's failed truncation reports the storage error while it holds
+    /// the partitions borrowed; that must take the dir offline, not panic the broker.
+    #[test]
+    fn storage_failure_under_a_partition_borrow_takes_the_dir_offline() {
+        let rm = leader();
+        let held = rm.partitions.borrow_mut();
+        rm.storage_failed("orders/0", &"EIO");
+        drop(held);
+        assert!(rm.offline.get());
+        let FetchRead::Answer(read) = rm.read_for_fetch(&follower_fetch(0), true) else {
+            panic!()
+        };
+        assert_eq!(read.error, Some(ErrorCode::KafkaStorageError));
+    }
+
+    #[test]
+    fn consumers_read_only_below_the_hw() {
+        let rm = leader();
+        let consumer = Fetch {
+            replica: None,
+            last_fetched_epoch: None,
+            ..follower_fetch(0)
+        };
+        assert!(matches!(
+            rm.read_for_fetch(&consumer, true),
+            FetchRead::Nothing(_)
+        ));
+        rm.read_for_fetch(&follower_fetch(1), true);
+        let FetchRead::Answer(read) = rm.read_for_fetch(&consumer, true) else {
+            panic!("offset 0 is below the HW now")
+        };
+        let offsets: Vec<i64> = crate::storage::record::batches(&read.records)
+            .filter_map(Result::ok)
+            .map(|(_, header, _)| header.base_offset.0)
+            .collect();
+        assert_eq!(offsets, vec![0]);
     }
 }

@@ -62,7 +62,10 @@ pub async fn hw_checkpoint(rm: Rc<ReplicaManager>) {
     .await;
 }
 
+/// Checkpoint writes hold `checkpoint_lock` from reading the offsets to the rename, so
+/// that an older snapshot never replaces a newer one and writers never share a temp file.
 pub async fn write_hw_checkpoint(rm: &ReplicaManager) {
+    let _guard = rm.checkpoint_lock.lock().await;
     let hws = select(rm, |(hw, _, _)| hw);
     write(rm, checkpoint::REPLICATION, &hws).await;
     tracing::info!(broker = rm.id.0, hws = ?hws.iter().map(|(tp, hw)| format!("{tp}:{hw}")).collect::<Vec<_>>(), "hw checkpoint");
@@ -79,6 +82,7 @@ pub async fn recovery_point_checkpoint(rm: Rc<ReplicaManager>) {
 }
 
 pub async fn write_recovery_checkpoints(rm: &ReplicaManager) {
+    let _guard = rm.checkpoint_lock.lock().await;
     write(rm, checkpoint::RECOVERY_POINT, &select(rm, |(_, rp, _)| rp)).await;
     write(
         rm,

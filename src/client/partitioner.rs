@@ -80,6 +80,11 @@ impl StickyPartitioner {
         }
     }
 
+    /// The sticky partition, if one was chosen.
+    pub fn current(&self) -> Option<u32> {
+        self.current
+    }
+
     /// Kafka's `onNewBatch`: the record for `previous` would open a new batch, so move to
     /// another partition (a different one whenever there is a choice).
     pub fn on_new_batch(&mut self, previous: u32, available: &[u32]) -> u32 {

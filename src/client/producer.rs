@@ -207,12 +207,18 @@ impl Producer {
         let partition = match &key {
             Some(key) => partition_for_key(key, self.partitions),
             None => {
-                let available = state.metadata.available(&self.topic, self.partitions);
-                let sticky = state.sticky.partition(&available);
+                // Partitions with a leader, looked up only when the sticky partition moves.
+                let available =
+                    |state: &State| state.metadata.available(&self.topic, self.partitions);
+                let sticky = match state.sticky.current() {
+                    Some(p) => p,
+                    None => state.sticky.partition(&available(state)),
+                };
                 if state
                     .accumulator
                     .opens_new_batch(sticky, None, self.value_bytes)
                 {
+                    let available = available(state);
                     state.sticky.on_new_batch(sticky, &available)
                 } else {
                     sticky
