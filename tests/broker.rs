@@ -14,9 +14,20 @@ use hightide::types::{BrokerId, HostName, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const BROKERS: u32 = 3;
+
+/// The tests of this file run one at a time: tracing's callsite cache is global, so a
+/// simulation on another thread can change which events a captured trace shows.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn tp() -> TopicPartition {
     TopicPartition::new("orders", 0)
@@ -90,6 +101,7 @@ fn run_until_done(sim: &mut turmoil::Sim<'_>) {
 /// every ISR member's log holds the batch at the same offsets.
 #[test]
 fn acks_all_batch_is_in_all_three_logs_when_acknowledged() {
+    let _serial = serial();
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         min_insync_replicas: 2,
         ..BrokerConfig::default()
@@ -168,6 +180,68 @@ async fn wait_for_leader(excluded: Option<BrokerId>, isr_len: usize) -> BrokerId
 /// and rejoins the ISR; all three logs then hold both writes at the same offsets.
 #[test]
 fn killed_leader_rejoins_as_follower_and_logs_converge() {
+    let _serial = serial();
+    failover();
+}
+
+/// Same seed, same run: the failover's event trace is identical twice over.
+#[test]
+fn failover_trace_is_deterministic() {
+    let _serial = serial();
+    let first = trace_of(failover);
+    let second = trace_of(failover);
+    assert!(
+        first.contains("became leader"),
+        "the trace records role changes"
+    );
+    assert_eq!(first, second);
+}
+
+/// Every tracing event emitted while `run` runs, as text without wall-clock times.
+fn trace_of(run: impl FnOnce()) -> String {
+    let capture = Capture::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(capture.clone())
+        .without_time()
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    tracing::subscriber::with_default(subscriber, run);
+    let bytes = capture.0.lock().map(|b| b.clone()).unwrap_or_default();
+    // hightide's events only, from their target on: whether the span prefix (the host)
+    // is printed depends on tracing's global callsite cache, not on the run.
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|line| line.find("hightide::").map(|at| &line[at..]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut bytes) = self.0.lock() {
+            bytes.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Capture {
+    type Writer = Capture;
+
+    fn make_writer(&'a self) -> Capture {
+        self.clone()
+    }
+}
+
+fn failover() {
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         min_insync_replicas: 2,
         ..BrokerConfig::default()
@@ -262,6 +336,7 @@ async fn produce(leader: BrokerId, acks: i16, value: &[u8]) -> Option<ProduceRes
 /// (its only log dir is offline) without a clean-shutdown marker.
 #[test]
 fn failed_fsync_is_not_acknowledged_and_halts_the_broker() {
+    let _serial = serial();
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         log_flush_interval_messages: 1,
         ..BrokerConfig::default()
@@ -295,6 +370,7 @@ fn failed_fsync_is_not_acknowledged_and_halts_the_broker() {
 /// checkpoints and, last, its clean-shutdown marker, and stops.
 #[test]
 fn controlled_shutdown_hands_off_leadership_and_leaves_a_clean_marker() {
+    let _serial = serial();
     let Cluster {
         mut sim,
         disks,
@@ -341,6 +417,7 @@ fn controlled_shutdown_hands_off_leadership_and_leaves_a_clean_marker() {
 /// without it, and the `acks=all` write that waited on it is acknowledged by the rest.
 #[test]
 fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
+    let _serial = serial();
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         min_insync_replicas: 2,
         replica_lag_time_max_ms: 2_000,
