@@ -100,6 +100,8 @@ pub struct Verdict {
     /// At most [`EXAMPLES_PER_COUNT`] per count, ordered by count, then as found (by id
     /// for per-message counts, by history order for reads, by partition otherwise).
     pub examples: Vec<Example>,
+    /// When each lost message had been acknowledged, in id order (for the timeline).
+    pub lost_acked_at: Vec<std::time::Duration>,
 }
 
 impl Verdict {
@@ -187,9 +189,17 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     check_reads(history, &index, &mut counts, &mut examples);
     check_partitions(final_state, &mut counts, &mut examples);
 
+    let lost_acked_at = lost
+        .iter()
+        .filter_map(|send| match send.outcome {
+            Outcome::Acked { time, .. } => Some(time),
+            _ => None,
+        })
+        .collect();
     Verdict {
         counts,
         examples: examples.into_sorted(),
+        lost_acked_at,
     }
 }
 

@@ -368,7 +368,13 @@ fn resolve(world: &World<'_>, harness: &mut Harness, settings: &Settings, target
 }
 
 fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, fault: &Fault) {
-    let mut hosts = |target: &Target| resolve(world, harness, settings, target);
+    let mut hosts = |target: &Target| {
+        let hosts = resolve(world, harness, settings, target);
+        if hosts.is_empty() {
+            tracing::info!(target = %target, "fault target resolves to no host now");
+        }
+        hosts
+    };
     match &fault.action {
         FaultAction::Kill(t) => hosts(t).into_iter().for_each(|h| world.kill(h)),
         FaultAction::PowerLoss(t) => hosts(t).into_iter().for_each(|h| world.power_loss(h)),

@@ -5,14 +5,22 @@
 //! the host it ran on (turmoil's `node` span), its target and its fields. Two runs of the
 //! same scenario and seed must produce the same stream, so the same hash; any divergence
 //! in behaviour that reaches an event changes it.
+//!
+//! One subscriber is installed for the whole process, once, and each thread's run keeps
+//! its own state in a thread-local. (Scoped per-thread dispatchers would not do: tracing
+//! caches each callsite's interest process-wide, so a span could be enabled in one run and
+//! disabled in the next, depending on what other threads were doing, and the host name
+//! would come and go from the hash.)
 
 use siphasher::sip::SipHasher13;
+use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::hash::Hasher;
 use std::io::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Once;
 use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::registry::LookupSpan;
@@ -20,32 +28,34 @@ use tracing_subscriber::registry::LookupSpan;
 const KEY_0: u64 = 0x6869_6768_7469_6465; // "hightide"
 const KEY_1: u64 = 0x7472_6163_6568_7368; // "traceksh"
 
-/// The digest of a run's significant events; cheap to clone, shared with the layer.
-#[derive(Clone)]
+/// The digest of a run's significant events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceHash {
-    state: Arc<Mutex<(SipHasher13, u64)>>,
-}
-
-impl Default for TraceHash {
-    fn default() -> Self {
-        TraceHash { state: Arc::new(Mutex::new((SipHasher13::new_with_keys(KEY_0, KEY_1), 0))) }
-    }
+    value: u64,
+    events: u64,
 }
 
 impl TraceHash {
-    /// The hash of the events so far.
+    /// The hash of the run's events.
     pub fn value(&self) -> u64 {
-        self.lock().0.finish()
+        self.value
     }
 
     /// How many events were hashed.
     pub fn events(&self) -> u64 {
-        self.lock().1
+        self.events
     }
+}
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (SipHasher13, u64)> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
+/// The trace state of the run on this thread.
+struct RunTrace {
+    hasher: SipHasher13,
+    events: u64,
+    print: bool,
+}
+
+thread_local! {
+    static RUN: RefCell<Option<RunTrace>> = const { RefCell::new(None) };
 }
 
 /// The host name of a turmoil `node` span, kept in the span's extensions.
@@ -100,23 +110,15 @@ impl Visit for NodeVisitor<'_> {
     }
 }
 
-/// The layer that hashes events and, with `print`, writes them to stderr stamped with
-/// simulated time and host.
-struct TraceLayer {
-    hash: TraceHash,
-    print: bool,
-}
+/// Hashes events into the current thread's run and, when asked, prints them to stderr
+/// stamped with simulated time and host.
+struct TraceLayer;
 
 impl<S> Layer<S> for TraceLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: Context<'_, S>,
-    ) {
+    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, ctx: Context<'_, S>) {
         if attrs.metadata().name() != "node" {
             return;
         }
@@ -128,48 +130,60 @@ where
     }
 
     fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
-        let meta = event.metadata();
-        let now = super::clock::now();
-        let host = ctx
-            .event_scope(event)
-            .and_then(|scope| {
-                scope.from_root().find_map(|span| {
-                    span.extensions().get::<NodeName>().map(|node| node.0.clone())
-                })
-            })
-            .unwrap_or_else(|| "world".to_string());
-        {
-            let mut state = self.hash.lock();
-            let (hasher, count) = &mut *state;
-            hasher.write_u128(now.as_nanos());
-            hasher.write(host.as_bytes());
-            hasher.write(meta.target().as_bytes());
-            event.record(&mut HashVisitor(hasher));
-            *count += 1;
-        }
-        if self.print {
-            let mut line = format!(
-                "{:>10.3}s {:<11} {:<5} {}:",
-                now.as_secs_f64(),
-                host,
-                meta.level(),
-                meta.target()
-            );
-            event.record(&mut TextVisitor(&mut line));
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
-        }
+        RUN.with(|run| {
+            let mut run = run.borrow_mut();
+            let Some(run) = run.as_mut() else { return };
+            let meta = event.metadata();
+            let now = super::clock::now();
+            let scope = ctx.event_scope(event);
+            let node = scope.and_then(|scope| {
+                scope.from_root().find_map(|span| span.extensions().get::<NodeName>().map(|n| n.0.clone()))
+            });
+            let host = node.as_deref().unwrap_or("world");
+            run.hasher.write_u128(now.as_nanos());
+            run.hasher.write(host.as_bytes());
+            run.hasher.write(meta.target().as_bytes());
+            event.record(&mut HashVisitor(&mut run.hasher));
+            run.events += 1;
+            if run.print {
+                let mut line =
+                    format!("{:>10.3}s {:<11} {:<5} {}:", now.as_secs_f64(), host, meta.level(), meta.target());
+                event.record(&mut TextVisitor(&mut line));
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            }
+        });
     }
 }
 
-/// Runs `f` with a subscriber that hashes this thread's events (and prints them when
-/// `print`); returns `f`'s result and the hash. Scoped to the thread, so seeds run in
-/// parallel each get their own trace.
+/// Install the process's one subscriber, once. If a program already installed another,
+/// runs still work, but their events are neither hashed nor printed.
+fn install() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let subscriber = tracing_subscriber::registry().with(TraceLayer.with_filter(LevelFilter::INFO));
+        if tracing::subscriber::set_global_default(subscriber).is_err() {
+            let _ = writeln!(std::io::stderr(), "hightide: another tracing subscriber is installed; trace hashes will not cover events");
+        }
+    });
+}
+
+/// Runs `f` as one run on this thread: its INFO events are hashed (and printed when
+/// `print`). Returns `f`'s result and the hash. Seeds on other threads keep their own.
 pub fn with_trace<T>(print: bool, f: impl FnOnce() -> T) -> (T, TraceHash) {
-    let hash = TraceHash::default();
-    let layer = TraceLayer { hash: hash.clone(), print }
-        .with_filter(tracing_subscriber::filter::LevelFilter::from_level(Level::INFO));
-    let subscriber = tracing_subscriber::registry().with(layer);
-    let result = tracing::subscriber::with_default(subscriber, f);
+    install();
+    let previous = RUN.with(|run| {
+        run.borrow_mut().replace(RunTrace {
+            hasher: SipHasher13::new_with_keys(KEY_0, KEY_1),
+            events: 0,
+            print,
+        })
+    });
+    let result = f();
+    let finished = RUN.with(|run| std::mem::replace(&mut *run.borrow_mut(), previous));
+    let hash = finished.map_or(TraceHash { value: 0, events: 0 }, |run| TraceHash {
+        value: run.hasher.finish(),
+        events: run.events,
+    });
     (result, hash)
 }
 
@@ -205,5 +219,14 @@ mod tests {
         });
         assert_eq!(hash.value(), emit(&[1]));
         assert_eq!(hash.events(), 1);
+    }
+
+    #[test]
+    fn runs_on_other_threads_do_not_mix() {
+        let alone = emit(&[7, 8, 9]);
+        let threads: Vec<_> = (0..4).map(|_| std::thread::spawn(|| emit(&[7, 8, 9]))).collect();
+        for thread in threads {
+            assert_eq!(thread.join().expect("thread"), alone);
+        }
     }
 }
