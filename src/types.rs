@@ -5,11 +5,15 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A position in a partition's log. Kafka offsets are signed 64-bit; -1 means "none".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 pub struct Offset(pub i64);
 
 /// A leader epoch: bumped by every leader election (KIP-101).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 pub struct Epoch(pub i32);
 
 /// A broker's id; host `broker-N` has id N.
@@ -45,7 +49,10 @@ pub struct TopicPartition {
 
 impl TopicPartition {
     pub fn new(topic: impl Into<String>, partition: u32) -> Self {
-        TopicPartition { topic: topic.into(), partition }
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
     }
 
     /// The log directory name Kafka uses: `<topic>-<partition>`.

@@ -10,7 +10,9 @@ use std::path::Path;
 const SCENARIOS: [&str; 3] = ["quickstart.toml", "kip-101.toml", "idempotent-retries.toml"];
 
 fn load(name: &str) -> scenario::model::Scenario {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
     scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -22,8 +24,16 @@ fn same_seed_same_trace_hash() {
             for seed in [1, 2] {
                 let a = runner::run(variant, seed, &RunOptions::default()).expect("run");
                 let b = runner::run(variant, seed, &RunOptions::default()).expect("run");
-                assert_eq!(a.trace_hash, b.trace_hash, "{name} {} seed {seed}", variant.name);
-                assert_eq!(a.verdict.counts, b.verdict.counts, "{name} {} seed {seed}", variant.name);
+                assert_eq!(
+                    a.trace_hash, b.trace_hash,
+                    "{name} {} seed {seed}",
+                    variant.name
+                );
+                assert_eq!(
+                    a.verdict.counts, b.verdict.counts,
+                    "{name} {} seed {seed}",
+                    variant.name
+                );
                 assert_eq!(a.history, b.history, "{name} {} seed {seed}", variant.name);
             }
         }
@@ -34,11 +44,20 @@ fn same_seed_same_trace_hash() {
 fn a_seed_alone_and_among_others_gives_the_same_hash() {
     let scenario = load("quickstart.toml");
     let variant = &scenario.variants[0];
-    let alone = runner::run(variant, 3, &RunOptions::default()).expect("run").trace_hash;
+    let alone = runner::run(variant, 3, &RunOptions::default())
+        .expect("run")
+        .trace_hash;
     let jobs: Vec<Job> = (1..=4).map(|seed| Job { variant, seed }).collect();
     let among = batch::run_all(&jobs, 2, &RunOptions::default());
-    let hashes: Vec<u64> = among.into_iter().map(|r| r.expect("run").trace_hash).collect();
+    let hashes: Vec<u64> = among
+        .into_iter()
+        .map(|r| r.expect("run").trace_hash)
+        .collect();
     assert_eq!(hashes[2], alone);
     let distinct: std::collections::BTreeSet<_> = hashes.iter().collect();
-    assert_eq!(distinct.len(), hashes.len(), "different seeds must give different runs: {hashes:x?}");
+    assert_eq!(
+        distinct.len(),
+        hashes.len(),
+        "different seeds must give different runs: {hashes:x?}"
+    );
 }

@@ -28,16 +28,26 @@ fn run_scenario(path: &Path) -> Result<(), Failed> {
     };
     let jobs: Vec<Job> = seeds
         .iter()
-        .flat_map(|&seed| scenario.variants.iter().map(move |variant| Job { variant, seed }))
+        .flat_map(|&seed| {
+            scenario
+                .variants
+                .iter()
+                .map(move |variant| Job { variant, seed })
+        })
         .collect();
     // libtest-mimic already runs one scenario per core.
     let results = batch::run_all(&jobs, 1, &RunOptions::default());
-    let relative = path.strip_prefix(env!("CARGO_MANIFEST_DIR")).unwrap_or(path).display().to_string();
+    let relative = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(path)
+        .display()
+        .to_string();
     let relative = relative.trim_start_matches('/');
     let mut failures = Vec::new();
     let mut outcomes = Vec::new();
     for (job, result) in jobs.iter().zip(results) {
-        let outcome = result.map_err(|e| format!("seed {} variant {}: {e}", job.seed, job.variant.name))?;
+        let outcome =
+            result.map_err(|e| format!("seed {} variant {}: {e}", job.seed, job.variant.name))?;
         for failure in &outcome.failures {
             failures.push(format!(
                 "{}: seed {} variant {}: {failure}\n    replay: cargo run --release -- run {relative} --seed {} --variant {}",
@@ -71,7 +81,10 @@ fn main() {
     let trials = scenario_files()
         .into_iter()
         .map(|path| {
-            let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
             Trial::test(name, move || run_scenario(&path))
         })
         .collect();

@@ -50,7 +50,7 @@ async fn node(me: u32, disk: Disk, seed: u64) -> turmoil::Result {
                 let reply = ping(peer, sent).await;
                 tracing::info!(peer = %peer, sent, ?reply, "ping");
                 let _ = disk.append(&log, &sent.to_be_bytes());
-                if sent % 3 == 0 {
+                if sent.is_multiple_of(3) {
                     let synced = disk.fsync(&log).await.is_ok() && disk.fsync_dir(&format!("node-{me}")).await.is_ok();
                     tracing::info!(sent, synced, "fsync");
                 }
@@ -62,28 +62,47 @@ async fn node(me: u32, disk: Disk, seed: u64) -> turmoil::Result {
 fn run(seed: u64) -> u64 {
     let ((), hash) = trace::with_trace(false, || {
         let mut world = World::new(seed, Duration::from_millis(1), Duration::from_millis(5));
-        let config = DiskConfig { power_loss: PowerLossModel::RandomWriteback, ..DiskConfig::default() };
+        let config = DiskConfig {
+            power_loss: PowerLossModel::RandomWriteback,
+            ..DiskConfig::default()
+        };
         for n in 1..=HOSTS {
             let host = HostName::Broker(n);
             let disk = Disk::new(config.clone(), derive_seed(seed, &host.to_string()));
             let host_disk = disk.clone();
             let node_seed = derive_seed(seed, &format!("node-{n}"));
-            world.add_host(host, Some(disk), move || node(n, host_disk.clone(), node_seed));
+            world.add_host(host, Some(disk), move || {
+                node(n, host_disk.clone(), node_seed)
+            });
         }
         let mut rng = StdRng::seed_from_u64(derive_seed(seed, "faults"));
         for step in 1..=8u64 {
-            world.run_until(Duration::from_millis(step * 500)).expect("the world runs");
+            world
+                .run_until(Duration::from_millis(step * 500))
+                .expect("the world runs");
             let victim = HostName::Broker(rng.random_range(1..=HOSTS));
             match rng.random_range(0..3) {
                 0 => world.kill(victim),
                 1 => world.power_loss(victim),
-                _ => world.stopped_hosts().into_iter().for_each(|h| world.restart(h)),
+                _ => world
+                    .stopped_hosts()
+                    .into_iter()
+                    .for_each(|h| world.restart(h)),
             }
         }
-        world.stopped_hosts().into_iter().for_each(|h| world.restart(h));
-        world.run_until(Duration::from_secs(6)).expect("the world runs");
+        world
+            .stopped_hosts()
+            .into_iter()
+            .for_each(|h| world.restart(h));
+        world
+            .run_until(Duration::from_secs(6))
+            .expect("the world runs");
     });
-    assert!(hash.events() > 100, "the world must do something: {} events", hash.events());
+    assert!(
+        hash.events() > 100,
+        "the world must do something: {} events",
+        hash.events()
+    );
     hash.value()
 }
 

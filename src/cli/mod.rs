@@ -12,7 +12,11 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
 
 #[derive(Parser, Debug)]
-#[command(name = "hightide", version, about = "A deterministic simulation lab for Kafka-style message durability")]
+#[command(
+    name = "hightide",
+    version,
+    about = "A deterministic simulation lab for Kafka-style message durability"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,7 +57,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
-            return if error.use_stderr() { EXIT_BAD_INPUT } else { EXIT_OK };
+            return if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            };
         }
     };
     match cli.command {
@@ -74,8 +82,13 @@ pub fn main() -> i32 {
                 EXIT_BAD_INPUT
             }
         },
-        Command::Bench { what: BenchTarget::Storage } => {
-            print!("{}", crate::storage::bench::run(crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES));
+        Command::Bench {
+            what: BenchTarget::Storage,
+        } => {
+            print!(
+                "{}",
+                crate::storage::bench::run(crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES)
+            );
             EXIT_OK
         }
     }

@@ -67,7 +67,12 @@ pub fn run(args: RunArgs) -> i32 {
         .collect();
     if variants.is_empty() {
         let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
-        eprintln!("error: no variant {:?} in {}; it has: {}", args.variant.unwrap_or_default(), args.file.display(), names.join(", "));
+        eprintln!(
+            "error: no variant {:?} in {}; it has: {}",
+            args.variant.unwrap_or_default(),
+            args.file.display(),
+            names.join(", ")
+        );
         return EXIT_BAD_INPUT;
     }
     if let Some(dir) = &args.dump_disks {
@@ -80,8 +85,15 @@ pub fn run(args: RunArgs) -> i32 {
         .iter()
         .flat_map(|&seed| variants.iter().map(move |&variant| Job { variant, seed }))
         .collect();
-    let options = RunOptions { trace: args.trace, dump_disks: args.dump_disks.clone() };
-    let threads = if args.trace { 1 } else { args.jobs.unwrap_or_else(batch::default_threads) };
+    let options = RunOptions {
+        trace: args.trace,
+        dump_disks: args.dump_disks.clone(),
+    };
+    let threads = if args.trace {
+        1
+    } else {
+        args.jobs.unwrap_or_else(batch::default_threads)
+    };
     let results = batch::run_all(&jobs, threads, &options);
 
     let mut outcomes = Vec::new();
@@ -110,16 +122,25 @@ pub fn run(args: RunArgs) -> i32 {
 }
 
 /// One page per variant: `OUT.html` for a single variant, `OUT-<variant>.html` otherwise.
-fn write_timelines(path: &Path, scenario: &Scenario, outcomes: &[RunOutcome]) -> std::io::Result<()> {
+fn write_timelines(
+    path: &Path,
+    scenario: &Scenario,
+    outcomes: &[RunOutcome],
+) -> std::io::Result<()> {
     for outcome in outcomes {
         let file = if outcomes.len() == 1 {
             path.to_path_buf()
         } else {
-            let stem = path.file_stem().map_or("timeline".into(), |s| s.to_string_lossy());
+            let stem = path
+                .file_stem()
+                .map_or("timeline".into(), |s| s.to_string_lossy());
             path.with_file_name(format!("{stem}-{}.html", outcome.variant))
         };
         let counts = &outcome.verdict.counts;
-        let title = format!("{} — {} — seed {}", scenario.name, outcome.variant, outcome.seed);
+        let title = format!(
+            "{} — {} — seed {}",
+            scenario.name, outcome.variant, outcome.seed
+        );
         let summary = format!(
             "attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}; trace {}",
             counts.attempted,
@@ -168,7 +189,8 @@ fn print_outcomes(scenario: &Scenario, args: &RunArgs, outcomes: &[RunOutcome]) 
             Some(report::RunReport::from_outcome(&scenario.name, variant, o))
         })
         .collect();
-    let failed = reports.iter().any(|r| !r.pass()) || !report::expect_some_failures(&reports).is_empty();
+    let failed =
+        reports.iter().any(|r| !r.pass()) || !report::expect_some_failures(&reports).is_empty();
     if args.json {
         for r in &reports {
             println!("{}", report::run_json(r));

@@ -32,7 +32,11 @@ fn settings(variant: &str) -> Vec<(String, String)> {
         .split(' ')
         .filter_map(|part| part.split_once('='))
         .map(|(path, value)| {
-            let value = if value == i64::MAX.to_string() { "never" } else { value.trim_matches('"') };
+            let value = if value == i64::MAX.to_string() {
+                "never"
+            } else {
+                value.trim_matches('"')
+            };
             (path.to_string(), value.to_string())
         })
         .collect()
@@ -70,13 +74,27 @@ pub fn run(args: SweepArgs) -> i32 {
         jobs.len()
     );
     let threads = args.jobs.unwrap_or_else(batch::default_threads);
-    let mut rows: Vec<SweepRow> = scenario.variants.iter().map(|v| SweepRow::new(settings(&v.name))).collect();
-    for (job, result) in jobs.iter().zip(batch::run_all(&jobs, threads, &RunOptions::default())) {
+    let mut rows: Vec<SweepRow> = scenario
+        .variants
+        .iter()
+        .map(|v| SweepRow::new(settings(&v.name)))
+        .collect();
+    for (job, result) in jobs
+        .iter()
+        .zip(batch::run_all(&jobs, threads, &RunOptions::default()))
+    {
         match result {
             Ok(outcome) => {
-                let index = scenario.variants.iter().position(|v| v.name == job.variant.name);
+                let index = scenario
+                    .variants
+                    .iter()
+                    .position(|v| v.name == job.variant.name);
                 if let Some(index) = index {
-                    rows[index].add(&RunReport::from_outcome(&scenario.name, job.variant, &outcome));
+                    rows[index].add(&RunReport::from_outcome(
+                        &scenario.name,
+                        job.variant,
+                        &outcome,
+                    ));
                 }
             }
             Err(error) => {
@@ -86,7 +104,10 @@ pub fn run(args: SweepArgs) -> i32 {
         }
     }
     if let Err(error) = write_report(&args.out, &sweep.name, &rows) {
-        eprintln!("error: writing the report to {}: {error}", args.out.display());
+        eprintln!(
+            "error: writing the report to {}: {error}",
+            args.out.display()
+        );
         return EXIT_BAD_INPUT;
     }
     for row in &rows {
@@ -101,13 +122,19 @@ pub fn run(args: SweepArgs) -> i32 {
             row.p99_ms()
         );
     }
-    println!("wrote {}", args.out.join(format!("{}.md", sweep.name)).display());
+    println!(
+        "wrote {}",
+        args.out.join(format!("{}.md", sweep.name)).display()
+    );
     EXIT_OK
 }
 
 fn write_report(out: &Path, name: &str, rows: &[SweepRow]) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
-    std::fs::write(out.join(format!("{name}.md")), report::sweep_markdown(name, rows))?;
+    std::fs::write(
+        out.join(format!("{name}.md")),
+        report::sweep_markdown(name, rows),
+    )?;
     for (file, svg) in report::sweep_charts(name, rows) {
         std::fs::write(out.join(file), svg)?;
     }
@@ -125,7 +152,10 @@ mod tests {
             s,
             vec![
                 ("producer.acks".to_string(), "all".to_string()),
-                ("broker.log.flush.interval.messages".to_string(), "never".to_string()),
+                (
+                    "broker.log.flush.interval.messages".to_string(),
+                    "never".to_string()
+                ),
                 ("faults".to_string(), "leader-kill".to_string()),
             ]
         );

@@ -30,7 +30,10 @@ impl MessageId {
         let text = std::str::from_utf8(&value[..end]).ok()?;
         let rest = text.strip_prefix("producer-")?;
         let (producer, seq) = rest.split_once(':')?;
-        Some(MessageId { producer: producer.parse().ok()?, seq: seq.parse().ok()? })
+        Some(MessageId {
+            producer: producer.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
     }
 
     /// A value of `len` bytes (at least the id) starting with this id, then `|` padding.
@@ -48,13 +51,22 @@ pub enum Op {
     /// A send was invoked (the application called `send`).
     Invoke { id: MessageId, tp: TopicPartition },
     /// The send was acknowledged at this offset.
-    Ok { id: MessageId, tp: TopicPartition, offset: Offset },
+    Ok {
+        id: MessageId,
+        tp: TopicPartition,
+        offset: Offset,
+    },
     /// The send definitely failed: nothing was written.
     Fail { id: MessageId, error: String },
     /// The outcome is unknown (timeout, disconnect, error after append, acks=0).
     Info { id: MessageId, error: String },
     /// A consumer read a record during the run.
-    Read { consumer: u32, tp: TopicPartition, offset: Offset, id: Option<MessageId> },
+    Read {
+        consumer: u32,
+        tp: TopicPartition,
+        offset: Offset,
+        id: Option<MessageId>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,7 +89,11 @@ pub struct History {
 impl History {
     pub fn record(&self, process: &str, op: Op) {
         let time = crate::sim::clock::now();
-        self.events.borrow_mut().push(Event { time, process: process.to_string(), op });
+        self.events.borrow_mut().push(Event {
+            time,
+            process: process.to_string(),
+            op,
+        });
     }
 
     /// The events so far, in order.

@@ -114,33 +114,66 @@ pub struct ClusterMetadata {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Request {
     // broker -> controller
-    RegisterBroker { broker: BrokerId, incarnation: u64 },
-    BrokerHeartbeat { broker: BrokerId, incarnation: u64, known_version: u64 },
+    RegisterBroker {
+        broker: BrokerId,
+        incarnation: u64,
+    },
+    BrokerHeartbeat {
+        broker: BrokerId,
+        incarnation: u64,
+        known_version: u64,
+    },
     AlterPartition(AlterPartition),
-    ControlledShutdown { broker: BrokerId, incarnation: u64 },
+    ControlledShutdown {
+        broker: BrokerId,
+        incarnation: u64,
+    },
     AllocateProducerId,
     // clients and replicas -> broker
     Metadata,
     Produce(Produce),
     Fetch(Fetch),
     OffsetsForLeaderEpoch(OffsetsForLeaderEpoch),
-    ListOffsets { tp: TopicPartition, spec: OffsetSpec },
+    ListOffsets {
+        tp: TopicPartition,
+        spec: OffsetSpec,
+    },
     InitProducerId,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Response {
-    RegisterBroker { error: Option<ErrorCode> },
-    BrokerHeartbeat { fenced: bool, metadata: Option<ClusterMetadata> },
-    AlterPartition { error: Option<ErrorCode>, state: Option<PartitionState> },
-    ControlledShutdown { error: Option<ErrorCode>, remaining: usize },
-    AllocateProducerId { producer_id: ProducerId },
+    RegisterBroker {
+        error: Option<ErrorCode>,
+    },
+    BrokerHeartbeat {
+        fenced: bool,
+        metadata: Option<ClusterMetadata>,
+    },
+    AlterPartition {
+        error: Option<ErrorCode>,
+        state: Option<PartitionState>,
+    },
+    ControlledShutdown {
+        error: Option<ErrorCode>,
+        remaining: usize,
+    },
+    AllocateProducerId {
+        producer_id: ProducerId,
+    },
     Metadata(ClusterMetadata),
     Produce(ProduceResponse),
     Fetch(FetchResponse),
     OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse),
-    ListOffsets { error: Option<ErrorCode>, offset: Offset },
-    InitProducerId { error: Option<ErrorCode>, producer_id: ProducerId, producer_epoch: i16 },
+    ListOffsets {
+        error: Option<ErrorCode>,
+        offset: Offset,
+    },
+    InitProducerId {
+        error: Option<ErrorCode>,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+    },
 }
 
 /// AlterPartition: a leader asks the controller to change a partition's ISR.

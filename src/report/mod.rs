@@ -6,9 +6,9 @@ mod latency;
 mod run;
 mod svg;
 mod sweep;
-pub mod timeline;
 #[cfg(test)]
 mod tests;
+pub mod timeline;
 
 pub use json::run_json;
 pub use latency::{latency_stats, HistoryStats, LatencyHistogram, LatencyStats};

@@ -41,7 +41,11 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
         scenario: "leader-failure".into(),
         variant: variant.into(),
         seed,
-        verdict: Verdict { counts, examples },
+        verdict: Verdict {
+            counts,
+            examples,
+            lost_acked_at: Vec::new(),
+        },
         failures: if strict && lost > 0 {
             vec![format!("expected lost == 0, got {lost}")]
         } else {

@@ -14,7 +14,9 @@ const WIDTH: f64 = 1100.0;
 const LEFT: f64 = 130.0;
 const LANE: f64 = 22.0;
 const CHART: f64 = 120.0;
-const BROKER_COLORS: [&str; 6] = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2"];
+const BROKER_COLORS: [&str; 6] = [
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2",
+];
 
 /// What the picture needs besides the timeline.
 pub struct TimelineInput<'a> {
@@ -27,7 +29,10 @@ pub struct TimelineInput<'a> {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn broker_color(broker: BrokerId) -> &'static str {
@@ -47,7 +52,9 @@ impl Scale {
 /// The whole HTML page.
 pub fn html(input: &TimelineInput<'_>) -> String {
     let t = input.timeline;
-    let scale = Scale { end: (t.duration + t.heal).as_secs_f64().max(0.001) };
+    let scale = Scale {
+        end: (t.duration + t.heal).as_secs_f64().max(0.001),
+    };
     let lanes = t.hosts.len() + partitions(t).len();
     let lanes_height = 30.0 + lanes as f64 * LANE;
     let height = lanes_height + CHART + 70.0;
@@ -113,7 +120,12 @@ fn partitions(t: &Timeline) -> Vec<crate::types::TopicPartition> {
 }
 
 fn label(svg: &mut String, y: f64, text: &str) {
-    let _ = write!(svg, r#"<text x="8" y="{:.1}">{}</text>"#, y + 14.0, escape(text));
+    let _ = write!(
+        svg,
+        r#"<text x="8" y="{:.1}">{}</text>"#,
+        y + 14.0,
+        escape(text)
+    );
 }
 
 fn host_lane(svg: &mut String, scale: &Scale, t: &Timeline, host: HostName, y: f64) {
@@ -147,7 +159,13 @@ fn host_lane(svg: &mut String, scale: &Scale, t: &Timeline, host: HostName, y: f
     }
 }
 
-fn leadership_lane(svg: &mut String, scale: &Scale, t: &Timeline, tp: &crate::types::TopicPartition, y: f64) {
+fn leadership_lane(
+    svg: &mut String,
+    scale: &Scale,
+    t: &Timeline,
+    tp: &crate::types::TopicPartition,
+    y: f64,
+) {
     label(svg, y, &format!("leader {tp}"));
     let changes: Vec<_> = t.leadership.iter().filter(|c| &c.tp == tp).collect();
     let end = t.duration + t.heal;
@@ -156,7 +174,9 @@ fn leadership_lane(svg: &mut String, scale: &Scale, t: &Timeline, tp: &crate::ty
         let (x0, x1) = (scale.x(change.time), scale.x(to));
         let color = change.leader.map_or("#d62728", broker_color);
         let isr: Vec<String> = change.isr.iter().map(|b| b.0.to_string()).collect();
-        let leader = change.leader.map_or("offline".to_string(), |b| b.to_string());
+        let leader = change
+            .leader
+            .map_or("offline".to_string(), |b| b.to_string());
         let _ = write!(
             svg,
             r#"<rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}" fill-opacity="0.85"><title>{:.3}s {leader}, epoch {}, ISR {{{}}}</title></rect>"#,
@@ -213,7 +233,10 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
                 format!("{x:.1},{y:.1}")
             })
             .collect();
-        format!(r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/>"#, points.join(" "))
+        format!(
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.5"/>"#,
+            points.join(" ")
+        )
     };
     svg.push_str(&polyline(&ok, "#2ca02c"));
     svg.push_str(&polyline(&bad, "#ff7f0e"));
@@ -244,7 +267,13 @@ fn axis(svg: &mut String, scale: &Scale, y: f64) {
         r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#444"/>"##,
         WIDTH - 10.0
     );
-    let step = if scale.end > 60.0 { 10.0 } else if scale.end > 20.0 { 5.0 } else { 1.0 };
+    let step = if scale.end > 60.0 {
+        10.0
+    } else if scale.end > 20.0 {
+        5.0
+    } else {
+        1.0
+    };
     let mut s = 0.0;
     while s <= scale.end + 1e-9 {
         let x = scale.x(Duration::from_secs_f64(s));

@@ -91,12 +91,22 @@ pub enum FaultAction {
     Partition(Vec<Target>),
     Isolate(Target),
     Heal,
-    SlowLink { between: (Target, Target), latency: Duration },
-    SlowDisk { target: Target, latency: Duration },
+    SlowLink {
+        between: (Target, Target),
+        latency: Duration,
+    },
+    SlowDisk {
+        target: Target,
+        latency: Duration,
+    },
     HealDisk(Target),
     FsyncError(Target),
     DiskFull(Target),
-    Corrupt { target: Target, file: String, bytes: u64 },
+    Corrupt {
+        target: Target,
+        file: String,
+        bytes: u64,
+    },
 }
 
 /// A fault target; leader and follower targets are resolved when the fault fires.

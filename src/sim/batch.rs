@@ -14,7 +14,11 @@ pub struct Job<'a> {
 }
 
 /// Run every job on up to `threads` threads; results come back in job order.
-pub fn run_all(jobs: &[Job<'_>], threads: usize, options: &RunOptions) -> Vec<Result<RunOutcome, RunError>> {
+pub fn run_all(
+    jobs: &[Job<'_>],
+    threads: usize,
+    options: &RunOptions,
+) -> Vec<Result<RunOutcome, RunError>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<RunOutcome, RunError>>>> =
         Mutex::new((0..jobs.len()).map(|_| None).collect());

@@ -51,52 +51,75 @@ fn nemesis_faults(nemesis: &Nemesis, brokers: u32, duration: Duration, seed: u64
         let action = nemesis.actions[rng.random_range(0..nemesis.actions.len())];
         let victim = broker(&mut rng, brokers);
         let (fault, undo) = match action {
-            NemesisAction::Kill => (FaultAction::Kill(host(victim)), FaultAction::Restart(host(victim))),
-            NemesisAction::PowerLoss => {
-                (FaultAction::PowerLoss(host(victim)), FaultAction::Restart(host(victim)))
-            }
-            NemesisAction::Shutdown => {
-                (FaultAction::Shutdown(host(victim)), FaultAction::Restart(host(victim)))
-            }
+            NemesisAction::Kill => (
+                FaultAction::Kill(host(victim)),
+                FaultAction::Restart(host(victim)),
+            ),
+            NemesisAction::PowerLoss => (
+                FaultAction::PowerLoss(host(victim)),
+                FaultAction::Restart(host(victim)),
+            ),
+            NemesisAction::Shutdown => (
+                FaultAction::Shutdown(host(victim)),
+                FaultAction::Restart(host(victim)),
+            ),
             NemesisAction::Isolate => (FaultAction::Isolate(host(victim)), FaultAction::Heal),
             NemesisAction::Partition => {
                 let mut one = Vec::new();
                 let mut other = vec![host(HostName::Controller)];
                 for b in 1..=brokers {
-                    let side = if HostName::Broker(b) == victim { &mut one } else if rng.random_bool(0.5) { &mut one } else { &mut other };
+                    let joins_victim = HostName::Broker(b) == victim || rng.random_bool(0.5);
+                    let side = if joins_victim { &mut one } else { &mut other };
                     side.push(host(HostName::Broker(b)));
                 }
-                (FaultAction::Partition(vec![Target::List(one), Target::List(other)]), FaultAction::Heal)
+                (
+                    FaultAction::Partition(vec![Target::List(one), Target::List(other)]),
+                    FaultAction::Heal,
+                )
             }
             NemesisAction::SlowLink => {
                 let peer = broker(&mut rng, brokers);
                 let latency = Duration::from_millis(rng.random_range(50..=500));
                 (
-                    FaultAction::SlowLink { between: (host(victim), host(peer)), latency },
+                    FaultAction::SlowLink {
+                        between: (host(victim), host(peer)),
+                        latency,
+                    },
                     FaultAction::Heal,
                 )
             }
             NemesisAction::SlowDisk => {
                 let latency = Duration::from_millis(rng.random_range(10..=200));
                 (
-                    FaultAction::SlowDisk { target: host(victim), latency },
+                    FaultAction::SlowDisk {
+                        target: host(victim),
+                        latency,
+                    },
                     FaultAction::HealDisk(host(victim)),
                 )
             }
-            NemesisAction::FsyncError => {
-                (FaultAction::FsyncError(host(victim)), FaultAction::HealDisk(host(victim)))
-            }
-            NemesisAction::DiskFull => {
-                (FaultAction::DiskFull(host(victim)), FaultAction::HealDisk(host(victim)))
-            }
+            NemesisAction::FsyncError => (
+                FaultAction::FsyncError(host(victim)),
+                FaultAction::HealDisk(host(victim)),
+            ),
+            NemesisAction::DiskFull => (
+                FaultAction::DiskFull(host(victim)),
+                FaultAction::HealDisk(host(victim)),
+            ),
         };
         let until = at + exponential(&mut rng, nemesis.recover);
         faults.push(Fault { at, action: fault });
         if until < duration {
-            faults.push(Fault { at: until, action: undo });
+            faults.push(Fault {
+                at: until,
+                action: undo,
+            });
             // A broker whose log dir went offline stopped itself: bring it back too.
             if matches!(action, NemesisAction::FsyncError | NemesisAction::DiskFull) {
-                faults.push(Fault { at: until, action: FaultAction::Restart(host(victim)) });
+                faults.push(Fault {
+                    at: until,
+                    action: FaultAction::Restart(host(victim)),
+                });
             }
         }
         at = until.max(at) + exponential(&mut rng, nemesis.interval);
@@ -110,7 +133,11 @@ mod tests {
 
     fn nemesis() -> Nemesis {
         Nemesis {
-            actions: vec![NemesisAction::Kill, NemesisAction::Partition, NemesisAction::FsyncError],
+            actions: vec![
+                NemesisAction::Kill,
+                NemesisAction::Partition,
+                NemesisAction::FsyncError,
+            ],
             interval: Duration::from_secs(5),
             recover: Duration::from_secs(3),
         }
@@ -128,7 +155,10 @@ mod tests {
 
     #[test]
     fn faults_are_time_ordered_and_within_the_run() {
-        let scripted = vec![Fault { at: Duration::from_secs(10), action: FaultAction::Heal }];
+        let scripted = vec![Fault {
+            at: Duration::from_secs(10),
+            action: FaultAction::Heal,
+        }];
         let all = schedule(&scripted, Some(&nemesis()), 3, Duration::from_secs(60), 1);
         assert!(all.windows(2).all(|w| w[0].at <= w[1].at));
         assert!(all.iter().all(|f| f.at < Duration::from_secs(60)));

@@ -1,8 +1,8 @@
 //! The simulated world: hosts on a turmoil network, disks, faults, the runner.
 
+pub mod batch;
 pub mod clock;
 pub mod disk;
-pub mod batch;
 pub mod faults;
 pub mod runner;
 pub mod trace;

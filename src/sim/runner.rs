@@ -86,7 +86,8 @@ pub enum RunError {
 /// Run one variant on one seed.
 pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
-    let (result, hash) = trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
+    let (result, hash) =
+        trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
     let (history, final_state, timeline) = result?;
     let sim_time = timeline.duration + timeline.heal;
     let verdict = check::check(&history, &final_state);
@@ -116,21 +117,41 @@ struct Harness {
 type Simulated = (Vec<Event>, FinalState, Timeline);
 
 /// Steps the world to a time, sampling the controller's view on the way.
-fn advance(world: &mut World<'_>, until: Duration, view: &MetadataView, timeline: &mut Timeline) -> Result<(), RunError> {
+fn advance(
+    world: &mut World<'_>,
+    until: Duration,
+    view: &MetadataView,
+    timeline: &mut Timeline,
+) -> Result<(), RunError> {
     let mut last: BTreeMap<TopicPartition, LeadershipChange> = BTreeMap::new();
     for change in &timeline.leadership {
         last.insert(change.tp.clone(), change.clone());
     }
     while world.elapsed() < until {
-        world.step().map_err(|e| RunError::Simulation(e.to_string()))?;
+        world
+            .step()
+            .map_err(|e| RunError::Simulation(e.to_string()))?;
         let now = world.elapsed();
-        if now.as_millis() % LEADERSHIP_SAMPLE.as_millis() != 0 {
+        if !now
+            .as_millis()
+            .is_multiple_of(LEADERSHIP_SAMPLE.as_millis())
+        {
             continue;
         }
         for (tp, state) in view.get().partitions {
             let seen = last.get(&tp);
-            if seen.is_none_or(|c| c.leader != state.leader || c.leader_epoch != state.leader_epoch || c.isr != state.isr) {
-                let change = LeadershipChange { time: now, tp: tp.clone(), leader: state.leader, leader_epoch: state.leader_epoch, isr: state.isr };
+            if seen.is_none_or(|c| {
+                c.leader != state.leader
+                    || c.leader_epoch != state.leader_epoch
+                    || c.isr != state.isr
+            }) {
+                let change = LeadershipChange {
+                    time: now,
+                    tp: tp.clone(),
+                    leader: state.leader,
+                    leader_epoch: state.leader_epoch,
+                    isr: state.isr,
+                };
                 timeline.leadership.push(change.clone());
                 last.insert(tp, change);
             }
@@ -140,7 +161,11 @@ fn advance(world: &mut World<'_>, until: Duration, view: &MetadataView, timeline
 }
 
 fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simulated, RunError> {
-    let mut world = World::new(seed, settings.network.latency_min, settings.network.latency_max);
+    let mut world = World::new(
+        seed,
+        settings.network.latency_min,
+        settings.network.latency_max,
+    );
     let history = History::default();
     let mut harness = Harness {
         view: MetadataView::default(),
@@ -162,7 +187,11 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         settings.duration,
         seed,
     );
-    let mut timeline = Timeline { duration: settings.duration, heal: settings.heal, ..Timeline::default() };
+    let mut timeline = Timeline {
+        duration: settings.duration,
+        heal: settings.heal,
+        ..Timeline::default()
+    };
     for fault in &schedule {
         advance(&mut world, fault.at, &harness.view, &mut timeline)?;
         timeline.faults.push((fault.at, describe(&fault.action)));
@@ -171,7 +200,12 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     advance(&mut world, settings.duration, &harness.view, &mut timeline)?;
 
     heal(&mut world);
-    advance(&mut world, settings.duration + settings.heal, &harness.view, &mut timeline)?;
+    advance(
+        &mut world,
+        settings.duration + settings.heal,
+        &harness.view,
+        &mut timeline,
+    )?;
 
     let read = final_read(&mut world, settings, &partitions)?;
     let final_state = collect_final_state(&world, &harness.view, &partitions, read);
@@ -200,13 +234,24 @@ fn describe(action: &FaultAction) -> String {
         FaultAction::Isolate(x) => format!("isolate {}", t(x)),
         FaultAction::Heal => "heal".to_string(),
         FaultAction::SlowLink { between, latency } => {
-            format!("slow-link {} <-> {} +{}ms", t(&between.0), t(&between.1), latency.as_millis())
+            format!(
+                "slow-link {} <-> {} +{}ms",
+                t(&between.0),
+                t(&between.1),
+                latency.as_millis()
+            )
         }
-        FaultAction::SlowDisk { target, latency } => format!("slow-disk {} +{}ms", t(target), latency.as_millis()),
+        FaultAction::SlowDisk { target, latency } => {
+            format!("slow-disk {} +{}ms", t(target), latency.as_millis())
+        }
         FaultAction::HealDisk(x) => format!("heal-disk {}", t(x)),
         FaultAction::FsyncError(x) => format!("fsync-error {}", t(x)),
         FaultAction::DiskFull(x) => format!("disk-full {}", t(x)),
-        FaultAction::Corrupt { target, file, bytes } => format!("corrupt {} {file} {bytes}B", t(target)),
+        FaultAction::Corrupt {
+            target,
+            file,
+            bytes,
+        } => format!("corrupt {} {file} {bytes}B", t(target)),
     }
 }
 
@@ -226,7 +271,10 @@ fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)>
 }
 
 fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
-    Disk::new(settings.disk.clone(), derive_seed(seed, &format!("disk/{host}")))
+    Disk::new(
+        settings.disk.clone(),
+        derive_seed(seed, &format!("disk/{host}")),
+    )
 }
 
 fn add_controller(
@@ -237,11 +285,21 @@ fn add_controller(
     partitions: &[(TopicPartition, Vec<BrokerId>)],
 ) {
     let disk = disk_for(settings, seed, HostName::Controller);
-    let topic_configs: BTreeMap<&str, _> =
-        settings.cluster.topics.iter().map(|t| (t.name.as_str(), t.config.clone())).collect();
+    let topic_configs: BTreeMap<&str, _> = settings
+        .cluster
+        .topics
+        .iter()
+        .map(|t| (t.name.as_str(), t.config.clone()))
+        .collect();
     let topics: Vec<_> = partitions
         .iter()
-        .map(|(tp, replicas)| (tp.clone(), replicas.clone(), topic_configs[tp.topic.as_str()].clone()))
+        .map(|(tp, replicas)| {
+            (
+                tp.clone(),
+                replicas.clone(),
+                topic_configs[tp.topic.as_str()].clone(),
+            )
+        })
         .collect();
     let config = settings.broker.clone();
     let brokers = settings.cluster.brokers;
@@ -264,8 +322,12 @@ fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> 
     let shutdown = Rc::new(Cell::new(false));
     let incarnation = Rc::new(Cell::new(0u64));
     let config = settings.broker.clone();
-    let topic_configs: BTreeMap<String, _> =
-        settings.cluster.topics.iter().map(|t| (t.name.clone(), t.config.clone())).collect();
+    let topic_configs: BTreeMap<String, _> = settings
+        .cluster
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.config.clone()))
+        .collect();
     let host_disk = disk.clone();
     let flag = shutdown.clone();
     world.add_host(host, Some(disk), move || {
@@ -307,7 +369,9 @@ fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &
             stop_at: settings.duration,
             seed: derive_seed(seed, &format!("producer-{n}")),
         };
-        world.add_host(HostName::Producer(n), None, move || client::run_producer(ctx.clone()));
+        world.add_host(HostName::Producer(n), None, move || {
+            client::run_producer(ctx.clone())
+        });
     }
     for n in 1..=workload.consumers {
         let ctx = ConsumerContext {
@@ -318,12 +382,19 @@ fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &
             brokers: settings.cluster.brokers,
             history: history.clone(),
         };
-        world.add_host(HostName::Consumer(n), None, move || client::run_consumer(ctx.clone()));
+        world.add_host(HostName::Consumer(n), None, move || {
+            client::run_consumer(ctx.clone())
+        });
     }
 }
 
 /// Resolve a target to hosts, from the controller's view at this instant.
-fn resolve(world: &World<'_>, harness: &mut Harness, settings: &Settings, target: &Target) -> Vec<HostName> {
+fn resolve(
+    world: &World<'_>,
+    harness: &mut Harness,
+    settings: &Settings,
+    target: &Target,
+) -> Vec<HostName> {
     let brokers = settings.cluster.brokers;
     let followers = |harness: &Harness, tp: &TopicPartition| -> Vec<HostName> {
         let metadata = harness.view.get();
@@ -341,9 +412,10 @@ fn resolve(world: &World<'_>, harness: &mut Harness, settings: &Settings, target
     };
     match target {
         Target::Host(host) => vec![*host],
-        Target::List(targets) => {
-            targets.iter().flat_map(|t| resolve(world, harness, settings, t)).collect()
-        }
+        Target::List(targets) => targets
+            .iter()
+            .flat_map(|t| resolve(world, harness, settings, t))
+            .collect(),
         Target::Brokers => (1..=brokers).map(HostName::Broker).collect(),
         Target::Crashed => world.stopped_hosts(),
         Target::Leader(tp) => harness
@@ -363,7 +435,9 @@ fn resolve(world: &World<'_>, harness: &mut Harness, settings: &Settings, target
                 vec![all[harness.rng.random_range(0..all.len())]]
             }
         }
-        Target::RandomBroker => vec![HostName::Broker(harness.rng.random_range(1..=brokers.max(1)))],
+        Target::RandomBroker => vec![HostName::Broker(
+            harness.rng.random_range(1..=brokers.max(1)),
+        )],
     }
 }
 
@@ -392,7 +466,7 @@ fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, faul
             }
         }
         FaultAction::Partition(groups) => {
-            let groups: Vec<Vec<HostName>> = groups.iter().map(|g| hosts(g)).collect();
+            let groups: Vec<Vec<HostName>> = groups.iter().map(&mut hosts).collect();
             world.partition(&groups);
         }
         FaultAction::Isolate(t) => hosts(t).into_iter().for_each(|h| world.isolate(h)),
@@ -413,10 +487,17 @@ fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, faul
         FaultAction::HealDisk(t) => inject(world, hosts(t), DiskFault::Heal),
         FaultAction::FsyncError(t) => inject(world, hosts(t), DiskFault::FsyncError),
         FaultAction::DiskFull(t) => inject(world, hosts(t), DiskFault::Full),
-        FaultAction::Corrupt { target, file, bytes } => inject(
+        FaultAction::Corrupt {
+            target,
+            file,
+            bytes,
+        } => inject(
             world,
             hosts(target),
-            DiskFault::Corrupt { glob: file.clone(), bytes: *bytes },
+            DiskFault::Corrupt {
+                glob: file.clone(),
+                bytes: *bytes,
+            },
         ),
     }
 }
@@ -468,7 +549,9 @@ fn final_read(
     });
     let deadline = world.elapsed() + FINAL_READ_LIMIT + Duration::from_secs(5);
     while out.borrow().is_none() && world.elapsed() < deadline {
-        world.step().map_err(|e| RunError::Simulation(e.to_string()))?;
+        world
+            .step()
+            .map_err(|e| RunError::Simulation(e.to_string()))?;
     }
     let read = out.borrow_mut().take();
     read.ok_or_else(|| RunError::Simulation("the final read did not finish".into()))
@@ -486,33 +569,59 @@ fn collect_final_state(
     let partitions = partitions
         .iter()
         .map(|(tp, replicas)| {
-            let isr = metadata.partitions.get(tp).map(|p| p.isr.clone()).unwrap_or_default();
-            let (_, leader, log_start_offset, high_watermark, read) =
-                by_tp.remove(tp).unwrap_or((tp.clone(), None, Default::default(), Default::default(), Vec::new()));
+            let isr = metadata
+                .partitions
+                .get(tp)
+                .map(|p| p.isr.clone())
+                .unwrap_or_default();
+            let (_, leader, log_start_offset, high_watermark, read) = by_tp.remove(tp).unwrap_or((
+                tp.clone(),
+                None,
+                Default::default(),
+                Default::default(),
+                Vec::new(),
+            ));
             let replicas = replicas
                 .iter()
                 .map(|&broker| replica_log(world, tp, broker, isr.contains(&broker)))
                 .collect();
-            PartitionFinal { tp: tp.clone(), leader, high_watermark, log_start_offset, read, replicas }
+            PartitionFinal {
+                tp: tp.clone(),
+                leader,
+                high_watermark,
+                log_start_offset,
+                read,
+                replicas,
+            }
         })
         .collect();
     FinalState { partitions }
 }
 
-fn replica_log(world: &World<'_>, tp: &TopicPartition, broker: BrokerId, in_isr: bool) -> ReplicaLog {
+fn replica_log(
+    world: &World<'_>,
+    tp: &TopicPartition,
+    broker: BrokerId,
+    in_isr: bool,
+) -> ReplicaLog {
     let records = world
         .disk(HostName::Broker(broker.0))
         .and_then(|disk| storage::log::read_records(disk, tp).ok())
         .unwrap_or_default();
     let records: Vec<ReadRecord> = records
         .into_iter()
-        .map(|(offset, _, record)| ReadRecord { offset, value: record.value.unwrap_or_default() })
+        .map(|(offset, _, record)| ReadRecord {
+            offset,
+            value: record.value.unwrap_or_default(),
+        })
         .collect();
     ReplicaLog {
         broker,
         in_isr,
         log_start_offset: records.first().map_or(Default::default(), |r| r.offset),
-        log_end_offset: records.last().map_or(Default::default(), |r| r.offset.next()),
+        log_end_offset: records
+            .last()
+            .map_or(Default::default(), |r| r.offset.next()),
         records,
     }
 }

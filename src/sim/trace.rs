@@ -118,7 +118,12 @@ impl<S> Layer<S> for TraceLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, ctx: Context<'_, S>) {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        ctx: Context<'_, S>,
+    ) {
         if attrs.metadata().name() != "node" {
             return;
         }
@@ -137,7 +142,9 @@ where
             let now = super::clock::now();
             let scope = ctx.event_scope(event);
             let node = scope.and_then(|scope| {
-                scope.from_root().find_map(|span| span.extensions().get::<NodeName>().map(|n| n.0.clone()))
+                scope
+                    .from_root()
+                    .find_map(|span| span.extensions().get::<NodeName>().map(|n| n.0.clone()))
             });
             let host = node.as_deref().unwrap_or("world");
             run.hasher.write_u128(now.as_nanos());
@@ -146,8 +153,13 @@ where
             event.record(&mut HashVisitor(&mut run.hasher));
             run.events += 1;
             if run.print {
-                let mut line =
-                    format!("{:>10.3}s {:<11} {:<5} {}:", now.as_secs_f64(), host, meta.level(), meta.target());
+                let mut line = format!(
+                    "{:>10.3}s {:<11} {:<5} {}:",
+                    now.as_secs_f64(),
+                    host,
+                    meta.level(),
+                    meta.target()
+                );
                 event.record(&mut TextVisitor(&mut line));
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
             }
@@ -180,10 +192,16 @@ pub fn with_trace<T>(print: bool, f: impl FnOnce() -> T) -> (T, TraceHash) {
     });
     let result = f();
     let finished = RUN.with(|run| std::mem::replace(&mut *run.borrow_mut(), previous));
-    let hash = finished.map_or(TraceHash { value: 0, events: 0 }, |run| TraceHash {
-        value: run.hasher.finish(),
-        events: run.events,
-    });
+    let hash = finished.map_or(
+        TraceHash {
+            value: 0,
+            events: 0,
+        },
+        |run| TraceHash {
+            value: run.hasher.finish(),
+            events: run.events,
+        },
+    );
     (result, hash)
 }
 
@@ -224,7 +242,9 @@ mod tests {
     #[test]
     fn runs_on_other_threads_do_not_mix() {
         let alone = emit(&[7, 8, 9]);
-        let threads: Vec<_> = (0..4).map(|_| std::thread::spawn(|| emit(&[7, 8, 9]))).collect();
+        let threads: Vec<_> = (0..4)
+            .map(|_| std::thread::spawn(|| emit(&[7, 8, 9])))
+            .collect();
         for thread in threads {
             assert_eq!(thread.join().expect("thread"), alone);
         }

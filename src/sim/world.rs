@@ -155,7 +155,11 @@ impl<'a> World<'a> {
             if !self.stopped.contains_key(&host) && !self.sim.is_host_running(addr) {
                 tracing::info!(host = %host, "host exited");
                 self.stopped.insert(host, Stopped::Exited);
-                self.changes.push(HostChange { time: self.sim.elapsed(), host, stopped: Some(Stopped::Exited) });
+                self.changes.push(HostChange {
+                    time: self.sim.elapsed(),
+                    host,
+                    stopped: Some(Stopped::Exited),
+                });
             }
         }
     }
@@ -228,7 +232,11 @@ impl<'a> World<'a> {
             Some(why) => self.stopped.insert(host, why),
             None => self.stopped.remove(&host),
         };
-        self.changes.push(HostChange { time: self.sim.elapsed(), host, stopped });
+        self.changes.push(HostChange {
+            time: self.sim.elapsed(),
+            host,
+            stopped,
+        });
     }
 
     /// Cut every link between hosts of different groups.
@@ -270,7 +278,8 @@ impl<'a> World<'a> {
         let (min, max) = self.base_latency;
         for (a, b) in slow.into_keys() {
             self.sim.set_link_latency(a.to_string(), b.to_string(), min);
-            self.sim.set_link_max_message_latency(a.to_string(), b.to_string(), max);
+            self.sim
+                .set_link_max_message_latency(a.to_string(), b.to_string(), max);
         }
     }
 
@@ -278,9 +287,11 @@ impl<'a> World<'a> {
     pub fn slow_link(&mut self, a: HostName, b: HostName, latency: Duration) {
         tracing::info!(a = %a, b = %b, latency_ms = latency.as_millis() as u64, "slow link");
         self.slow.insert(pair(a, b), latency);
-        self.sim.set_link_latency(a.to_string(), b.to_string(), latency);
+        self.sim
+            .set_link_latency(a.to_string(), b.to_string(), latency);
         let max = latency + self.base_latency.1;
-        self.sim.set_link_max_message_latency(a.to_string(), b.to_string(), max);
+        self.sim
+            .set_link_max_message_latency(a.to_string(), b.to_string(), max);
     }
 
     fn link_down(&self, a: HostName, b: HostName) -> bool {
