@@ -55,9 +55,16 @@ pub fn html(input: &TimelineInput<'_>) -> String {
     let scale = Scale {
         end: (t.duration + t.heal).as_secs_f64().max(0.001),
     };
-    let lanes = t.hosts.len() + partitions(t).len();
+    // The reader exists only for the final read after the heal phase.
+    let hosts: Vec<HostName> = t
+        .hosts
+        .iter()
+        .copied()
+        .filter(|h| *h != HostName::Reader)
+        .collect();
+    let lanes = hosts.len() + partitions(t).len();
     let lanes_height = 30.0 + lanes as f64 * LANE;
-    let height = lanes_height + CHART + 70.0;
+    let height = lanes_height + CHART + 90.0;
     let mut svg = String::new();
     let _ = write!(
         svg,
@@ -73,7 +80,7 @@ pub fn html(input: &TimelineInput<'_>) -> String {
         heal_x + 4.0
     );
     let mut y = 30.0;
-    for &host in &t.hosts {
+    for &host in &hosts {
         host_lane(&mut svg, &scale, t, host, y);
         y += LANE;
     }
@@ -86,12 +93,12 @@ pub fn html(input: &TimelineInput<'_>) -> String {
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="26" x2="{x:.1}" y2="{:.1}" stroke="#d62728" stroke-dasharray="3,3" stroke-width="1"><title>{:.3}s {}</title></line>"##,
-            lanes_height + CHART,
+            lanes_height + 30.0 + CHART,
             at.as_secs_f64(),
             escape(what)
         );
     }
-    send_chart(&mut svg, &scale, input, lanes_height + 10.0);
+    send_chart(&mut svg, &scale, input, lanes_height + 30.0);
     axis(&mut svg, &scale, height - 25.0);
     svg.push_str("</svg>");
 
@@ -215,13 +222,19 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
             _ => {}
         }
     }
-    let max = ok.iter().chain(&bad).copied().max().unwrap_or(0).max(1) as f64;
+    // Scale to the steady rate, not to the burst of retries after a failover: the 95th
+    // percentile of busy buckets, with headroom; taller buckets are clipped.
+    let mut busy: Vec<u32> = ok.iter().chain(&bad).copied().filter(|&n| n > 0).collect();
+    busy.sort_unstable();
+    let p95 = busy.get(busy.len() * 95 / 100).copied().unwrap_or(1);
+    let max = (f64::from(p95) * 1.5).max(1.0);
     label(svg, top - 4.0, "sends / bucket");
     let _ = write!(
         svg,
-        r##"<text x="8" y="{:.1}" fill="#888">max {}</text>"##,
+        r##"<text x="8" y="{:.1}" fill="#888">top = {} / {:.0} ms</text>"##,
         top + 28.0,
-        max as u32
+        max as u32,
+        width * 1000.0
     );
     let polyline = |counts: &[u32], color: &str| {
         let points: Vec<String> = counts
@@ -229,7 +242,7 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
             .enumerate()
             .map(|(i, &n)| {
                 let x = scale.x(Duration::from_secs_f64((i as f64 + 0.5) * width));
-                let y = top + CHART - (n as f64 / max) * CHART;
+                let y = top + CHART - (n as f64 / max).min(1.0) * CHART;
                 format!("{x:.1},{y:.1}")
             })
             .collect();
