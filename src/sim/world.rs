@@ -14,6 +14,13 @@
 //!   power. Then its disk loses its page cache per the power-loss model.
 //! - turmoil holds messages to a crashed host until it restarts, so `connect` to it hangs:
 //!   every network wait in hightide has a timeout.
+//! - A network partition (`partition`, `isolate`) *holds* messages on the cut links, in
+//!   flight and new, and delivers them when the cut heals. That is what TCP does for a
+//!   connection across a partition that heals: it retransmits until the segments get
+//!   through. turmoil has no retransmission, and a plain turmoil partition drops messages
+//!   for good, which would leave a fetch or produce request unanswered until its 30 s
+//!   request timeout, long after the network came back. A dead machine answers nothing, so
+//!   a power cut drops instead.
 //! - Network faults are kept as a set of cut host pairs and per-link extra latency, so that
 //!   a power cut and a scenario partition on the same link compose and heal independently.
 
@@ -294,15 +301,16 @@ impl<'a> World<'a> {
             .set_link_max_message_latency(a.to_string(), b.to_string(), max);
     }
 
-    fn link_down(&self, a: HostName, b: HostName) -> bool {
-        self.cut.contains(&pair(a, b)) || self.unpowered.contains(&a) || self.unpowered.contains(&b)
-    }
-
+    /// Make turmoil's link match the faults: dropped while either end has no power, held
+    /// while cut, open (delivering what was held) otherwise.
     fn apply_link(&mut self, a: HostName, b: HostName) {
-        if self.link_down(a, b) {
-            self.sim.partition(a.to_string(), b.to_string());
+        let (x, y) = (a.to_string(), b.to_string());
+        if self.unpowered.contains(&a) || self.unpowered.contains(&b) {
+            self.sim.partition(x, y);
+        } else if self.cut.contains(&pair(a, b)) {
+            self.sim.hold(x, y);
         } else {
-            self.sim.repair(a.to_string(), b.to_string());
+            self.sim.release(x, y);
         }
     }
 
