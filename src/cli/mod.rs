@@ -51,6 +51,21 @@ enum BenchTarget {
     Storage,
 }
 
+/// Write to stdout. A reader that went away (`hightide dump-log x.log | head`) ends the
+/// output quietly, as for any Unix tool, instead of a panic.
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if error.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("error: writing to stdout: {error}");
+        }
+    }
+}
+
 /// Parse the arguments, run the command, return the exit status.
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
@@ -68,13 +83,13 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::Config => {
-            print!("{}", crate::scenario::config_reference());
+            out(&crate::scenario::config_reference());
             EXIT_OK
         }
         Command::DumpLog { file, print_data } => match std::fs::read(&file) {
             Ok(bytes) => {
-                println!("Dumping {}", file.display());
-                print!("{}", crate::storage::dump::dump_log(&bytes, print_data));
+                let dump = crate::storage::dump::dump_log(&bytes, print_data);
+                out(&format!("Dumping {}\n{dump}", file.display()));
                 EXIT_OK
             }
             Err(error) => {
@@ -85,10 +100,9 @@ pub fn main() -> i32 {
         Command::Bench {
             what: BenchTarget::Storage,
         } => {
-            print!(
-                "{}",
-                crate::storage::bench::run(crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES)
-            );
+            out(&crate::storage::bench::run(
+                crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES,
+            ));
             EXIT_OK
         }
     }

@@ -191,23 +191,26 @@ fn print_outcomes(scenario: &Scenario, args: &RunArgs, outcomes: &[RunOutcome]) 
         .collect();
     let failed =
         reports.iter().any(|r| !r.pass()) || !report::expect_some_failures(&reports).is_empty();
+    let mut text = String::new();
     if args.json {
         for r in &reports {
-            println!("{}", report::run_json(r));
+            text.push_str(&format!("{}\n", report::run_json(r)));
         }
+        super::out(&text);
         return if failed { EXIT_FAILED } else { EXIT_OK };
     }
-    println!("{}\n", scenario.name);
-    print!("{}", report::runs_text(&reports));
-    println!();
-    print!("{}", report::summary(&reports));
+    text.push_str(&format!("{}\n\n", scenario.name));
+    text.push_str(&report::runs_text(&reports));
+    text.push('\n');
+    text.push_str(&report::summary(&reports));
     let file = args.file.display();
     for r in reports.iter().filter(|r| !r.pass()) {
-        println!(
-            "replay seed {} of {}: cargo run --release -- run {file} --seed {} --variant {}",
+        text.push_str(&format!(
+            "replay seed {} of {}: cargo run --release -- run {file} --seed {} --variant {}\n",
             r.seed, r.variant, r.seed, r.variant
-        );
+        ));
     }
+    super::out(&text);
     if failed {
         EXIT_FAILED
     } else {

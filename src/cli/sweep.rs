@@ -110,9 +110,10 @@ pub fn run(args: SweepArgs) -> i32 {
         );
         return EXIT_BAD_INPUT;
     }
+    let mut text = String::new();
     for row in &rows {
-        println!(
-            "{:<70} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms",
+        text.push_str(&format!(
+            "{:<70} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms\n",
             row.label(),
             row.runs,
             row.runs_with_loss,
@@ -120,12 +121,11 @@ pub fn run(args: SweepArgs) -> i32 {
             row.lost_max,
             row.duplicates,
             row.p99_ms()
-        );
+        ));
     }
-    println!(
-        "wrote {}",
-        args.out.join(format!("{}.md", sweep.name)).display()
-    );
+    let report = args.out.join(format!("{}.md", sweep.name));
+    text.push_str(&format!("wrote {}\n", report.display()));
+    super::out(&text);
     EXIT_OK
 }
 
