@@ -16,6 +16,7 @@ use hightide::storage::record::{
 };
 use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -584,4 +585,158 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
             (3, Some(11))
         ]
     );
+}
+
+/// A one-partition broker whose ISR is below `min.insync.replicas` during `[start, end)`:
+/// every Produce then gets NOT_ENOUGH_REPLICAS and writes nothing. Otherwise it checks
+/// sequences per producer id as a Kafka broker does: an id it has no batch of may start at
+/// any sequence, a known id must continue at its next sequence (else
+/// OUT_OF_ORDER_SEQUENCE_NUMBER). InitProducerId hands out a new id each time.
+#[derive(Clone)]
+struct MinIsrBroker {
+    start: Duration,
+    end: Duration,
+    log: Rc<RefCell<Vec<Appended>>>,
+    next_sequence: Rc<RefCell<BTreeMap<ProducerId, i32>>>,
+    next_producer_id: Rc<Cell<i64>>,
+}
+
+impl MinIsrBroker {
+    fn handle(&self, request: Request) -> Response {
+        match request {
+            Request::Metadata => Response::Metadata(metadata()),
+            Request::InitProducerId => {
+                let producer_id = ProducerId(self.next_producer_id.get());
+                self.next_producer_id.set(producer_id.0 + 1);
+                Response::InitProducerId {
+                    error: None,
+                    producer_id,
+                    producer_epoch: 0,
+                }
+            }
+            Request::Produce(produce) => {
+                let now = turmoil::sim_elapsed().unwrap_or_default();
+                let header = validate(&produce.batch).expect("a valid batch");
+                let expected = self
+                    .next_sequence
+                    .borrow()
+                    .get(&header.producer_id)
+                    .copied();
+                let error = if now >= self.start && now < self.end {
+                    Some(ErrorCode::NotEnoughReplicas)
+                } else if expected.is_some_and(|next| next != header.base_sequence) {
+                    Some(ErrorCode::OutOfOrderSequenceNumber)
+                } else {
+                    None
+                };
+                if error.is_some() {
+                    return Response::Produce(ProduceResponse {
+                        error,
+                        base_offset: Offset::NONE,
+                        log_start_offset: Offset::NONE,
+                    });
+                }
+                self.next_sequence
+                    .borrow_mut()
+                    .insert(header.producer_id, header.last_sequence() + 1);
+                let broker = FakeBroker {
+                    log: self.log.clone(),
+                    ..FakeBroker::default()
+                };
+                Response::Produce(ProduceResponse {
+                    error: None,
+                    base_offset: Offset(broker.append(&produce.batch)),
+                    log_start_offset: Offset(0),
+                })
+            }
+            other => panic!("unexpected request {other:?}"),
+        }
+    }
+}
+
+/// Run one idempotent producer (`rate` sends/s for 6 s) against a `MinIsrBroker` whose
+/// ISR is too small from 0.3 s to `end`.
+fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, Vec<Appended>) {
+    let broker = MinIsrBroker {
+        start: Duration::from_millis(300),
+        end,
+        log: Rc::default(),
+        next_sequence: Rc::default(),
+        next_producer_id: Rc::new(Cell::new(1)),
+    };
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(60))
+        .rng_seed(1)
+        .build();
+    let host_broker = broker.clone();
+    sim.host("broker-1", move || {
+        let broker = host_broker.clone();
+        async move {
+            serve(move |request, _peer| std::future::ready(broker.handle(request))).await?;
+            Ok(())
+        }
+    });
+    let history = History::default();
+    let ctx = ProducerContext {
+        index: 1,
+        config: ProducerConfig {
+            delivery_timeout_ms,
+            ..config(true)
+        },
+        topic: "t".to_string(),
+        partitions: 1,
+        rate,
+        keys: 0,
+        value_bytes: 32,
+        brokers: 1,
+        history: history.clone(),
+        budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
+        stop_at: Duration::from_secs(30),
+        seed: 1,
+    };
+    sim.client("producer-1", async move { run_producer(ctx).await });
+    sim.run().expect("the simulation completes");
+    let ops: Vec<Op> = history.events().into_iter().map(|e| e.op).collect();
+    let log = broker.log.borrow().clone();
+    (ops, log)
+}
+
+/// Acked (offset, message seq) pairs whose seq goes down as the offset goes up.
+fn acked_out_of_order(ops: &[Op]) -> Vec<[(Offset, u64); 2]> {
+    let mut acked: Vec<(Offset, u64)> = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Ok { id, offset, .. } => Some((*offset, id.seq)),
+            _ => None,
+        })
+        .collect();
+    acked.sort();
+    acked
+        .windows(2)
+        .filter(|pair| pair[0].1 > pair[1].1)
+        .map(|pair| [pair[0], pair[1]])
+        .collect()
+}
+
+/// Regression: after delivery timeouts the idempotent producer took a new producer id and
+/// sent the new id's batches while batches of the old id were still being retried; when
+/// the ISR grew back the broker appended both (it orders sequences only within one id), and
+/// acknowledged sends landed out of send order. With the ISR short from 0.3 s to 3 s and
+/// a 1.5 s delivery timeout the producer goes through several ids; acked offsets must still
+/// follow send order.
+#[test]
+fn idempotent_acks_keep_send_order_across_delivery_timeouts() {
+    let (ops, log) = run_min_isr(Duration::from_millis(3_000), 1_500, 100);
+    assert!(
+        ops.iter().any(|op| matches!(op, Op::Fail { .. })),
+        "the ISR outage must fail some sends"
+    );
+    let producer_ids: BTreeSet<ProducerId> = log.iter().map(|b| b.producer_id).collect();
+    assert!(producer_ids.len() > 1, "{producer_ids:?}");
+    assert!(
+        ops.iter().filter(|op| matches!(op, Op::Ok { .. })).count() > 100,
+        "sends resume after the outage"
+    );
+    let inverted = acked_out_of_order(&ops);
+    assert!(inverted.is_empty(), "acked out of send order: {inverted:?}");
 }

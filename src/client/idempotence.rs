@@ -8,6 +8,12 @@
 //! partition's sequence at 0 before it drains another new batch (KIP-360 bumps the epoch
 //! instead; a new id has the same effect on the broker's checks). Batches already stamped
 //! keep their old id and sequence for their retries.
+//!
+//! A partition takes no batch under the new id while a batch of an older id is still
+//! unresolved there (Kafka's `hasStaleProducerIdAndEpoch` check in the accumulator's drain):
+//! the broker orders sequences only within one producer id, so a new id's batch sent
+//! beside an old id's retry could be appended before it and acknowledged sends would land
+//! out of send order.
 
 use crate::client::accumulator::Sequenced;
 use crate::types::ProducerId;
@@ -35,10 +41,24 @@ impl IdempotenceState {
         self.reset_needed = false;
     }
 
+    /// Whether a new batch for `partition` may be stamped now: a usable producer id is held
+    /// and every unresolved batch of the partition carries it. All unresolved batches of a
+    /// partition share one id (this check keeps it so), so the set's ends suffice.
+    pub fn can_assign(&self, partition: u32) -> bool {
+        let Some((current, _)) = self.identity else {
+            return false;
+        };
+        !self.reset_needed
+            && self.unresolved.get(&partition).is_none_or(|set| {
+                set.first().is_none_or(|&(id, _)| id == current)
+                    && set.last().is_none_or(|&(id, _)| id == current)
+            })
+    }
+
     /// Stamp a batch of `records` records for `partition` being drained for the first time.
-    /// `None` while no producer id is held.
+    /// `None` while `can_assign` is false.
     pub fn assign(&mut self, partition: u32, records: usize) -> Option<Sequenced> {
-        if self.needs_producer_id() {
+        if !self.can_assign(partition) {
             return None;
         }
         let (producer_id, producer_epoch) = self.identity?;
@@ -129,6 +149,33 @@ mod tests {
         assert!(state.needs_producer_id());
         assert_eq!(state.assign(0, 1), None, "no new batch before the new id");
         state.set_producer_id(ProducerId(2), 0);
+        assert_eq!(
+            state.assign(0, 1).map(|s| (s.producer_id, s.base_sequence)),
+            Some((ProducerId(2), 0))
+        );
+    }
+
+    /// Guards against reordering after a delivery-timeout failure: a batch of the old id
+    /// still being retried must resolve before the partition sends under the new id, or the
+    /// new id's batches (which the broker does not order against the old id's) are
+    /// appended ahead of it.
+    #[test]
+    fn no_new_id_batch_while_an_old_id_batch_of_the_partition_is_unresolved() {
+        let mut state = IdempotenceState::default();
+        state.set_producer_id(ProducerId(1), 0);
+        let expired = state.assign(0, 1).expect("sequenced");
+        let retrying = state.assign(0, 1).expect("sequenced");
+        state.resolve(0, &expired, false);
+        state.set_producer_id(ProducerId(2), 0);
+        assert!(!state.can_assign(0));
+        assert_eq!(state.assign(0, 1), None, "the old id's retry goes first");
+        assert!(state.can_assign(1), "other partitions are not held back");
+        assert_eq!(
+            state.assign(1, 1).map(|s| (s.producer_id, s.base_sequence)),
+            Some((ProducerId(2), 0))
+        );
+        state.resolve(0, &retrying, true);
+        assert!(state.can_assign(0));
         assert_eq!(
             state.assign(0, 1).map(|s| (s.producer_id, s.base_sequence)),
             Some((ProducerId(2), 0))

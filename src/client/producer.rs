@@ -411,14 +411,15 @@ impl Producer {
     }
 
     /// The partition's next batch, stamped and encoded at its first drain; `None` when an
-    /// idempotent producer has no usable producer id for a new batch yet.
+    /// idempotent producer cannot stamp a new batch for the partition yet (no usable
+    /// producer id, or an older id's batch there is still unresolved).
     fn drain_one(&self, state: &mut State, partition: u32) -> Option<ProducerBatch> {
         let first_drain = state.accumulator.front(partition)?.encoded.is_none();
         if first_drain
             && state
                 .idempotence
                 .as_ref()
-                .is_some_and(IdempotenceState::needs_producer_id)
+                .is_some_and(|idempotence| !idempotence.can_assign(partition))
         {
             return None;
         }
