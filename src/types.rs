@@ -107,3 +107,11 @@ impl fmt::Display for HostName {
         }
     }
 }
+
+/// Where a leader epoch ends in a log: the first offset of the next epoch, or the LEO for
+/// the latest one (OffsetsForLeaderEpoch's answer, and what a diverging fetch carries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpochEndOffset {
+    pub epoch: Epoch,
+    pub end_offset: Offset,
+}

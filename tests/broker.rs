@@ -3,13 +3,13 @@
 use hightide::broker::{self, BrokerContext};
 use hightide::config::{BrokerConfig, TopicConfig};
 use hightide::controller::{self, ControllerContext, MetadataView};
+use hightide::os::clock;
+use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
-use hightide::sim::clock;
-use hightide::sim::disk::{Disk, DiskConfig, DiskFault};
+use hightide::record::BatchBuilder;
 use hightide::storage::checkpoint;
 use hightide::storage::log::read_records;
-use hightide::storage::record::BatchBuilder;
 use hightide::types::{BrokerId, HostName, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

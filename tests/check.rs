@@ -1,10 +1,10 @@
 //! The checkers on hand-built histories and final states: each count, exactly, with the
 //! example text a person would follow into the trace.
 
-use hightide::check::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use hightide::check::{check, evaluate, Counts, Verdict};
-use hightide::client::history::{Event, MessageId, Op};
-use hightide::scenario::model::{Comparison, Count, Expectation};
+use hightide::check::{Comparison, Count, Expectation};
+use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use hightide::history::{Event, MessageId, Op};
 use hightide::types::{BrokerId, Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -635,7 +635,7 @@ fn clean_run(
     }
     for (part, records) in read.iter().enumerate() {
         for r in records.iter().step_by(reads_every) {
-            let m = hightide::client::history::MessageId::parse_value(&r.value);
+            let m = hightide::history::MessageId::parse_value(&r.value);
             history.read(10_000, 1, &partitions[part], r.offset.0, m);
         }
     }

@@ -1,17 +1,17 @@
 //! The producer against a scripted fake broker on a turmoil network: what the history says
 //! and what the broker received when a request times out.
 
-use hightide::client::history::{History, MessageId, Op};
 use hightide::client::{
     final_read, run_consumer, run_producer, ConsumerContext, ProducerContext, SendBudget,
 };
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::history::{History, MessageId, Op};
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
     ClusterMetadata, EpochEndOffset, ErrorCode, FetchResponse, OffsetSpec,
     OffsetsForLeaderEpochResponse, PartitionState, ProduceResponse, Request, Response,
 };
-use hightide::storage::record::{
+use hightide::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
 use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};

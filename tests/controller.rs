@@ -3,10 +3,10 @@
 
 use hightide::config::{BrokerConfig, TopicConfig};
 use hightide::controller::{placement, run, ControllerContext, MetadataView};
+use hightide::os::clock;
+use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
-use hightide::sim::clock;
-use hightide::sim::disk::{Disk, DiskConfig, DiskFault};
 use hightide::types::{BrokerId, Epoch, HostName, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use hightide::sim::clock;
-use hightide::sim::disk::{
+use hightide::os::clock;
+use hightide::os::disk::{
     Disk, DiskConfig, DiskError, DiskFault, PowerLossModel, PAGE_BYTES, SECTOR_BYTES,
 };
 use proptest::prelude::*;

@@ -3,11 +3,11 @@
 //! the file, line and column.
 
 use hightide::config::{Acks, Truncation, NEVER};
+use hightide::os::disk::PowerLossModel;
 use hightide::scenario::model::{
     Comparison, Count, Expectation, FaultAction, NemesisAction, Scenario, Target,
 };
 use hightide::scenario::{config_reference, load, parse, parse_seeds, ScenarioError};
-use hightide::sim::disk::PowerLossModel;
 use hightide::types::{HostName, TopicPartition};
 use proptest::prelude::*;
 use std::path::Path;

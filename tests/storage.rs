@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use hightide::config::LogConfig;
-use hightide::sim::clock;
-use hightide::sim::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
+use hightide::os::clock;
+use hightide::os::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
+use hightide::record::{self, BatchBuilder};
 use hightide::storage::log::{read_records, AppendOutcome, Log, StorageError};
-use hightide::storage::record::{self, BatchBuilder};
 use hightide::types::{Epoch, Offset, ProducerId, TopicPartition};
 use proptest::prelude::*;
 

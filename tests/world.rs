@@ -2,7 +2,7 @@
 //! fsync files, and suffer seeded kills and power losses, must produce the same trace hash
 //! for the same seed, and different hashes for different seeds.
 
-use hightide::sim::disk::{Disk, DiskConfig, PowerLossModel};
+use hightide::os::disk::{Disk, DiskConfig, PowerLossModel};
 use hightide::sim::world::World;
 use hightide::sim::{derive_seed, trace};
 use hightide::types::HostName;

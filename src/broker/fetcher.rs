@@ -12,9 +12,10 @@ use super::truncation::{self, TruncationState};
 use crate::config::{ms, Truncation};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
-    EpochEndOffset, ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
+    ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
 };
 use crate::storage::log::StorageError;
+use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
 

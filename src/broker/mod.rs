@@ -66,7 +66,7 @@ pub mod server;
 pub mod truncation;
 
 use crate::config::{BrokerConfig, TopicConfig};
-use crate::sim::disk::Disk;
+use crate::os::disk::Disk;
 use crate::storage::checkpoint;
 use crate::storage::log::Log;
 use crate::types::{BrokerId, Offset, TopicPartition};

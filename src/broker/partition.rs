@@ -304,8 +304,8 @@ impl Partition {
 mod tests {
     use super::*;
     use crate::config::LogConfig;
-    use crate::sim::disk::{Disk, DiskConfig};
-    use crate::storage::record::BatchBuilder;
+    use crate::os::disk::{Disk, DiskConfig};
+    use crate::record::BatchBuilder;
     use crate::types::ProducerId;
 
     const ME: BrokerId = BrokerId(1);

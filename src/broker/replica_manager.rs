@@ -12,12 +12,13 @@ use super::partition::{Partition, Role, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::{BrokerConfig, LogConfig, TopicConfig, Truncation};
+use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{
-    ClusterMetadata, EpochEndOffset, ErrorCode, Fetch, FetchResponse, OffsetSpec,
-    OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
+    ClusterMetadata, ErrorCode, Fetch, FetchResponse, OffsetSpec, OffsetsForLeaderEpoch,
+    OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
 };
-use crate::sim::disk::{Disk, DiskError};
 use crate::storage::log::{AppendOutcome, Log, StorageError};
+use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 /// Simulated milliseconds since the run began (the clock the storage layer stamps with).
 pub fn now_ms() -> i64 {
-    let now = turmoil::sim_elapsed().unwrap_or_else(crate::sim::clock::now);
+    let now = turmoil::sim_elapsed().unwrap_or_else(crate::os::clock::now);
     i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -612,7 +613,7 @@ fn check_epoch(requested: Epoch, ours: Epoch) -> Option<ErrorCode> {
 mod tests {
     use super::*;
     use crate::protocol::messages::PartitionState;
-    use crate::storage::record::BatchBuilder;
+    use crate::record::BatchBuilder;
     use crate::types::ProducerId;
 
     fn tp() -> TopicPartition {
@@ -621,7 +622,7 @@ mod tests {
 
     /// Broker 1 leading `orders/0` with ISR {1, 2} and two records.
     fn leader() -> Rc<ReplicaManager> {
-        let disk = Disk::new(crate::sim::disk::DiskConfig::default(), 1);
+        let disk = Disk::new(crate::os::disk::DiskConfig::default(), 1);
         let rm = Rc::new(ReplicaManager::new(
             BrokerId(1),
             1,
@@ -744,7 +745,7 @@ mod tests {
         let FetchRead::Answer(read) = rm.read_for_fetch(&consumer, true) else {
             panic!("offset 0 is below the HW now")
         };
-        let offsets: Vec<i64> = crate::storage::record::batches(&read.records)
+        let offsets: Vec<i64> = crate::record::batches(&read.records)
             .filter_map(Result::ok)
             .map(|(_, header, _)| header.base_offset.0)
             .collect();

@@ -15,7 +15,7 @@
 //! The same decision serves a leader's `diverging_epoch` answer to a fetch (KIP-320/595),
 //! which the leader computes with [`diverging_epoch`].
 
-use crate::protocol::messages::EpochEndOffset;
+use crate::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 #[cfg(doc)]

@@ -2,11 +2,11 @@
 //! simulated times, so that a person can go straight to the trace.
 
 use super::final_read::{FinalIndex, Located};
-use super::input::{PartitionFinal, ReadRecord};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
 use super::sends::{Outcome, Send};
-use crate::client::history::{Event, MessageId};
+use crate::history::final_state::{PartitionFinal, ReadRecord};
+use crate::history::{Event, MessageId};
 use crate::types::{Offset, TopicPartition};
 use std::fmt::Write;
 use std::time::Duration;

@@ -2,7 +2,41 @@
 //! one seed of the set).
 
 use super::Counts;
-use crate::scenario::model::{Comparison, Count, Expectation};
+
+/// A checker count, as named in `[expect]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Count {
+    Attempted,
+    Acked,
+    Failed,
+    Indeterminate,
+    Lost,
+    Moved,
+    Duplicates,
+    Unexpected,
+    Reordered,
+    DirtyReads,
+    Divergent,
+    Offline,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// `lost = "> 0"`: a count, a comparison and a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expectation {
+    pub count: Count,
+    pub comparison: Comparison,
+    pub value: u64,
+}
 
 /// The count's name as written in `[expect]`.
 pub fn count_name(count: Count) -> &'static str {

@@ -1,8 +1,8 @@
 //! The final read indexed two ways: by message id (to follow a send) and by partition and
 //! offset (to check what a consumer read during the run).
 
-use super::input::{FinalState, PartitionFinal};
-use crate::client::history::MessageId;
+use crate::history::final_state::{FinalState, PartitionFinal};
+use crate::history::MessageId;
 use crate::types::{Offset, TopicPartition};
 use std::collections::BTreeMap;
 

@@ -11,17 +11,17 @@
 mod describe;
 mod expect;
 mod final_read;
-pub mod input;
 mod reorder;
 mod replicas;
 mod sends;
 
-pub use expect::{comparison_symbol, count_name, evaluate, evaluate_some, holds};
+pub use expect::{
+    comparison_symbol, count_name, evaluate, evaluate_some, holds, Comparison, Count, Expectation,
+};
 
-use crate::client::history::{Event, Op};
-use crate::scenario::model::Count;
+use crate::history::final_state::FinalState;
+use crate::history::{Event, Op};
 use final_read::FinalIndex;
-use input::FinalState;
 use sends::{Outcome, Send};
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@
 //! Lost sends and sends moved to another partition are not in the sequence: they are
 //! counted as lost and moved.
 
-use crate::client::history::MessageId;
+use crate::history::MessageId;
 use crate::types::Offset;
 use std::collections::BTreeMap;
 

@@ -1,9 +1,9 @@
 //! What the replicas' own logs say: where a lost message still lives, and whether the
 //! in-sync replicas agree below the high watermark.
 
-use super::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use super::sends::Send;
-use crate::client::history::MessageId;
+use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use crate::history::MessageId;
 use crate::types::{BrokerId, Offset, TopicPartition};
 
 /// A replica log holding a copy of a message.

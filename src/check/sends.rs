@@ -1,6 +1,6 @@
 //! What the clients were told about each send, folded from the history per message id.
 
-use crate::client::history::{Event, MessageId, Op};
+use crate::history::{Event, MessageId, Op};
 use crate::types::{Offset, TopicPartition};
 use std::time::Duration;
 

@@ -6,8 +6,8 @@
 //! derived from the id, and the bytes are built when the batch is first drained (that is
 //! when an idempotent producer assigns its sequence).
 
-use crate::client::history::MessageId;
-use crate::storage::record::BATCH_HEADER_LEN;
+use crate::history::MessageId;
+use crate::record::BATCH_HEADER_LEN;
 use crate::types::ProducerId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;

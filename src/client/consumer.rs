@@ -5,9 +5,9 @@
 //! as simple as a consumer can be; it has no group and commits nothing.
 
 use crate::client::fetch::{FetchOutcome, FetchPosition};
-use crate::client::history::{History, MessageId, Op};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::config::{ms, ConsumerConfig};
+use crate::history::{History, MessageId, Op};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     Fetch, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Request, Response,

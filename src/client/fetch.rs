@@ -6,8 +6,9 @@
 //! (Kafka's consumer position validation), and from a Fetch answer's diverging epoch
 //! where the broker gives one.
 
-use crate::protocol::messages::{EpochEndOffset, ErrorCode, FetchResponse};
-use crate::storage::record::{batches, records};
+use crate::protocol::messages::{ErrorCode, FetchResponse};
+use crate::record::{batches, records};
+use crate::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 /// One record as fetched.
@@ -153,7 +154,7 @@ impl FetchPosition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
+    use crate::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
     use crate::types::ProducerId;
 
     fn batch(base: i64, epoch: i32, values: &[&str]) -> Vec<u8> {

@@ -3,9 +3,9 @@
 //! compare acknowledged sends with, so it reads through the same Fetch path as any
 //! consumer and never looks inside a broker.
 
-use crate::check::input::ReadRecord;
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
+use crate::history::final_state::ReadRecord;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{Fetch, OffsetSpec, Request, Response};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};

@@ -5,7 +5,6 @@ pub mod budget;
 pub mod consumer;
 pub mod fetch;
 pub mod final_read;
-pub mod history;
 pub mod idempotence;
 pub mod metadata;
 pub mod network;

@@ -19,7 +19,6 @@ use crate::client::accumulator::{
     AccumulatorConfig, PendingRecord, ProducerBatch, RecordAccumulator,
 };
 use crate::client::budget::SendBudget;
-use crate::client::history::{History, MessageId, Op};
 use crate::client::idempotence::IdempotenceState;
 use crate::client::metadata::{self, fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::client::network::Pipeline;
@@ -28,9 +27,10 @@ use crate::client::outcome::{
 };
 use crate::client::partitioner::{partition_for_key, StickyPartitioner};
 use crate::config::{ms, Acks, ProducerConfig};
+use crate::history::{History, MessageId, Op};
 use crate::protocol::frame::NetError;
 use crate::protocol::messages::{Produce, Request, Response};
-use crate::storage::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
+use crate::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
 use crate::types::{BrokerId, HostName, Offset, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -76,7 +76,7 @@ struct RunClock {
 
 impl RunClock {
     fn start() -> Self {
-        let origin_run = turmoil::sim_elapsed().unwrap_or_else(crate::sim::clock::now);
+        let origin_run = turmoil::sim_elapsed().unwrap_or_else(crate::os::clock::now);
         RunClock {
             origin: Instant::now(),
             origin_run,

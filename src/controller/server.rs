@@ -10,12 +10,13 @@
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::controller::state::{Change, ControllerState, Snapshot};
 use crate::controller::store;
+use crate::os::disk::Disk;
 use crate::protocol::frame::serve;
 use crate::protocol::messages::{
-    ClusterMetadata, EpochEndOffset, ErrorCode, FetchResponse, OffsetsForLeaderEpochResponse,
-    ProduceResponse, Request, Response, HEARTBEAT_LONG_POLL,
+    ClusterMetadata, ErrorCode, FetchResponse, OffsetsForLeaderEpochResponse, ProduceResponse,
+    Request, Response, HEARTBEAT_LONG_POLL,
 };
-use crate::sim::disk::Disk;
+use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::fmt::Write as _;

@@ -9,8 +9,8 @@
 //! (CRC-32C of the rest, so a flipped bit is detected rather than believed), then JSON.
 
 use crate::controller::state::Snapshot;
+use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{BrokerRegistration, ClusterMetadata, PartitionState};
-use crate::sim::disk::{Disk, DiskError};
 use crate::types::{ProducerId, TopicPartition};
 use serde::{Deserialize, Serialize};
 

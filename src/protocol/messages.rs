@@ -8,7 +8,7 @@
 //! that fetch into the heartbeat, so a broker that is cut off from the controller both
 //! stops learning leadership and stops proving liveness, as in KRaft).
 
-use crate::types::{BrokerId, Epoch, HostName, Offset, ProducerId, TopicPartition};
+use crate::types::{BrokerId, Epoch, EpochEndOffset, HostName, Offset, ProducerId, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -194,7 +194,7 @@ pub struct Produce {
     /// -1 (all), 0 or 1, as on Kafka's wire.
     pub acks: i16,
     pub timeout_ms: u64,
-    /// One RecordBatch v2, as encoded by `storage::record`.
+    /// One RecordBatch v2, as encoded by `record`.
     pub batch: Vec<u8>,
 }
 
@@ -229,12 +229,6 @@ pub struct FetchResponse {
     pub records: Vec<u8>,
     /// Set when the fetcher's log diverges: truncate to the end of this epoch, then fetch.
     pub diverging_epoch: Option<EpochEndOffset>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EpochEndOffset {
-    pub epoch: Epoch,
-    pub end_offset: Offset,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

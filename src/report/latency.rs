@@ -1,6 +1,6 @@
 //! Ack latency (invoke to ok, in simulated time) and throughput, from the history.
 
-use crate::client::history::{Event, MessageId, Op};
+use crate::history::{Event, MessageId, Op};
 use serde::Serialize;
 use std::time::Duration;
 

@@ -16,5 +16,5 @@ pub use run::{
     expect_some_failures, hash_text, run_details, run_line, runs_text, side_by_side, summary,
     RunReport, ANOMALIES,
 };
-pub use svg::{sweep_svg_latency, sweep_svg_lost};
-pub use sweep::{chart_file_names, sweep_charts, sweep_markdown, SweepRow};
+pub use svg::{sweep_charts, sweep_svg_latency, sweep_svg_lost};
+pub use sweep::{chart_file_names, sweep_markdown, SweepRow};

@@ -3,7 +3,8 @@
 
 use super::latency::HistoryStats;
 use crate::check::{count_name, evaluate_some, Counts, Verdict};
-use crate::scenario::model::{Count, Expectation, Variant};
+use crate::check::{Count, Expectation};
+use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
 use std::fmt::Write;

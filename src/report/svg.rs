@@ -2,7 +2,7 @@
 //! (long labels read better down the side than under tilted bars), a value on each bar,
 //! a scale with gridlines. No dependencies, deterministic output.
 
-use super::sweep::{common_settings, short_settings, SweepRow};
+use super::sweep::{chart_file_names, common_settings, short_settings, SweepRow};
 use std::fmt::Write;
 
 const FONT: &str = "DejaVu Sans, Helvetica, Arial, sans-serif";
@@ -43,6 +43,15 @@ struct Chart<'a> {
     color: &'static str,
     inner_color: &'static str,
     legend: &'a [(&'static str, &'static str)],
+}
+
+/// The charts to write beside the report: (file name, SVG).
+pub fn sweep_charts(name: &str, rows: &[SweepRow]) -> Vec<(String, String)> {
+    let [lost, latency] = chart_file_names(name);
+    vec![
+        (lost, sweep_svg_lost(name, rows)),
+        (latency, sweep_svg_latency(name, rows)),
+    ]
 }
 
 /// Acked messages lost per run: bar = average, whisker = worst run.

@@ -3,7 +3,6 @@
 
 use super::latency::LatencyHistogram;
 use super::run::RunReport;
-use super::svg;
 use std::fmt::Write;
 
 /// Scenario sections: a sweep key `broker.min.insync.replicas` is shown as the Kafka name.
@@ -192,15 +191,6 @@ pub(super) fn common_settings(rows: &[SweepRow]) -> Vec<&(String, String)> {
 /// The chart files [`sweep_markdown`] links to, named after the sweep.
 pub fn chart_file_names(name: &str) -> [String; 2] {
     [format!("{name}-lost.svg"), format!("{name}-latency.svg")]
-}
-
-/// The charts to write beside the report: (file name, SVG).
-pub fn sweep_charts(name: &str, rows: &[SweepRow]) -> Vec<(String, String)> {
-    let [lost, latency] = chart_file_names(name);
-    vec![
-        (lost, svg::sweep_svg_lost(name, rows)),
-        (latency, svg::sweep_svg_latency(name, rows)),
-    ]
 }
 
 /// `reports/<name>.md`: the paragraph, the table, the charts, and how to read them.

@@ -2,8 +2,8 @@
 //! fields, and the sweep report's numbers, paragraph and charts.
 
 use super::*;
+use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
-use crate::scenario::model::{Comparison, Count, Expectation};
 use std::time::Duration;
 
 fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {

@@ -3,7 +3,7 @@
 //! saw it; every fault as it fired; acknowledged, failed and indeterminate sends over time;
 //! and where the messages that were later lost had been acknowledged.
 
-use crate::client::history::{Event, Op};
+use crate::history::{Event, Op};
 use crate::sim::runner::Timeline;
 use crate::sim::world::Stopped;
 use crate::types::{BrokerId, HostName};

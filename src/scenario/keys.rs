@@ -8,7 +8,7 @@ use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
 use crate::config::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig, Truncation};
-use crate::sim::disk::{DiskConfig, PowerLossModel};
+use crate::os::disk::{DiskConfig, PowerLossModel};
 use std::fmt::Write as _;
 use std::time::Duration;
 

@@ -1,8 +1,9 @@
 //! A parsed, validated scenario: plain data the runner executes. Every variant carries
 //! its fully resolved settings, so the runner never looks at TOML.
 
+use crate::check::Expectation;
 use crate::config::{BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig};
-use crate::sim::disk::DiskConfig;
+use crate::os::disk::DiskConfig;
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -144,41 +145,6 @@ pub enum NemesisAction {
     SlowDisk,
     FsyncError,
     DiskFull,
-}
-
-/// A checker count, as named in `[expect]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Count {
-    Attempted,
-    Acked,
-    Failed,
-    Indeterminate,
-    Lost,
-    Moved,
-    Duplicates,
-    Unexpected,
-    Reordered,
-    DirtyReads,
-    Divergent,
-    Offline,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Comparison {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-/// `lost = "> 0"`: a count, a comparison and a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Expectation {
-    pub count: Count,
-    pub comparison: Comparison,
-    pub value: u64,
 }
 
 impl std::fmt::Display for Target {

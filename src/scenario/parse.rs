@@ -9,12 +9,12 @@
 
 use super::keys::{self, Section};
 use super::model::{
-    Cluster, Comparison, Count, Expectation, Fault, FaultAction, Nemesis, NemesisAction, Scenario,
-    Settings, Target, Topic, Variant,
+    Cluster, Fault, FaultAction, Nemesis, NemesisAction, Scenario, Settings, Target, Topic, Variant,
 };
 use super::node::{self, Entry, Node, Value};
 use super::values::{check_seed_list, parse_comparison, parse_seeds, seed_count};
 use super::{suggest, unknown_key, Error};
+use crate::check::{Comparison, Count, Expectation};
 use crate::config::{Acks, ProducerConfig, TopicConfig};
 use crate::types::{HostName, TopicPartition};
 use std::collections::{BTreeMap, BTreeSet};

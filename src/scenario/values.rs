@@ -1,6 +1,6 @@
 //! The small value languages of scenario files: durations, seed sets and comparisons.
 
-use super::model::Comparison;
+use crate::check::Comparison;
 use std::time::Duration;
 
 /// The most seeds one set may name: enough for any sweep, small enough to never exhaust

@@ -1,8 +1,6 @@
 //! The simulated world: hosts on a turmoil network, disks, faults, the runner.
 
 pub mod batch;
-pub mod clock;
-pub mod disk;
 pub mod faults;
 pub mod runner;
 pub mod trace;

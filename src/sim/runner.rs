@@ -4,14 +4,14 @@
 //! final read and collects every replica's log for the checkers.
 
 use crate::broker::{self, BrokerContext};
-use crate::check::input::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
-use crate::client::history::{Event, History};
 use crate::client::{self, ConsumerContext, ProducerContext};
 use crate::controller::{self, ControllerContext, MetadataView};
+use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use crate::history::{Event, History};
+use crate::os::disk::{Disk, DiskFault};
 use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
-use crate::sim::disk::{Disk, DiskFault};
 use crate::sim::world::{HostChange, World};
 use crate::sim::{derive_seed, faults, trace};
 use crate::storage;

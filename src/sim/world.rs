@@ -24,8 +24,8 @@
 //! - Network faults are kept as a set of cut host pairs and per-link extra latency, so that
 //!   a power cut and a scenario partition on the same link compose and heal independently.
 
-use crate::sim::clock;
-use crate::sim::disk::Disk;
+use crate::os::clock;
+use crate::os::disk::Disk;
 use crate::types::HostName;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;

@@ -6,9 +6,9 @@
 use std::time::Instant;
 
 use crate::config::LogConfig;
-use crate::sim::disk::{Disk, DiskConfig};
+use crate::os::disk::{Disk, DiskConfig};
+use crate::record::BatchBuilder;
 use crate::storage::log::{Log, StorageError};
-use crate::storage::record::BatchBuilder;
 use crate::types::{Epoch, Offset, ProducerId, TopicPartition};
 
 pub const RECORD_BYTES: usize = 100;
@@ -87,7 +87,7 @@ fn bench_case(
     while from < end {
         let bytes = log.read(from, 1 << 20, end)?;
         let mut position = 0;
-        while let Ok(header) = crate::storage::record::parse_header(&bytes[position..]) {
+        while let Ok(header) = crate::record::parse_header(&bytes[position..]) {
             position += header.size_bytes();
             from = header.next_offset();
             read_batches += 1;

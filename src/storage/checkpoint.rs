@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::sim::disk::{Disk, DiskError};
+use crate::os::disk::{Disk, DiskError};
 use crate::types::{Offset, TopicPartition};
 
 pub const RECOVERY_POINT: &str = "recovery-point-offset-checkpoint";
@@ -158,7 +158,7 @@ pub fn read_offsets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::disk::{DiskConfig, PowerLossModel};
+    use crate::os::disk::{DiskConfig, PowerLossModel};
     use proptest::prelude::*;
 
     fn sample() -> BTreeMap<TopicPartition, Offset> {

@@ -6,9 +6,7 @@
 
 use std::fmt::Write;
 
-use crate::storage::record::{
-    self, parse_header, validate, BatchHeader, Record, RecordError, NO_SEQUENCE,
-};
+use crate::record::{self, parse_header, validate, BatchHeader, Record, RecordError, NO_SEQUENCE};
 
 pub fn dump_log(bytes: &[u8], print_data: bool) -> String {
     let mut out = String::new();
@@ -149,9 +147,7 @@ fn show(bytes: Option<&[u8]>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::record::{
-        set_base_offset, set_partition_leader_epoch, BatchBuilder, Header,
-    };
+    use crate::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder, Header};
     use crate::types::{Epoch, Offset, ProducerId};
     use proptest::prelude::*;
 

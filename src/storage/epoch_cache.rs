@@ -7,8 +7,8 @@
 //! partition's `leader-epoch-checkpoint` (`0`, count, `epoch startOffset` lines); when to
 //! write it is the log's business.
 
-use crate::protocol::messages::EpochEndOffset;
 use crate::storage::checkpoint::{format_entries, parse_entries, CheckpointError};
+use crate::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

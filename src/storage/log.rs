@@ -44,11 +44,11 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::config::LogConfig;
-use crate::sim::disk::{Disk, DiskError};
+use crate::os::disk::{Disk, DiskError};
+use crate::record::{self, BatchHeader, Record};
 use crate::storage::checkpoint::LEADER_EPOCH;
 use crate::storage::epoch_cache::LeaderEpochCache;
 use crate::storage::producer_state::{ProducerStateManager, SequenceCheck};
-use crate::storage::record::{self, BatchHeader, Record};
 use crate::storage::recovery::{self, ScanMode, SegmentBounds, SegmentScan};
 use crate::storage::segment::{self, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::types::{Epoch, Offset, TopicPartition};
@@ -645,7 +645,7 @@ impl Log {
         for base in bases {
             self.delete_segment(base)?;
         }
-        self.add_segment(offset, crate::sim::clock::now().as_millis() as i64)?;
+        self.add_segment(offset, crate::os::clock::now().as_millis() as i64)?;
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.recovery_point = offset;
@@ -707,7 +707,7 @@ impl Log {
         if self.planned_truncations.get() == self.truncations {
             self.recovery_point = self.recovery_point.max(up_to.min(self.log_end_offset));
         }
-        self.last_flush_ms = crate::sim::clock::now().as_millis() as i64;
+        self.last_flush_ms = crate::os::clock::now().as_millis() as i64;
     }
 
     /// For `log.flush.interval.ms`: time since the last confirmed flush (or the open).

@@ -7,6 +7,5 @@ pub mod epoch_cache;
 pub mod index;
 pub mod log;
 pub mod producer_state;
-pub mod record;
 pub mod recovery;
 pub mod segment;

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::storage::record::{increment_sequence, BatchHeader};
+use crate::record::{increment_sequence, BatchHeader};
 use crate::types::{Offset, ProducerId};
 
 /// Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`: why a producer may have at most five
@@ -165,7 +165,7 @@ fn is_ahead(from: i32, to: i32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::record::{parse_header, set_base_offset, BatchBuilder};
+    use crate::record::{parse_header, set_base_offset, BatchBuilder};
     use proptest::prelude::*;
 
     /// A header as the log has it after appending: `count` records at `base_offset`.

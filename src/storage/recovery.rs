@@ -11,7 +11,7 @@
 //! always damage. The first invalid byte ends the log: the segment is truncated there and
 //! every later segment is deleted.
 
-use crate::storage::record::{self, BatchHeader, RecordError};
+use crate::record::{self, BatchHeader, RecordError};
 use crate::types::Offset;
 
 /// A batch found by a scan: where it starts in its segment, and its header.
@@ -190,7 +190,7 @@ pub fn plan_recovery(scans: &[SegmentScan]) -> RecoveryPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::record::BatchBuilder;
+    use crate::record::BatchBuilder;
     use crate::types::ProducerId;
 
     fn batch(base: i64, records: usize) -> Vec<u8> {

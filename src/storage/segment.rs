@@ -5,9 +5,9 @@
 //! also appended to its file, so that a clean shutdown leaves usable index files behind;
 //! after a crash the indexes of the segments recovery scans are rebuilt from the log.
 
-use crate::sim::disk::{Disk, DiskError};
+use crate::os::disk::{Disk, DiskError};
+use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::storage::index::{self, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
-use crate::storage::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::storage::recovery::SegmentScan;
 use crate::types::Offset;
 

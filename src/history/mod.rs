@@ -1,6 +1,9 @@
 //! The Jepsen-style history of a run: every client call as an invoke and its completion
 //! (ok / fail / info), with simulated times. It lives outside the hosts (a crash must not
 //! erase what the clients were told) and is all the checkers know of the clients.
+//! `final_state` holds the rest of what they read: the final read and each replica's log.
+
+pub mod final_state;
 
 use crate::types::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
@@ -88,7 +91,7 @@ pub struct History {
 
 impl History {
     pub fn record(&self, process: &str, op: Op) {
-        let time = crate::sim::clock::now();
+        let time = crate::os::clock::now();
         self.events.borrow_mut().push(Event {
             time,
             process: process.to_string(),

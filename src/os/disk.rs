@@ -52,7 +52,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::sim::clock;
+use crate::os::clock;
 
 /// What survives a power loss besides the durable image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
