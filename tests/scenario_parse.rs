@@ -2,11 +2,10 @@
 //! and fault sets resolve, and every class of bad input gives one clear error that names
 //! the file, line and column.
 
+use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
-use hightide::scenario::model::{
-    Comparison, Count, Expectation, FaultAction, NemesisAction, Scenario, Target,
-};
+use hightide::scenario::model::{FaultAction, NemesisAction, Scenario, Target};
 use hightide::scenario::{config_reference, load, parse, parse_seeds, ScenarioError};
 use hightide::types::{HostName, TopicPartition};
 use proptest::prelude::*;
