@@ -8,12 +8,13 @@ use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::history::{History, MessageId, Op};
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
-    ClusterMetadata, EpochEndOffset, ErrorCode, FetchResponse, OffsetSpec,
-    OffsetsForLeaderEpochResponse, PartitionState, ProduceResponse, Request, Response,
+    ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, OffsetsForLeaderEpochResponse,
+    PartitionState, ProduceResponse, Request, Response,
 };
 use hightide::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
+use hightide::types::EpochEndOffset;
 use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
