@@ -251,7 +251,7 @@ async fn out_of_range(
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
         return partition
-            .truncate_to(leader_leo, "offset-out-of-range")
+            .on_leader_leo_below_ours(leader_leo)
             .map_err(|e| storage_failed(rm, partition, &e));
     }
     if response.log_start_offset > leo {

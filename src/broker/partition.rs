@@ -456,12 +456,14 @@ impl Partition {
         Ok(())
     }
 
+    /// Follower: the leader answered OFFSET_OUT_OF_RANGE and its LEO is below ours (an
+    /// unclean election, or the pre-KIP-101 rule keeping more than the new leader has).
+    pub fn on_leader_leo_below_ours(&mut self, leader_leo: Offset) -> Result<(), StorageError> {
+        self.truncate_to(leader_leo, "offset-out-of-range")
+    }
+
     /// Follower: truncate (logging where), keeping HW ≤ LEO.
-    pub fn truncate_to(
-        &mut self,
-        offset: Offset,
-        reason: &'static str,
-    ) -> Result<(), StorageError> {
+    fn truncate_to(&mut self, offset: Offset, reason: &'static str) -> Result<(), StorageError> {
         let leo = self.log.log_end_offset();
         if offset < leo {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
@@ -472,7 +474,8 @@ impl Partition {
         Ok(())
     }
 
-    /// Follower: our LEO is below the leader's log start; empty the log and start there.
+    /// Follower: our LEO is below the leader's log start (retention deleted what we would
+    /// fetch next); empty the log and start there.
     pub fn start_over_at(&mut self, offset: Offset) -> Result<(), StorageError> {
         self.log.truncate_fully_and_start_at(offset)?;
         self.check_invariants();
@@ -679,5 +682,36 @@ mod tests {
             .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
+    }
+
+    /// The invariant checks can fail: metadata the controller never sends (a leader outside
+    /// its ISR) is caught where it is applied.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "outside its ISR")]
+    fn a_leader_outside_its_isr_is_caught() {
+        let mut p = partition_with(0);
+        let _ = p.apply(&state(1, 0, 0, &[2]), Truncation::LeaderEpoch, 0);
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "is not a replica")]
+    fn an_isr_member_outside_the_replicas_is_caught() {
+        let mut p = partition_with(0);
+        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
+            .expect("become leader");
+        p.on_isr_committed(&state(1, 0, 1, &[1, 4]));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "leader HW moved back")]
+    fn a_leader_hw_moving_back_is_caught() {
+        let mut p = partition_with(2);
+        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
+            .expect("become leader");
+        assert_eq!(p.hw, Offset(2));
+        p.set_hw(Offset(1));
     }
 }
