@@ -303,7 +303,10 @@ impl Partition {
         }
     }
 
-    /// The only writer of the HW.
+    /// The only writer of the HW. HW ≤ LEO is bookkeeping. A leader's HW never going back is
+    /// Kafka's rule, kept by `hw::advance_leader_hw`; it is checked here because every
+    /// leader HW passes through, so a change that breaks that rule on purpose lifts this
+    /// check with it.
     fn set_hw(&mut self, hw: Offset) {
         debug_assert!(
             hw <= self.log.log_end_offset(),
