@@ -16,6 +16,16 @@ pub struct Offset(pub i64);
 )]
 pub struct Epoch(pub i32);
 
+/// A partition epoch: bumped by every change to a partition's leader or ISR (KIP-497), so
+/// an AlterPartition based on an older ISR is recognised as stale. -1 before any metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PartitionEpoch(pub i32);
+
+/// A broker process's incarnation: new at every start, so the controller tells a restarted
+/// broker from a late message of its previous process (KRaft's broker epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Incarnation(pub u64);
+
 /// A broker's id; host `broker-N` has id N.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct BrokerId(pub u32);
@@ -33,6 +43,19 @@ impl Offset {
 
 impl Epoch {
     pub const NONE: Epoch = Epoch(-1);
+}
+
+impl PartitionEpoch {
+    pub const NONE: PartitionEpoch = PartitionEpoch(-1);
+    pub fn next(self) -> PartitionEpoch {
+        PartitionEpoch(self.0 + 1)
+    }
+}
+
+impl Incarnation {
+    pub fn next(self) -> Incarnation {
+        Incarnation(self.0 + 1)
+    }
 }
 
 impl ProducerId {
@@ -74,6 +97,18 @@ impl fmt::Display for Offset {
 }
 
 impl fmt::Display for Epoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for PartitionEpoch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Display for Incarnation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
     }

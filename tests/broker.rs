@@ -1,7 +1,7 @@
 //! Brokers in a turmoil cluster with the real controller: replication end to end.
 
 use hightide::broker::{self, BrokerContext};
-use hightide::config::{BrokerConfig, TopicConfig};
+use hightide::config::{Acks, BrokerConfig, TopicConfig};
 use hightide::controller::{self, ControllerContext, MetadataView};
 use hightide::os::clock;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
@@ -10,7 +10,7 @@ use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request,
 use hightide::record::BatchBuilder;
 use hightide::storage::checkpoint;
 use hightide::storage::log::read_records;
-use hightide::types::{BrokerId, HostName, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, HostName, Incarnation, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -66,9 +66,9 @@ fn cluster(config: BrokerConfig) -> Cluster {
         let shutdown = Rc::new(Cell::new(false));
         switches.push(shutdown.clone());
         let config = config.clone();
-        let incarnation = Rc::new(Cell::new(0u64));
+        let incarnation = Rc::new(Cell::new(Incarnation(0)));
         sim.host(HostName::Broker(id).to_string(), move || {
-            incarnation.set(incarnation.get() + 1);
+            incarnation.set(incarnation.get().next());
             broker::run(BrokerContext {
                 id: BrokerId(id),
                 incarnation: incarnation.get(),
@@ -115,7 +115,7 @@ fn acks_all_batch_is_in_all_three_logs_when_acknowledged() {
         builder.push(0, Some(b"key"), Some(b"second"));
         let produce = Request::Produce(Produce {
             tp: tp(),
-            acks: -1,
+            acks: Acks::All,
             timeout_ms: 30_000,
             batch: builder.build(),
         });
@@ -253,11 +253,11 @@ fn failover() {
         (first_leader.clone(), restarted.clone(), acks.clone());
     sim.client("producer-1", async move {
         let leader = wait_for_leader(None, 3).await;
-        let ack = produce(leader, -1, b"before").await;
+        let ack = produce(leader, Acks::All, b"before").await;
         acks_out.borrow_mut().push(ack);
         leader_out.set(Some(leader));
         let new_leader = wait_for_leader(Some(leader), 2).await;
-        let ack = produce(new_leader, -1, b"after").await;
+        let ack = produce(new_leader, Acks::All, b"after").await;
         acks_out.borrow_mut().push(ack);
         while !restarted_in.get() {
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -313,7 +313,7 @@ fn failover() {
     }
 }
 
-async fn produce(leader: BrokerId, acks: i16, value: &[u8]) -> Option<ProduceResponse> {
+async fn produce(leader: BrokerId, acks: Acks, value: &[u8]) -> Option<ProduceResponse> {
     let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
     builder.push(0, None, Some(value));
     let produce = Request::Produce(Produce {
@@ -347,7 +347,7 @@ fn failed_fsync_is_not_acknowledged_and_halts_the_broker() {
         let leader = wait_for_leader(None, 3).await;
         let index = usize::try_from(leader.0 - 1)?;
         client_disks[index].inject(DiskFault::FsyncError)?;
-        let response = produce(leader, 1, b"doomed").await;
+        let response = produce(leader, Acks::Leader, b"doomed").await;
         tokio::time::sleep(Duration::from_secs(1)).await;
         *result.borrow_mut() = Some((leader, response));
         Ok(())
@@ -380,7 +380,7 @@ fn controlled_shutdown_hands_off_leadership_and_leaves_a_clean_marker() {
     let result = outcome.clone();
     sim.client("producer-1", async move {
         let leader = wait_for_leader(None, 3).await;
-        let acked = produce(leader, -1, b"kept").await;
+        let acked = produce(leader, Acks::All, b"kept").await;
         shutdown[usize::try_from(leader.0 - 1)?].set(true);
         let successor = wait_for_leader(Some(leader), 2).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -431,7 +431,7 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
         let follower = BrokerId(leader.0 % BROKERS + 1);
         cut_out.set(Some((leader, follower)));
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let acked = produce(leader, -1, b"acked-by-two").await;
+        let acked = produce(leader, Acks::All, b"acked-by-two").await;
         let leader_after = wait_for_leader(None, 2).await;
         *result.borrow_mut() = Some((leader, follower, acked, leader_after));
         Ok(())

@@ -15,7 +15,7 @@ use hightide::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
 use hightide::types::EpochEndOffset;
-use hightide::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, Epoch, Offset, PartitionEpoch, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -100,7 +100,7 @@ fn metadata() -> ClusterMetadata {
             replicas: vec![BrokerId(1)],
             leader: Some(BrokerId(1)),
             leader_epoch: Epoch(0),
-            partition_epoch: 0,
+            partition_epoch: PartitionEpoch(0),
             isr: vec![BrokerId(1)],
         },
     );

@@ -7,7 +7,7 @@ use hightide::os::clock;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
-use hightide::types::{BrokerId, Epoch, HostName, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, Epoch, HostName, Incarnation, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -59,7 +59,7 @@ async fn fake_broker(id: u32, heartbeat_for: Duration) -> turmoil::Result {
     let mut connection = None;
     let register = Request::RegisterBroker {
         broker,
-        incarnation: 1,
+        incarnation: Incarnation(1),
     };
     while !matches!(
         request(&mut connection, &register).await,
@@ -71,7 +71,7 @@ async fn fake_broker(id: u32, heartbeat_for: Duration) -> turmoil::Result {
     while started.elapsed() < heartbeat_for {
         let heartbeat = Request::BrokerHeartbeat {
             broker,
-            incarnation: 1,
+            incarnation: Incarnation(1),
             known_version,
         };
         if let Some(Response::BrokerHeartbeat {
@@ -199,14 +199,14 @@ fn heartbeat_is_a_long_poll_on_the_metadata_version() -> turmoil::Result {
         let broker = BrokerId(1);
         let register = Request::RegisterBroker {
             broker,
-            incarnation: 1,
+            incarnation: Incarnation(1),
         };
         while request(&mut connection, &register).await.is_none() {
             sleep(Duration::from_millis(100)).await;
         }
         let heartbeat = |known_version| Request::BrokerHeartbeat {
             broker,
-            incarnation: 1,
+            incarnation: Incarnation(1),
             known_version,
         };
 
@@ -243,7 +243,7 @@ fn heartbeat_is_a_long_poll_on_the_metadata_version() -> turmoil::Result {
             let mut other = None;
             let register = Request::RegisterBroker {
                 broker: BrokerId(2),
-                incarnation: 1,
+                incarnation: Incarnation(1),
             };
             request(&mut other, &register).await
         };

@@ -47,7 +47,7 @@ pub async fn register(rm: &ReplicaManager) {
         {
             tracing::info!(
                 broker = rm.id.0,
-                incarnation = rm.incarnation,
+                incarnation = %rm.incarnation,
                 "registered with the controller"
             );
             return;
@@ -130,7 +130,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
         let Some(partition) = partitions.get_mut(&tp) else {
             continue;
         };
-        if partition.leader_epoch != leader_epoch {
+        if partition.leader_epoch() != leader_epoch {
             continue;
         }
         match answer {
@@ -138,14 +138,9 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
                 error: None,
                 state: Some(state),
             }) => {
-                if state.partition_epoch > partition.partition_epoch {
-                    tracing::info!(broker = rm.id.0, %tp, partition_epoch = state.partition_epoch, isr = ?state.isr, "isr committed");
-                    partition.partition_epoch = state.partition_epoch;
-                    partition.isr = state.isr;
+                if partition.on_isr_committed(&state) {
+                    tracing::info!(broker = rm.id.0, %tp, partition_epoch = %state.partition_epoch, isr = ?state.isr, "isr committed");
                 }
-                partition.pending_isr = None;
-                partition.maybe_increment_hw();
-                partition.notify.notify_waiters();
             }
             other => {
                 let error = match other {
@@ -153,7 +148,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
                     _ => Some(ErrorCode::RequestTimedOut),
                 };
                 tracing::info!(broker = rm.id.0, %tp, error = ?error, "isr change not committed");
-                partition.pending_isr = None;
+                partition.on_isr_rejected();
             }
         }
     }

@@ -7,8 +7,9 @@
 //! its LEO. The HW it learns is the leader's HW as of the leader's answer — a round
 //! behind the leader, as in Kafka.
 
+use super::partition::Partition;
 use super::replica_manager::{now_ms, ReplicaManager};
-use super::truncation::{self, TruncationState};
+use super::truncation::TruncationState;
 use crate::config::{ms, Truncation};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
@@ -56,7 +57,7 @@ fn is_current(rm: &ReplicaManager, tp: &TopicPartition, generation: u64) -> bool
             .partitions
             .borrow()
             .get(tp)
-            .is_some_and(|p| p.generation == generation)
+            .is_some_and(|p| p.generation() == generation)
 }
 
 async fn fetch_round(
@@ -70,7 +71,7 @@ async fn fetch_round(
         .partitions
         .borrow()
         .get(tp)
-        .is_some_and(|p| p.truncation_pending);
+        .is_some_and(Partition::truncation_pending);
     if truncation_pending {
         return reconcile(rm, tp, generation, leader_epoch, connection).await;
     }
@@ -81,10 +82,10 @@ async fn fetch_round(
         Fetch {
             replica: Some(rm.id),
             tp: tp.clone(),
-            fetch_offset: partition.log.log_end_offset(),
+            fetch_offset: partition.log().log_end_offset(),
             current_leader_epoch: leader_epoch,
             last_fetched_epoch: if leader_epoch_rule {
-                partition.log.epochs().latest_epoch()
+                partition.log().epochs().latest_epoch()
             } else {
                 None
             },
@@ -127,31 +128,26 @@ async fn apply_fetch(
     let flush = {
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff)?;
-        if partition.log.log_end_offset() != fetch_offset {
+        if partition.log().log_end_offset() != fetch_offset {
             return Ok(());
         }
-        if !response.records.is_empty() {
-            if let Err(e) = partition
-                .log
-                .append_as_follower(&response.records, now_ms())
-            {
-                drop(partitions);
-                // An I/O error takes the log dir offline; bad bytes from the leader do not:
-                // Kafka's fetcher logs them and retries after the backoff.
-                if matches!(e, StorageError::Disk(_)) {
-                    rm.storage_failed(&tp.to_string(), &e);
-                } else {
-                    tracing::warn!(%tp, error = %e, "follower append rejected");
-                }
-                return Err(Backoff);
+        if let Err(e) =
+            partition.on_fetch_response(&response.records, response.high_watermark, now_ms())
+        {
+            drop(partitions);
+            // An I/O error takes the log dir offline; bad bytes from the leader do not:
+            // Kafka's fetcher logs them and retries after the backoff.
+            if matches!(e, StorageError::Disk(_)) {
+                rm.storage_failed(&tp.to_string(), &e);
+            } else {
+                tracing::warn!(%tp, error = %e, "follower append rejected");
             }
-            partition.notify.notify_waiters();
+            return Err(Backoff);
         }
-        let leo = partition.log.log_end_offset();
-        partition.hw = super::hw::follower_hw(response.high_watermark, leo);
         // The flush policy applies to followers' appends too (Kafka's `Log.append`); a
         // rolled segment is flushed as on the leader.
-        partition.log.flush_needed() || partition.log.roll_flush_pending()
+        let log = partition.log();
+        log.flush_needed() || log.roll_flush_pending()
     };
     if flush && rm.flush(tp).await.is_err() {
         return Err(Backoff);
@@ -172,27 +168,19 @@ async fn reconcile(
         .partitions
         .borrow()
         .get(tp)
-        .and_then(|p| p.log.epochs().latest_epoch());
+        .and_then(|p| p.log().epochs().latest_epoch());
     let Some(latest) = latest else {
-        // No epoch to ask about (an empty log): keep what is below the HW.
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff)?;
-        let to = partition.hw;
-        truncate(rm, partition, to, "no-epoch")?;
-        partition.truncation_pending = false;
-        return Ok(());
+        return partition
+            .reconcile_without_epoch()
+            .map_err(|e| storage_failed(rm, partition, &e));
     };
     let answer = ask_epoch_end(rm, tp, leader_epoch, latest, connection).await?;
     if !is_current(rm, tp, generation) {
         return Ok(());
     }
-    let step = truncate_step(rm, tp, answer, "leader-epoch")?;
-    if step.completed {
-        if let Some(partition) = rm.partitions.borrow_mut().get_mut(tp) {
-            partition.truncation_pending = false;
-        }
-    }
-    Ok(())
+    truncate_step(rm, tp, answer, "leader-epoch").map(|_| ())
 }
 
 async fn ask_epoch_end(
@@ -228,24 +216,16 @@ fn truncate_step(
 ) -> Result<TruncationState, Backoff> {
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff)?;
-    let leo = partition.log.log_end_offset();
-    let ours = (answer.epoch != Epoch::NONE)
-        .then(|| partition.log.epochs().end_offset_for(answer.epoch, leo));
-    let step = truncation::leader_epoch_truncation(answer, ours, leo, partition.hw);
-    truncate(rm, partition, step.offset, reason)?;
-    Ok(step)
+    partition
+        .on_epoch_end(answer, reason)
+        .map_err(|e| storage_failed(rm, partition, &e))
 }
 
-fn truncate(
-    rm: &ReplicaManager,
-    partition: &mut super::partition::Partition,
-    to: Offset,
-    reason: &'static str,
-) -> Result<(), Backoff> {
-    partition.truncate_to(to, reason).map_err(|e| {
-        rm.storage_failed(&partition.tp().to_string(), &e);
-        Backoff
-    })
+/// A truncation failed: the log dir goes offline (its waiters are woken by `run`, as the
+/// partitions are borrowed here).
+fn storage_failed(rm: &ReplicaManager, partition: &Partition, error: &StorageError) -> Backoff {
+    rm.storage_failed(&partition.tp().to_string(), error);
+    Backoff
 }
 
 /// OFFSET_OUT_OF_RANGE: our LEO is past the leader's (an unclean election, or the
@@ -268,16 +248,15 @@ async fn out_of_range(
     }
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff)?;
-    let leo = partition.log.log_end_offset();
+    let leo = partition.log().log_end_offset();
     if leader_leo < leo {
-        return truncate(rm, partition, leader_leo, "offset-out-of-range");
+        return partition
+            .on_leader_leo_below_ours(leader_leo)
+            .map_err(|e| storage_failed(rm, partition, &e));
     }
     if response.log_start_offset > leo {
         tracing::info!(%tp, from = %leo, to = %response.log_start_offset, "fetch below leader log start: starting over");
-        if let Err(e) = partition
-            .log
-            .truncate_fully_and_start_at(response.log_start_offset)
-        {
+        if let Err(e) = partition.start_over_at(response.log_start_offset) {
             drop(partitions);
             rm.storage_failed(&tp.to_string(), &e);
         }

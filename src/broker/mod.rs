@@ -69,7 +69,7 @@ use crate::config::{BrokerConfig, TopicConfig};
 use crate::os::disk::Disk;
 use crate::storage::checkpoint;
 use crate::storage::log::Log;
-use crate::types::{BrokerId, Offset, TopicPartition};
+use crate::types::{BrokerId, Incarnation, Offset, TopicPartition};
 use replica_manager::{now_ms, ReplicaManager};
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -78,7 +78,7 @@ use std::time::Duration;
 
 pub struct BrokerContext {
     pub id: BrokerId,
-    pub incarnation: u64,
+    pub incarnation: Incarnation,
     pub config: BrokerConfig,
     pub topic_configs: BTreeMap<String, TopicConfig>,
     pub disk: Disk,
@@ -106,7 +106,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     ));
     tracing::info!(
         broker = rm.id.0,
-        incarnation = rm.incarnation,
+        incarnation = %rm.incarnation,
         "broker starting"
     );
     if start_up(&rm).await.is_err() {

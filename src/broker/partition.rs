@@ -2,19 +2,23 @@
 //!
 //! Everything here is synchronous; the async shell (`replica_manager`, `fetcher`) borrows a
 //! partition, calls one of these methods, and never holds the borrow across an `.await`.
+//! The partition is the only writer of its state: each method is one event (a produce, a
+//! fetch response, a committed ISR) and makes the whole change that event causes.
 
 use super::hw;
 use super::isr::{self, FollowerState};
+use super::truncation::{self, TruncationState};
+use crate::config::Truncation;
 use crate::protocol::messages::PartitionState;
-use crate::storage::log::{Log, StorageError};
-use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
+use crate::storage::log::{AppendOutcome, Log, StorageError};
+use crate::types::{BrokerId, Epoch, EpochEndOffset, Offset, PartitionEpoch, TopicPartition};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use tokio::sync::{Mutex, Notify};
 
 /// This broker's role for a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+enum Role {
     /// Not told yet (just started) — serves nothing.
     Unassigned,
     Leader,
@@ -34,40 +38,43 @@ pub enum Transition {
 }
 
 pub struct Partition {
-    pub log: Log,
-    pub role: Role,
-    pub leader_epoch: Epoch,
-    pub partition_epoch: i32,
-    pub replicas: Vec<BrokerId>,
+    /// This broker: the leader when `role` is `Leader`.
+    me: BrokerId,
+    log: Log,
+    role: Role,
+    leader_epoch: Epoch,
+    partition_epoch: PartitionEpoch,
+    replicas: Vec<BrokerId>,
     /// The committed ISR (the controller's).
-    pub isr: Vec<BrokerId>,
+    isr: Vec<BrokerId>,
     /// An AlterPartition in flight: the ISR proposed. One at a time, as in Kafka.
-    pub pending_isr: Option<Vec<BrokerId>>,
-    pub hw: Offset,
+    pending_isr: Option<Vec<BrokerId>>,
+    hw: Offset,
     /// Leader only: what each follower's fetches told us.
-    pub followers: BTreeMap<BrokerId, FollowerState>,
+    followers: BTreeMap<BrokerId, FollowerState>,
     /// Leader only: the LEO when this leader epoch began.
-    pub leader_epoch_start_offset: Offset,
-    pub min_insync_replicas: u32,
+    leader_epoch_start_offset: Offset,
+    min_insync_replicas: u32,
     /// Bumped at every role change: a fetcher of an older generation stops.
-    pub generation: u64,
+    generation: u64,
     /// Follower, leader-epoch rule: the log must be reconciled with the leader's before
     /// the next fetch.
-    pub truncation_pending: bool,
+    truncation_pending: bool,
     /// Woken on appends, HW moves and role changes (long-polling fetches, waiting produces).
-    pub notify: Rc<Notify>,
+    notify: Rc<Notify>,
     /// Serialises this log's flushes: a flush plan is confirmed only by its own fsyncs.
-    pub flush_lock: Rc<Mutex<()>>,
+    flush_lock: Rc<Mutex<()>>,
 }
 
 impl Partition {
-    pub fn new(log: Log, hw: Offset, min_insync_replicas: u32) -> Partition {
+    pub fn new(me: BrokerId, log: Log, hw: Offset, min_insync_replicas: u32) -> Partition {
         let hw = hw.clamp(log.log_start_offset(), log.log_end_offset());
-        Partition {
+        let partition = Partition {
+            me,
             log,
             role: Role::Unassigned,
             leader_epoch: Epoch::NONE,
-            partition_epoch: -1,
+            partition_epoch: PartitionEpoch::NONE,
             replicas: Vec::new(),
             isr: Vec::new(),
             pending_isr: None,
@@ -79,35 +86,84 @@ impl Partition {
             truncation_pending: false,
             notify: Rc::new(Notify::new()),
             flush_lock: Rc::new(Mutex::new(())),
-        }
+        };
+        partition.check_invariants();
+        partition
     }
 
     pub fn tp(&self) -> &TopicPartition {
         self.log.tp()
     }
 
+    pub fn log(&self) -> &Log {
+        &self.log
+    }
+
     pub fn is_leader(&self) -> bool {
         self.role == Role::Leader
     }
 
+    pub fn leader_epoch(&self) -> Epoch {
+        self.leader_epoch
+    }
+
+    pub fn partition_epoch(&self) -> PartitionEpoch {
+        self.partition_epoch
+    }
+
+    pub fn isr(&self) -> &[BrokerId] {
+        &self.isr
+    }
+
+    pub fn hw(&self) -> Offset {
+        self.hw
+    }
+
+    pub fn min_insync_replicas(&self) -> u32 {
+        self.min_insync_replicas
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn truncation_pending(&self) -> bool {
+        self.truncation_pending
+    }
+
+    /// What a long-polling fetch or a waiting produce waits on.
+    pub fn notify(&self) -> Rc<Notify> {
+        self.notify.clone()
+    }
+
+    pub fn flush_lock(&self) -> Rc<Mutex<()>> {
+        self.flush_lock.clone()
+    }
+
+    /// Wake every waiter, to re-check (the log dir went offline, the broker halts).
+    pub fn wake_waiters(&self) {
+        self.notify.notify_waiters();
+    }
+
     /// Apply the controller's state for this partition (Kafka's makeLeader/makeFollower).
-    /// A state with an older leader epoch than ours is stale and ignored. `hw_truncation`
-    /// selects the pre-KIP-101 rule: truncate to the HW on becoming follower.
+    /// A state with an older leader epoch than ours is stale and ignored. `rule` selects
+    /// what becoming follower does to the log.
     pub fn apply(
         &mut self,
-        me: BrokerId,
         state: &PartitionState,
-        hw_truncation: bool,
+        rule: Truncation,
         now_ms: i64,
     ) -> Result<Transition, StorageError> {
         if state.leader_epoch < self.leader_epoch {
             return Ok(Transition::None);
         }
         let newer_epoch = state.leader_epoch > self.leader_epoch;
-        if state.leader == Some(me) {
+        let transition = if state.leader == Some(self.me) {
             if newer_epoch || !self.is_leader() {
-                self.become_leader(me, state, now_ms)?;
-                return Ok(Transition::BecameLeader);
+                self.become_leader(state, now_ms)?;
+                Transition::BecameLeader
+            } else {
+                self.take_isr(state)
             }
         } else if newer_epoch
             || self.role
@@ -115,22 +171,38 @@ impl Partition {
                     leader: state.leader,
                 })
         {
-            self.become_follower(state, hw_truncation)?;
-            return Ok(Transition::BecameFollower {
+            self.become_follower(state, rule)?;
+            Transition::BecameFollower {
                 leader: state.leader,
-            });
+            }
+        } else {
+            self.take_isr(state)
+        };
+        self.check_invariants();
+        Ok(transition)
+    }
+
+    /// The same leadership with a newer ISR, if the partition epoch says it is newer.
+    fn take_isr(&mut self, state: &PartitionState) -> Transition {
+        if state.partition_epoch <= self.partition_epoch {
+            return Transition::None;
         }
-        if state.partition_epoch > self.partition_epoch {
-            self.partition_epoch = state.partition_epoch;
-            self.isr.clone_from(&state.isr);
-            self.pending_isr = None;
-            self.maybe_increment_hw();
-            return Ok(Transition::IsrChanged);
-        }
-        Ok(Transition::None)
+        self.partition_epoch = state.partition_epoch;
+        self.isr.clone_from(&state.isr);
+        self.pending_isr = None;
+        self.maybe_increment_hw();
+        Transition::IsrChanged
     }
 
     fn take_state(&mut self, state: &PartitionState) {
+        // Guarded by `apply`: a stale leader epoch never gets here.
+        debug_assert!(
+            state.leader_epoch >= self.leader_epoch,
+            "{}: leader epoch {} after {}",
+            self.tp(),
+            state.leader_epoch,
+            self.leader_epoch
+        );
         self.leader_epoch = state.leader_epoch;
         self.partition_epoch = state.partition_epoch;
         self.replicas.clone_from(&state.replicas);
@@ -143,18 +215,14 @@ impl Partition {
     /// The new epoch starts at our LEO; every follower's LEO is unknown until it fetches,
     /// and ISR members get a full lag period to do so. Producer state needs no rebuild
     /// here: the log keeps it on follower appends too, and rebuilds it on truncation.
-    fn become_leader(
-        &mut self,
-        me: BrokerId,
-        state: &PartitionState,
-        now_ms: i64,
-    ) -> Result<(), StorageError> {
+    fn become_leader(&mut self, state: &PartitionState, now_ms: i64) -> Result<(), StorageError> {
         self.take_state(state);
         self.role = Role::Leader;
         self.truncation_pending = false;
         let leo = self.log.log_end_offset();
         self.log.assign_epoch(state.leader_epoch, leo)?;
         self.leader_epoch_start_offset = leo;
+        let me = self.me;
         self.followers = state
             .replicas
             .iter()
@@ -173,7 +241,7 @@ impl Partition {
     fn become_follower(
         &mut self,
         state: &PartitionState,
-        hw_truncation: bool,
+        rule: Truncation,
     ) -> Result<(), StorageError> {
         self.take_state(state);
         self.role = Role::Follower {
@@ -181,24 +249,25 @@ impl Partition {
         };
         self.followers.clear();
         self.leader_epoch_start_offset = Offset::NONE;
-        if hw_truncation {
-            let leo = self.log.log_end_offset();
-            let to = super::truncation::high_watermark_truncation(self.hw, leo);
-            if to < leo {
-                tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
-                self.log.truncate_to(to)?;
+        match rule {
+            Truncation::HighWatermark => {
+                let leo = self.log.log_end_offset();
+                let to = truncation::high_watermark_truncation(self.hw, leo);
+                if to < leo {
+                    tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
+                    self.log.truncate_to(to)?;
+                }
+                self.truncation_pending = false;
             }
-            self.truncation_pending = false;
-        } else {
-            self.truncation_pending = true;
+            Truncation::LeaderEpoch => self.truncation_pending = true,
         }
-        self.hw = self.hw.min(self.log.log_end_offset());
+        self.set_hw(self.hw.min(self.log.log_end_offset()));
         Ok(())
     }
 
     /// The ISR the HW is computed over: the committed ISR plus a proposed addition
     /// (Kafka's maximal ISR: a pending shrink keeps counting the leaving replica).
-    pub fn maximal_isr(&self) -> Vec<BrokerId> {
+    fn maximal_isr(&self) -> Vec<BrokerId> {
         let mut isr = self.isr.clone();
         for id in self.pending_isr.iter().flatten() {
             if !isr.contains(id) {
@@ -216,9 +285,9 @@ impl Partition {
     }
 
     /// Leader: move the HW to the minimum LEO of the maximal ISR if that is higher.
-    pub fn maybe_increment_hw(&mut self) -> bool {
+    fn maybe_increment_hw(&mut self) {
         if !self.is_leader() {
-            return false;
+            return;
         }
         let leo = self.log.log_end_offset();
         let candidate = hw::high_watermark(
@@ -228,12 +297,46 @@ impl Partition {
         )
         .unwrap_or(self.hw);
         let new_hw = hw::advance_leader_hw(self.hw, candidate.min(leo), leo);
-        if new_hw == self.hw {
-            return false;
+        if new_hw != self.hw {
+            self.set_hw(new_hw);
+            self.notify.notify_waiters();
         }
-        self.hw = new_hw;
+    }
+
+    /// The only writer of the HW. HW ≤ LEO is bookkeeping. A leader's HW never going back is
+    /// Kafka's rule, kept by `hw::advance_leader_hw`; it is checked here because every
+    /// leader HW passes through, so a change that breaks that rule on purpose lifts this
+    /// check with it.
+    fn set_hw(&mut self, hw: Offset) {
+        debug_assert!(
+            hw <= self.log.log_end_offset(),
+            "{}: HW {hw} above the LEO {}",
+            self.tp(),
+            self.log.log_end_offset()
+        );
+        debug_assert!(
+            !self.is_leader() || hw >= self.hw,
+            "{}: leader HW moved back from {} to {hw}",
+            self.tp(),
+            self.hw
+        );
+        self.hw = hw;
+    }
+
+    /// Leader: a produce. Appends in the current leader epoch, then wakes the waiters (a
+    /// single-member ISR's HW moves at once).
+    pub fn on_produce(
+        &mut self,
+        batch: Vec<u8>,
+        now_ms: i64,
+    ) -> Result<AppendOutcome, StorageError> {
+        let outcome = self
+            .log
+            .append_as_leader(batch, self.leader_epoch, now_ms)?;
+        self.maybe_increment_hw();
         self.notify.notify_waiters();
-        true
+        self.check_invariants();
+        Ok(outcome)
     }
 
     /// Leader: a follower fetched at `fetch_offset`. Returns an ISR expansion to propose.
@@ -247,25 +350,24 @@ impl Partition {
         let follower = self.followers.get_mut(&replica)?;
         follower.on_fetch(fetch_offset, leo, now_ms);
         self.maybe_increment_hw();
-        if self.pending_isr.is_some() {
-            return None;
-        }
-        let proposal = isr::expand_proposal(
-            &self.isr,
-            &self.replicas,
-            replica,
-            fetch_offset,
-            self.hw,
-            self.leader_epoch_start_offset,
-        )?;
-        self.pending_isr = Some(proposal.clone());
-        Some(proposal)
+        let proposal = match self.pending_isr {
+            Some(_) => None,
+            None => isr::expand_proposal(
+                &self.isr,
+                &self.replicas,
+                replica,
+                fetch_offset,
+                self.hw,
+                self.leader_epoch_start_offset,
+            ),
+        };
+        self.propose(proposal)
     }
 
-    /// Leader: the ISR without followers that fell behind, if any did.
-    pub fn shrink_check(
+    /// Leader, the periodic ISR check: the ISR without followers that fell behind, if any
+    /// did, proposed.
+    pub fn on_isr_expiration(
         &mut self,
-        me: BrokerId,
         now_ms: i64,
         lag_time_max_ms: u64,
     ) -> Option<Vec<BrokerId>> {
@@ -274,29 +376,180 @@ impl Partition {
         }
         let proposal = isr::shrink_proposal(
             &self.isr,
-            me,
+            self.me,
             |id| self.followers.get(&id),
             self.log.log_end_offset(),
             now_ms,
             lag_time_max_ms,
-        )?;
-        self.pending_isr = Some(proposal.clone());
-        Some(proposal)
+        );
+        self.propose(proposal)
+    }
+
+    /// An ISR change to send becomes the one in flight.
+    fn propose(&mut self, proposal: Option<Vec<BrokerId>>) -> Option<Vec<BrokerId>> {
+        if let Some(isr) = &proposal {
+            self.pending_isr = Some(isr.clone());
+        }
+        self.check_invariants();
+        proposal
+    }
+
+    /// Leader: the controller committed an ISR change (ours or a newer one). Returns
+    /// whether `state` was newer than what we had; the proposal is settled either way.
+    pub fn on_isr_committed(&mut self, state: &PartitionState) -> bool {
+        let newer = state.partition_epoch > self.partition_epoch;
+        if newer {
+            self.partition_epoch = state.partition_epoch;
+            self.isr.clone_from(&state.isr);
+        }
+        self.pending_isr = None;
+        self.maybe_increment_hw();
+        self.notify.notify_waiters();
+        self.check_invariants();
+        newer
+    }
+
+    /// Leader: the ISR change was rejected or lost; the next check may propose again.
+    pub fn on_isr_rejected(&mut self) {
+        self.pending_isr = None;
+    }
+
+    /// Follower: the leader's fetch response, at our LEO. Appends what it sent and learns
+    /// its HW (capped by our LEO). A rejected append changes nothing.
+    pub fn on_fetch_response(
+        &mut self,
+        records: &[u8],
+        leader_hw: Offset,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        if !records.is_empty() {
+            self.log.append_as_follower(records, now_ms)?;
+            self.notify.notify_waiters();
+        }
+        let leo = self.log.log_end_offset();
+        self.set_hw(hw::follower_hw(leader_hw, leo));
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Follower, leader-epoch rule: the leader's answer where an epoch ends on its log
+    /// (OffsetsForLeaderEpoch, or a fetch's `diverging_epoch`). Truncates where the rule
+    /// says; once both logs agree, the reconciliation is over.
+    pub fn on_epoch_end(
+        &mut self,
+        answer: EpochEndOffset,
+        reason: &'static str,
+    ) -> Result<TruncationState, StorageError> {
+        let leo = self.log.log_end_offset();
+        let ours = (answer.epoch != Epoch::NONE)
+            .then(|| self.log.epochs().end_offset_for(answer.epoch, leo));
+        let step = truncation::leader_epoch_truncation(answer, ours, leo, self.hw);
+        self.truncate_to(step.offset, reason)?;
+        if step.completed {
+            self.truncation_pending = false;
+        }
+        Ok(step)
+    }
+
+    /// Follower, leader-epoch rule, with no epoch to ask about (an empty log): keep what
+    /// is below the HW, and fetch.
+    pub fn reconcile_without_epoch(&mut self) -> Result<(), StorageError> {
+        self.truncate_to(self.hw, "no-epoch")?;
+        self.truncation_pending = false;
+        Ok(())
+    }
+
+    /// Follower: the leader answered OFFSET_OUT_OF_RANGE and its LEO is below ours (an
+    /// unclean election, or the pre-KIP-101 rule keeping more than the new leader has).
+    pub fn on_leader_leo_below_ours(&mut self, leader_leo: Offset) -> Result<(), StorageError> {
+        self.truncate_to(leader_leo, "offset-out-of-range")
     }
 
     /// Follower: truncate (logging where), keeping HW ≤ LEO.
-    pub fn truncate_to(
-        &mut self,
-        offset: Offset,
-        reason: &'static str,
-    ) -> Result<(), StorageError> {
+    fn truncate_to(&mut self, offset: Offset, reason: &'static str) -> Result<(), StorageError> {
         let leo = self.log.log_end_offset();
         if offset < leo {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
             self.log.truncate_to(offset)?;
         }
-        self.hw = self.hw.min(self.log.log_end_offset());
+        self.set_hw(self.hw.min(self.log.log_end_offset()));
+        self.check_invariants();
         Ok(())
+    }
+
+    /// Follower: our LEO is below the leader's log start (retention deleted what we would
+    /// fetch next); empty the log and start there.
+    pub fn start_over_at(&mut self, offset: Offset) -> Result<(), StorageError> {
+        self.log.truncate_fully_and_start_at(offset)?;
+        self.check_invariants();
+        Ok(())
+    }
+
+    /// Fsyncs made everything below `up_to` durable.
+    pub fn on_flushed(&mut self, up_to: Offset) {
+        self.log.flush_done(up_to);
+    }
+
+    /// The retention check: delete old segments wholly below the HW. Returns how many.
+    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, StorageError> {
+        let hw = self.hw;
+        let deleted = self.log.enforce_retention(hw, now_ms)?;
+        self.check_invariants();
+        Ok(deleted)
+    }
+
+    /// The partition's own bookkeeping, checked after every change. These hold whatever
+    /// rule (HW, ISR, truncation, election) decided the change, so a deliberately broken
+    /// rule still runs to the checkers; they catch a change applied half-way or to the
+    /// wrong field.
+    fn check_invariants(&self) {
+        let tp = self.tp();
+        let leo = self.log.log_end_offset();
+        debug_assert!(self.hw <= leo, "{tp}: HW {} above the LEO {leo}", self.hw);
+        for (what, members) in [
+            ("ISR", Some(&self.isr)),
+            ("proposed ISR", self.pending_isr.as_ref()),
+        ] {
+            for member in members.into_iter().flatten() {
+                debug_assert!(
+                    self.replicas.contains(member),
+                    "{tp}: {what} member {member} is not a replica {:?}",
+                    self.replicas
+                );
+            }
+        }
+        debug_assert!(
+            !self.followers.contains_key(&self.me)
+                && self.followers.keys().all(|id| self.replicas.contains(id)),
+            "{tp}: followers {:?} are not the other replicas {:?}",
+            self.followers.keys(),
+            self.replicas
+        );
+        if self.is_leader() {
+            debug_assert!(
+                self.isr.contains(&self.me),
+                "{tp}: leader {} outside its ISR {:?}",
+                self.me,
+                self.isr
+            );
+            debug_assert!(
+                self.pending_isr
+                    .as_ref()
+                    .is_none_or(|p| p.contains(&self.me)),
+                "{tp}: leader {} proposed an ISR without itself",
+                self.me
+            );
+            debug_assert!(
+                self.leader_epoch_start_offset <= leo,
+                "{tp}: epoch start {} above the LEO {leo}",
+                self.leader_epoch_start_offset
+            );
+        } else {
+            debug_assert!(
+                self.followers.is_empty(),
+                "{tp}: a follower tracking followers"
+            );
+        }
     }
 }
 
@@ -323,7 +576,7 @@ mod tests {
             0,
         )
         .expect("a new log opens");
-        let mut partition = Partition::new(log, Offset(0), 1);
+        let mut partition = Partition::new(ME, log, Offset(0), 1);
         for i in 0..records {
             let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
             batch.push(0, None, Some(format!("m{i}").as_bytes()));
@@ -340,7 +593,7 @@ mod tests {
             replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
             leader: Some(BrokerId(leader)),
             leader_epoch: Epoch(epoch),
-            partition_epoch,
+            partition_epoch: PartitionEpoch(partition_epoch),
             isr: isr.iter().map(|&id| BrokerId(id)).collect(),
         }
     }
@@ -350,11 +603,13 @@ mod tests {
     fn stale_leader_epoch_is_ignored() {
         let mut p = partition_with(0);
         assert_eq!(
-            p.apply(ME, &state(1, 2, 2, &[1, 2]), false, 0).ok(),
+            p.apply(&state(1, 2, 2, &[1, 2]), Truncation::LeaderEpoch, 0)
+                .ok(),
             Some(Transition::BecameLeader)
         );
         assert_eq!(
-            p.apply(ME, &state(2, 1, 1, &[1, 2]), false, 0).ok(),
+            p.apply(&state(2, 1, 1, &[1, 2]), Truncation::LeaderEpoch, 0)
+                .ok(),
             Some(Transition::None)
         );
         assert!(p.is_leader());
@@ -363,7 +618,7 @@ mod tests {
     #[test]
     fn new_leader_starts_its_epoch_at_its_leo() {
         let mut p = partition_with(3);
-        p.apply(ME, &state(1, 4, 4, &[1, 2, 3]), false, 0)
+        p.apply(&state(1, 4, 4, &[1, 2, 3]), Truncation::LeaderEpoch, 0)
             .expect("become leader");
         assert_eq!(p.log.epochs().latest_epoch(), Some(Epoch(4)));
         assert_eq!(p.leader_epoch_start_offset, Offset(3));
@@ -373,7 +628,7 @@ mod tests {
     #[test]
     fn hw_is_the_slowest_isr_member_and_waits_for_a_pending_addition() {
         let mut p = partition_with(2);
-        p.apply(ME, &state(1, 0, 0, &[1, 2]), false, 0)
+        p.apply(&state(1, 0, 0, &[1, 2]), Truncation::LeaderEpoch, 0)
             .expect("become leader");
         p.on_follower_fetch(BrokerId(2), Offset(1), 0);
         assert_eq!(p.hw, Offset(1));
@@ -399,7 +654,7 @@ mod tests {
     #[test]
     fn expansion_is_proposed_once_the_follower_reaches_the_hw() {
         let mut p = partition_with(2);
-        p.apply(ME, &state(1, 0, 0, &[1]), false, 0)
+        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
             .expect("become leader");
         assert_eq!(p.hw, Offset(2));
         assert_eq!(p.on_follower_fetch(BrokerId(2), Offset(1), 0), None);
@@ -420,15 +675,46 @@ mod tests {
     fn becoming_follower_truncates_to_hw_only_under_the_hw_rule() {
         let mut p = partition_with(3);
         p.hw = Offset(1);
-        p.apply(ME, &state(2, 1, 1, &[1, 2]), true, 0)
+        p.apply(&state(2, 1, 1, &[1, 2]), Truncation::HighWatermark, 0)
             .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(1));
 
         let mut p = partition_with(3);
         p.hw = Offset(1);
-        p.apply(ME, &state(2, 1, 1, &[1, 2]), false, 0)
+        p.apply(&state(2, 1, 1, &[1, 2]), Truncation::LeaderEpoch, 0)
             .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
+    }
+
+    /// The invariant checks can fail: metadata the controller never sends (a leader outside
+    /// its ISR) is caught where it is applied.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "outside its ISR")]
+    fn a_leader_outside_its_isr_is_caught() {
+        let mut p = partition_with(0);
+        let _ = p.apply(&state(1, 0, 0, &[2]), Truncation::LeaderEpoch, 0);
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "is not a replica")]
+    fn an_isr_member_outside_the_replicas_is_caught() {
+        let mut p = partition_with(0);
+        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
+            .expect("become leader");
+        p.on_isr_committed(&state(1, 0, 1, &[1, 4]));
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "leader HW moved back")]
+    fn a_leader_hw_moving_back_is_caught() {
+        let mut p = partition_with(2);
+        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
+            .expect("become leader");
+        assert_eq!(p.hw, Offset(2));
+        p.set_hw(Offset(1));
     }
 }

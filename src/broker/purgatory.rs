@@ -9,19 +9,17 @@
 //! HW never comes within the request's timeout gets REQUEST_TIMED_OUT (it may still be
 //! committed later: the producer cannot know). Kafka's `DelayedProduce`.
 
+use crate::config::Acks;
 use crate::protocol::messages::ErrorCode;
 use crate::types::{Epoch, Offset};
 
-/// `acks` as on Kafka's wire.
-pub const ACKS_ALL: i16 = -1;
-
 /// The check before appending (Kafka's `Partition.appendRecordsToLeader`).
 pub fn check_before_append(
-    acks: i16,
+    acks: Acks,
     isr_len: usize,
     min_insync_replicas: u32,
 ) -> Result<(), ErrorCode> {
-    if acks == ACKS_ALL && (isr_len as u64) < u64::from(min_insync_replicas) {
+    if acks == Acks::All && (isr_len as u64) < u64::from(min_insync_replicas) {
         Err(ErrorCode::NotEnoughReplicas)
     } else {
         Ok(())
@@ -95,12 +93,12 @@ mod tests {
     #[test]
     fn acks_all_below_min_isr_is_rejected_before_append() {
         assert_eq!(
-            check_before_append(ACKS_ALL, 1, 2),
+            check_before_append(Acks::All, 1, 2),
             Err(ErrorCode::NotEnoughReplicas)
         );
-        assert_eq!(check_before_append(ACKS_ALL, 2, 2), Ok(()));
+        assert_eq!(check_before_append(Acks::All, 2, 2), Ok(()));
         assert_eq!(
-            check_before_append(1, 1, 2),
+            check_before_append(Acks::Leader, 1, 2),
             Ok(()),
             "acks=1 ignores min.insync.replicas"
         );

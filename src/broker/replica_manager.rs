@@ -8,20 +8,22 @@
 //! - **ack-after-HW**: an `acks=all` produce is answered with success only when the
 //!   leader's HW has passed its last offset (see `purgatory`).
 
-use super::partition::{Partition, Role, Transition};
+use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
-use crate::config::{BrokerConfig, LogConfig, TopicConfig, Truncation};
+use crate::config::{Acks, BrokerConfig, LogConfig, TopicConfig};
 use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{
     ClusterMetadata, ErrorCode, Fetch, FetchResponse, OffsetSpec, OffsetsForLeaderEpoch,
     OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
 };
 use crate::storage::log::{AppendOutcome, Log, StorageError};
-use crate::types::EpochEndOffset;
-use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
+use crate::types::{
+    BrokerId, Epoch, EpochEndOffset, Incarnation, Offset, PartitionEpoch, TopicPartition,
+};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::ops::Deref;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -33,7 +35,7 @@ pub fn now_ms() -> i64 {
 
 pub struct ReplicaManager {
     pub id: BrokerId,
-    pub incarnation: u64,
+    pub incarnation: Incarnation,
     pub config: BrokerConfig,
     pub topic_configs: BTreeMap<String, TopicConfig>,
     pub disk: Disk,
@@ -55,8 +57,17 @@ pub struct ReplicaManager {
 pub struct IsrProposal {
     pub tp: TopicPartition,
     pub leader_epoch: Epoch,
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
     pub new_isr: Vec<BrokerId>,
+}
+
+/// Whether a broker whose controlled shutdown finished still answers as a leader: it
+/// takes no more writes and serves no more fetches, but still says where its epochs end
+/// and what its offsets are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AfterShutdown {
+    Refuse,
+    Answer,
 }
 
 /// What a fetch found: an answer now, or nothing yet (wait for more).
@@ -68,7 +79,7 @@ enum FetchRead {
 impl ReplicaManager {
     pub fn new(
         id: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
         config: BrokerConfig,
         topic_configs: BTreeMap<String, TopicConfig>,
         disk: Disk,
@@ -109,7 +120,7 @@ impl ReplicaManager {
         let tp = log.tp().clone();
         self.partitions
             .borrow_mut()
-            .insert(tp, Partition::new(log, hw, min_isr));
+            .insert(tp, Partition::new(self.id, log, hw, min_isr));
     }
 
     /// The log dir failed (Kafka's LogDirFailureChannel): nothing is acknowledged from now
@@ -121,7 +132,7 @@ impl ReplicaManager {
         // Callers may hold the partitions borrowed; then `run` wakes the waiters instead.
         if let Ok(partitions) = self.partitions.try_borrow() {
             for partition in partitions.values() {
-                partition.notify.notify_waiters();
+                partition.wake_waiters();
             }
         }
     }
@@ -129,7 +140,7 @@ impl ReplicaManager {
     /// Wake every waiting fetch and produce, to answer them before the broker halts.
     pub fn wake_all(&self) {
         for partition in self.partitions.borrow().values() {
-            partition.notify.notify_waiters();
+            partition.wake_waiters();
         }
     }
 
@@ -147,13 +158,30 @@ impl ReplicaManager {
         }
     }
 
+    /// The gate of every request a leader answers, in Kafka's order: the log dir is
+    /// offline, the partition is unknown, this broker does not lead it.
+    fn leader_gate<P: Deref<Target = Partition>>(
+        &self,
+        partition: Option<P>,
+        after_shutdown: AfterShutdown,
+    ) -> Result<P, ErrorCode> {
+        if self.offline.get() {
+            return Err(ErrorCode::KafkaStorageError);
+        }
+        let partition = partition.ok_or(ErrorCode::UnknownTopicOrPartition)?;
+        let stopped = after_shutdown == AfterShutdown::Refuse && self.stopped.get();
+        if !partition.is_leader() || stopped {
+            return Err(ErrorCode::NotLeaderOrFollower);
+        }
+        Ok(partition)
+    }
+
     /// Apply a new metadata image: become leader, follower, or update the ISR of every
     /// partition assigned to this broker. Returns the partitions that need a fetcher.
     pub fn apply_metadata(
         &self,
         image: ClusterMetadata,
     ) -> Vec<(TopicPartition, u64, BrokerId, Epoch)> {
-        let hw_truncation = self.config.replication_truncation == Truncation::HighWatermark;
         let now = now_ms();
         let mut fetchers = Vec::new();
         for (tp, state) in &image.partitions {
@@ -174,7 +202,7 @@ impl ReplicaManager {
             let Some(partition) = partitions.get_mut(tp) else {
                 continue;
             };
-            let transition = match partition.apply(self.id, state, hw_truncation, now) {
+            let transition = match partition.apply(state, self.config.replication_truncation, now) {
                 Ok(t) => t,
                 Err(e) => {
                     drop(partitions);
@@ -184,25 +212,25 @@ impl ReplicaManager {
             };
             match transition {
                 Transition::BecameLeader => tracing::info!(
-                    broker = self.id.0, %tp, epoch = %state.leader_epoch, leo = %partition.log.log_end_offset(),
-                    hw = %partition.hw, isr = ?state.isr, "became leader"
+                    broker = self.id.0, %tp, epoch = %state.leader_epoch, leo = %partition.log().log_end_offset(),
+                    hw = %partition.hw(), isr = ?state.isr, "became leader"
                 ),
                 Transition::BecameFollower { leader } => {
                     tracing::info!(
                         broker = self.id.0, %tp, epoch = %state.leader_epoch, leader = ?leader.map(|l| l.0),
-                        leo = %partition.log.log_end_offset(), hw = %partition.hw, "became follower"
+                        leo = %partition.log().log_end_offset(), hw = %partition.hw(), "became follower"
                     );
                     if let Some(leader) = leader {
                         fetchers.push((
                             tp.clone(),
-                            partition.generation,
+                            partition.generation(),
                             leader,
                             state.leader_epoch,
                         ));
                     }
                 }
                 Transition::IsrChanged => tracing::info!(
-                    broker = self.id.0, %tp, partition_epoch = state.partition_epoch, isr = ?state.isr, "isr updated"
+                    broker = self.id.0, %tp, partition_epoch = %state.partition_epoch, isr = ?state.isr, "isr updated"
                 ),
                 Transition::None => {}
             }
@@ -216,10 +244,10 @@ impl ReplicaManager {
         &self,
         tp: &TopicPartition,
         leader_epoch: Epoch,
-        partition_epoch: i32,
+        partition_epoch: PartitionEpoch,
         isr: Vec<BrokerId>,
     ) {
-        tracing::info!(broker = self.id.0, %tp, %leader_epoch, partition_epoch, proposed_isr = ?isr, "proposing isr");
+        tracing::info!(broker = self.id.0, %tp, %leader_epoch, %partition_epoch, proposed_isr = ?isr, "proposing isr");
         self.isr_proposals.borrow_mut().push(IsrProposal {
             tp: tp.clone(),
             leader_epoch,
@@ -231,16 +259,16 @@ impl ReplicaManager {
 
     /// Make everything appended to `tp` so far durable. `Err` means the log dir is offline.
     pub async fn flush(&self, tp: &TopicPartition) -> Result<(), ()> {
-        let Some(lock) = self
-            .partitions
-            .borrow()
-            .get(tp)
-            .map(|p| p.flush_lock.clone())
-        else {
+        let Some(lock) = self.partitions.borrow().get(tp).map(Partition::flush_lock) else {
             return Ok(());
         };
         let _guard = lock.lock().await;
-        let Some(plan) = self.partitions.borrow().get(tp).map(|p| p.log.flush_plan()) else {
+        let Some(plan) = self
+            .partitions
+            .borrow()
+            .get(tp)
+            .map(|p| p.log().flush_plan())
+        else {
             return Ok(());
         };
         for file in &plan.files {
@@ -250,7 +278,7 @@ impl ReplicaManager {
             self.fsync(dir, true).await?;
         }
         if let Some(partition) = self.partitions.borrow_mut().get_mut(tp) {
-            partition.log.flush_done(plan.up_to);
+            partition.on_flushed(plan.up_to);
         }
         Ok(())
     }
@@ -280,9 +308,9 @@ impl ReplicaManager {
         LeaderView {
             leader_epoch: partition
                 .filter(|p| p.is_leader() && !self.stopped.get())
-                .map(|p| p.leader_epoch),
-            hw: partition.map_or(Offset::NONE, |p| p.hw),
-            isr_len: partition.map_or(0, |p| p.isr.len()),
+                .map(Partition::leader_epoch),
+            hw: partition.map_or(Offset::NONE, Partition::hw),
+            isr_len: partition.map_or(0, |p| p.isr().len()),
             offline: self.offline.get(),
         }
     }
@@ -295,38 +323,25 @@ impl ReplicaManager {
             log_start_offset: Offset::NONE,
         };
         let (outcome, epoch, min_isr, log_start) = {
-            if self.offline.get() {
-                return fail(ErrorCode::KafkaStorageError);
-            }
             let mut partitions = self.partitions.borrow_mut();
-            let Some(partition) = partitions.get_mut(&tp) else {
-                return fail(ErrorCode::UnknownTopicOrPartition);
+            let partition = match self.leader_gate(partitions.get_mut(&tp), AfterShutdown::Refuse) {
+                Ok(partition) => partition,
+                Err(e) => return fail(e),
             };
-            if !partition.is_leader() || self.stopped.get() {
-                return fail(ErrorCode::NotLeaderOrFollower);
-            }
             if let Err(e) = purgatory::check_before_append(
                 request.acks,
-                partition.isr.len(),
-                partition.min_insync_replicas,
+                partition.isr().len(),
+                partition.min_insync_replicas(),
             ) {
                 return fail(e);
             }
-            let epoch = partition.leader_epoch;
-            match partition
-                .log
-                .append_as_leader(request.batch, epoch, now_ms())
-            {
-                Ok(outcome) => {
-                    partition.maybe_increment_hw();
-                    partition.notify.notify_waiters();
-                    (
-                        outcome,
-                        epoch,
-                        partition.min_insync_replicas,
-                        partition.log.log_start_offset(),
-                    )
-                }
+            match partition.on_produce(request.batch, now_ms()) {
+                Ok(outcome) => (
+                    outcome,
+                    partition.leader_epoch(),
+                    partition.min_insync_replicas(),
+                    partition.log().log_start_offset(),
+                ),
                 Err(e) => {
                     drop(partitions);
                     return fail(self.storage_error(&tp, e));
@@ -356,7 +371,7 @@ impl ReplicaManager {
             base_offset: first_offset,
             log_start_offset: log_start,
         };
-        if request.acks != purgatory::ACKS_ALL {
+        if request.acks != Acks::All {
             return ok;
         }
         let delayed = DelayedProduce {
@@ -378,7 +393,7 @@ impl ReplicaManager {
             .partitions
             .borrow()
             .get(tp)
-            .is_some_and(|p| p.log.roll_flush_pending());
+            .is_some_and(|p| p.log().roll_flush_pending());
         if pending {
             let this = self.clone();
             let tp = tp.clone();
@@ -390,7 +405,7 @@ impl ReplicaManager {
 
     /// The purgatory: wait, woken by HW moves and role changes, until the produce completes.
     async fn wait_for_hw(&self, tp: &TopicPartition, delayed: DelayedProduce) -> Option<ErrorCode> {
-        let Some(notify) = self.partitions.borrow().get(tp).map(|p| p.notify.clone()) else {
+        let Some(notify) = self.partitions.borrow().get(tp).map(Partition::notify) else {
             return Some(ErrorCode::NotLeaderOrFollower);
         };
         loop {
@@ -414,7 +429,7 @@ impl ReplicaManager {
             .partitions
             .borrow()
             .get(&request.tp)
-            .map(|p| p.notify.clone());
+            .map(Partition::notify);
         let mut first = true;
         loop {
             let notified = notify.as_ref().map(|n| n.notified());
@@ -443,24 +458,20 @@ impl ReplicaManager {
                 diverging_epoch: None,
             })
         };
-        if self.offline.get() {
-            return error(ErrorCode::KafkaStorageError);
-        }
         let mut partitions = self.partitions.borrow_mut();
-        let Some(partition) = partitions.get_mut(&request.tp) else {
-            return error(ErrorCode::UnknownTopicOrPartition);
-        };
-        if !partition.is_leader() || self.stopped.get() {
-            return error(ErrorCode::NotLeaderOrFollower);
-        }
-        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch) {
+        let partition =
+            match self.leader_gate(partitions.get_mut(&request.tp), AfterShutdown::Refuse) {
+                Ok(partition) => partition,
+                Err(e) => return error(e),
+            };
+        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch()) {
             return error(e);
         }
-        let leo = partition.log.log_end_offset();
+        let leo = partition.log().log_end_offset();
         // Kafka reads (and captures the HW) before it records the follower's fetch, so a
         // response with data carries the HW from before this fetch: a follower learns the
         // HW one round late. A fetch answered after waiting reads the HW afresh.
-        let hw_at_read = partition.hw;
+        let hw_at_read = partition.hw();
         let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchResponse {
             error: None,
             high_watermark: hw,
@@ -468,10 +479,10 @@ impl ReplicaManager {
             records,
             diverging_epoch: None,
         };
-        let log_start = partition.log.log_start_offset();
+        let log_start = partition.log().log_start_offset();
         if let (Some(_), Some(last_fetched_epoch)) = (request.replica, request.last_fetched_epoch) {
             let ours = partition
-                .log
+                .log()
                 .epochs()
                 .end_offset_for(last_fetched_epoch, leo);
             if let Some(diverging) =
@@ -494,25 +505,25 @@ impl ReplicaManager {
                     {
                         let (tp, epoch, pe) = (
                             request.tp.clone(),
-                            partition.leader_epoch,
-                            partition.partition_epoch,
+                            partition.leader_epoch(),
+                            partition.partition_epoch(),
                         );
                         self.propose_isr(&tp, epoch, pe, isr);
                     }
                 }
                 leo
             }
-            None => partition.hw,
+            None => partition.hw(),
         };
         if request.fetch_offset >= upper_bound {
-            return FetchRead::Nothing(answer(partition.hw, log_start, Vec::new()));
+            return FetchRead::Nothing(answer(partition.hw(), log_start, Vec::new()));
         }
         match partition
-            .log
+            .log()
             .read(request.fetch_offset, request.max_bytes, upper_bound)
         {
             Ok(records) if records.is_empty() => {
-                FetchRead::Nothing(answer(partition.hw, log_start, records))
+                FetchRead::Nothing(answer(partition.hw(), log_start, records))
             }
             Ok(records) => FetchRead::Answer(answer(hw_at_read, log_start, records)),
             Err(e) => {
@@ -533,23 +544,18 @@ impl ReplicaManager {
                 end_offset: Offset::NONE,
             },
         };
-        if self.offline.get() {
-            return error(ErrorCode::KafkaStorageError);
-        }
         let partitions = self.partitions.borrow();
-        let Some(partition) = partitions.get(&request.tp) else {
-            return error(ErrorCode::UnknownTopicOrPartition);
+        let partition = match self.leader_gate(partitions.get(&request.tp), AfterShutdown::Answer) {
+            Ok(partition) => partition,
+            Err(e) => return error(e),
         };
-        if !partition.is_leader() {
-            return error(ErrorCode::NotLeaderOrFollower);
-        }
-        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch) {
+        if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch()) {
             return error(e);
         }
-        let end = partition
-            .log
+        let log = partition.log();
+        let end = log
             .epochs()
-            .end_offset_for(request.leader_epoch, partition.log.log_end_offset());
+            .end_offset_for(request.leader_epoch, log.log_end_offset());
         OffsetsForLeaderEpochResponse { error: None, end }
     }
 
@@ -558,16 +564,12 @@ impl ReplicaManager {
         tp: &TopicPartition,
         spec: OffsetSpec,
     ) -> (Option<ErrorCode>, Offset) {
-        if self.offline.get() {
-            return (Some(ErrorCode::KafkaStorageError), Offset::NONE);
-        }
         let partitions = self.partitions.borrow();
-        match partitions.get(tp) {
-            None => (Some(ErrorCode::UnknownTopicOrPartition), Offset::NONE),
-            Some(p) if !p.is_leader() => (Some(ErrorCode::NotLeaderOrFollower), Offset::NONE),
-            Some(p) => match spec {
-                OffsetSpec::Earliest => (None, p.log.log_start_offset()),
-                OffsetSpec::Latest => (None, p.hw),
+        match self.leader_gate(partitions.get(tp), AfterShutdown::Answer) {
+            Err(e) => (Some(e), Offset::NONE),
+            Ok(p) => match spec {
+                OffsetSpec::Earliest => (None, p.log().log_start_offset()),
+                OffsetSpec::Latest => (None, p.hw()),
             },
         }
     }
@@ -580,7 +582,7 @@ impl ReplicaManager {
             .map(|(tp, p)| {
                 (
                     tp.clone(),
-                    (p.hw, p.log.recovery_point(), p.log.log_start_offset()),
+                    (p.hw(), p.log().recovery_point(), p.log().log_start_offset()),
                 )
             })
             .collect()
@@ -591,7 +593,7 @@ impl ReplicaManager {
         self.partitions
             .borrow()
             .iter()
-            .filter(|(_, p)| p.role == Role::Leader)
+            .filter(|(_, p)| p.is_leader())
             .map(|(tp, _)| tp.clone())
             .collect()
     }
@@ -625,13 +627,26 @@ mod tests {
         let disk = Disk::new(crate::os::disk::DiskConfig::default(), 1);
         let rm = Rc::new(ReplicaManager::new(
             BrokerId(1),
-            1,
+            Incarnation(1),
             BrokerConfig::default(),
             BTreeMap::new(),
             disk,
         ));
+        rm.apply_metadata(image(1, Epoch(0)));
+        for value in [b"m0", b"m1"] {
+            let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+            batch.push(0, None, Some(value));
+            let mut partitions = rm.partitions.borrow_mut();
+            let partition = partitions.get_mut(&tp()).expect("hosted");
+            partition.on_produce(batch.build(), 0).expect("append");
+        }
+        rm
+    }
+
+    /// Metadata `version` in which broker 1 leads `orders/0` in `leader_epoch`.
+    fn image(version: u64, leader_epoch: Epoch) -> ClusterMetadata {
         let mut image = ClusterMetadata {
-            version: 1,
+            version,
             ..ClusterMetadata::default()
         };
         image.partitions.insert(
@@ -639,23 +654,12 @@ mod tests {
             PartitionState {
                 replicas: vec![BrokerId(1), BrokerId(2)],
                 leader: Some(BrokerId(1)),
-                leader_epoch: Epoch(0),
-                partition_epoch: 0,
+                leader_epoch,
+                partition_epoch: PartitionEpoch(leader_epoch.0),
                 isr: vec![BrokerId(1), BrokerId(2)],
             },
         );
-        rm.apply_metadata(image);
-        for value in [b"m0", b"m1"] {
-            let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
-            batch.push(0, None, Some(value));
-            let mut partitions = rm.partitions.borrow_mut();
-            let partition = partitions.get_mut(&tp()).expect("hosted");
-            partition
-                .log
-                .append_as_leader(batch.build(), Epoch(0), 0)
-                .expect("append");
-        }
-        rm
+        image
     }
 
     fn follower_fetch(offset: i64) -> Fetch {
@@ -684,7 +688,7 @@ mod tests {
             "HW as of before this fetch"
         );
         assert_eq!(
-            rm.partitions.borrow()[&tp()].hw,
+            rm.partitions.borrow()[&tp()].hw(),
             Offset(1),
             "the leader's HW moved"
         );
@@ -703,11 +707,7 @@ mod tests {
             panic!()
         };
         assert_eq!(newer.error, Some(ErrorCode::UnknownLeaderEpoch));
-        rm.partitions
-            .borrow_mut()
-            .get_mut(&tp())
-            .expect("hosted")
-            .leader_epoch = Epoch(2);
+        rm.apply_metadata(image(2, Epoch(2)));
         let FetchRead::Answer(older) = rm.read_for_fetch(&fetch, true) else {
             panic!()
         };

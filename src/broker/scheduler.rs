@@ -36,11 +36,11 @@ pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
         let now = now_ms();
         let mut proposals = Vec::new();
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
-            if let Some(isr) = partition.shrink_check(rm.id, now, lag_ms) {
+            if let Some(isr) = partition.on_isr_expiration(now, lag_ms) {
                 proposals.push((
                     tp.clone(),
-                    partition.leader_epoch,
-                    partition.partition_epoch,
+                    partition.leader_epoch(),
+                    partition.partition_epoch(),
                     isr,
                 ));
             }
@@ -122,7 +122,7 @@ pub async fn flusher(rm: Rc<ReplicaManager>) {
             .partitions
             .borrow()
             .iter()
-            .filter(|(_, p)| p.log.time_since_flush_ms(now) >= p.log.config().flush_interval_ms)
+            .filter(|(_, p)| p.log().time_since_flush_ms(now) >= p.log().config().flush_interval_ms)
             .map(|(tp, _)| tp.clone())
             .collect();
         for tp in due {
@@ -140,10 +140,9 @@ pub async fn retention(rm: Rc<ReplicaManager>) {
         let now = now_ms();
         let mut failed = None;
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
-            let hw = partition.hw;
-            match partition.log.enforce_retention(hw, now) {
+            match partition.enforce_retention(now) {
                 Ok(0) => {}
-                Ok(deleted) => tracing::info!(broker = rm.id.0, %tp, deleted, log_start = %partition.log.log_start_offset(), "retention"),
+                Ok(deleted) => tracing::info!(broker = rm.id.0, %tp, deleted, log_start = %partition.log().log_start_offset(), "retention"),
                 Err(e) => {
                     failed = Some((tp.clone(), e));
                     break;

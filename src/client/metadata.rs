@@ -84,13 +84,14 @@ pub async fn call(host: HostName, request: &Request, timeout: Duration) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::PartitionEpoch;
 
     fn state(leader: Option<u32>, epoch: i32) -> PartitionState {
         PartitionState {
             replicas: vec![BrokerId(1), BrokerId(2)],
             leader: leader.map(BrokerId),
             leader_epoch: Epoch(epoch),
-            partition_epoch: 0,
+            partition_epoch: PartitionEpoch(0),
             isr: vec![BrokerId(1)],
         }
     }

@@ -442,14 +442,9 @@ impl Producer {
         mut batch: ProducerBatch,
         now: Duration,
     ) -> bool {
-        let acks = match self.config.acks {
-            Acks::None => 0,
-            Acks::Leader => 1,
-            Acks::All => -1,
-        };
         let request = Request::Produce(Produce {
             tp: self.tp(batch.partition),
-            acks,
+            acks: self.config.acks,
             timeout_ms: self.config.request_timeout_ms,
             batch: batch.encoded.clone().unwrap_or_default(),
         });

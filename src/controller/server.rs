@@ -346,7 +346,7 @@ fn trace_change(change: &Change) {
             broker,
             incarnation,
         } => {
-            tracing::info!(broker = %broker, incarnation, "broker registered")
+            tracing::info!(broker = %broker, incarnation = %incarnation, "broker registered")
         }
         Change::Fenced { broker, cause } => {
             tracing::info!(broker = %broker, cause = cause.name(), "broker fenced")
@@ -368,7 +368,7 @@ fn trace_change(change: &Change) {
                     leader = %leader,
                     leader_epoch = state.leader_epoch.0,
                     isr = %isr,
-                    partition_epoch = state.partition_epoch,
+                    partition_epoch = %state.partition_epoch,
                     "leader election"
                 ),
                 None => tracing::info!(
@@ -376,7 +376,7 @@ fn trace_change(change: &Change) {
                     leader = %leader,
                     leader_epoch = state.leader_epoch.0,
                     isr = %isr,
-                    partition_epoch = state.partition_epoch,
+                    partition_epoch = %state.partition_epoch,
                     "ISR changed"
                 ),
             }

@@ -22,7 +22,7 @@ use crate::controller::election::{elect, Election};
 use crate::protocol::messages::{
     AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,
 };
-use crate::types::{BrokerId, Epoch, ProducerId, TopicPartition};
+use crate::types::{BrokerId, Epoch, Incarnation, PartitionEpoch, ProducerId, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -53,7 +53,7 @@ impl FenceCause {
 pub enum Change {
     Registered {
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
     },
     Fenced {
         broker: BrokerId,
@@ -127,7 +127,7 @@ impl ControllerState {
                     replicas: replicas.clone(),
                     leader: replicas.first().copied(),
                     leader_epoch: Epoch(0),
-                    partition_epoch: 0,
+                    partition_epoch: PartitionEpoch(0),
                     isr: replicas.clone(),
                 };
                 (tp.clone(), state)
@@ -198,7 +198,7 @@ impl ControllerState {
     }
 
     /// Whether `broker`, as process `incarnation`, should consider itself fenced.
-    pub fn is_fenced(&self, broker: BrokerId, incarnation: u64) -> bool {
+    pub fn is_fenced(&self, broker: BrokerId, incarnation: Incarnation) -> bool {
         self.metadata
             .brokers
             .get(&broker)
@@ -222,7 +222,7 @@ impl ControllerState {
     pub fn register(
         &mut self,
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
         now: Duration,
     ) -> Result<Vec<Change>, ErrorCode> {
         let mut changes = Vec::new();
@@ -263,7 +263,7 @@ impl ControllerState {
     pub fn heartbeat(
         &mut self,
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
         now: Duration,
     ) -> HeartbeatOutcome {
         let known = self.metadata.brokers.get(&broker).map(|r| r.incarnation);
@@ -354,7 +354,7 @@ impl ControllerState {
     pub fn controlled_shutdown(
         &mut self,
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
     ) -> Result<ShutdownOutcome, ErrorCode> {
         let known = self.metadata.brokers.get(&broker);
         if known.is_none_or(|r| r.incarnation != incarnation) {
@@ -412,7 +412,7 @@ impl ControllerState {
             .entry(broker)
             .or_insert(BrokerRegistration {
                 id: broker,
-                incarnation: 0,
+                incarnation: Incarnation(0),
                 fenced: false,
             });
         if !registration.fenced {
@@ -521,6 +521,13 @@ impl ControllerState {
         let Some(state) = self.metadata.partitions.get_mut(tp) else {
             return;
         };
+        debug_assert!(
+            isr.iter()
+                .enumerate()
+                .all(|(i, b)| state.replicas.contains(b) && !isr[..i].contains(b)),
+            "the ISR {isr:?} of {tp} must be distinct replicas of {:?}",
+            state.replicas
+        );
         if state.leader == leader && state.isr == isr {
             return;
         }
@@ -529,7 +536,7 @@ impl ControllerState {
         }
         state.leader = leader;
         state.isr = isr;
-        state.partition_epoch += 1;
+        state.partition_epoch = state.partition_epoch.next();
         let state = state.clone();
         self.record(
             Change::Partition {
@@ -581,7 +588,7 @@ mod tests {
         let mut state = ControllerState::new(&BrokerConfig::default(), brokers, &topics, ms(0));
         for broker in 1..=brokers {
             state
-                .register(BrokerId(broker), 1, ms(0))
+                .register(BrokerId(broker), Incarnation(1), ms(0))
                 .expect("register");
         }
         state
@@ -608,7 +615,7 @@ mod tests {
         let current = partition(state, p);
         AlterPartition {
             broker: BrokerId(broker),
-            incarnation: 1,
+            incarnation: Incarnation(1),
             tp: tp(p),
             leader_epoch: current.leader_epoch,
             partition_epoch: current.partition_epoch,
@@ -622,7 +629,10 @@ mod tests {
         let p1 = partition(&state, 1);
         assert_eq!(p1.leader, Some(BrokerId(2)));
         assert_eq!(p1.isr, ids(&[2, 3, 1]));
-        assert_eq!((p1.leader_epoch, p1.partition_epoch), (Epoch(0), 0));
+        assert_eq!(
+            (p1.leader_epoch, p1.partition_epoch),
+            (Epoch(0), PartitionEpoch(0))
+        );
         // Version 1 for the initial image, plus one per registration.
         assert_eq!(state.metadata().version, 4);
     }
@@ -630,7 +640,9 @@ mod tests {
     #[test]
     fn a_new_incarnation_is_first_the_failure_of_the_old() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
-        let changes = state.register(BrokerId(1), 2, ms(100)).expect("register");
+        let changes = state
+            .register(BrokerId(1), Incarnation(2), ms(100))
+            .expect("register");
         let after = partition(&state, 0);
         assert_eq!(
             changes,
@@ -646,16 +658,19 @@ mod tests {
                 },
                 Change::Registered {
                     broker: BrokerId(1),
-                    incarnation: 2
+                    incarnation: Incarnation(2)
                 },
             ]
         );
         assert_eq!(after.leader, Some(BrokerId(2)));
         assert_eq!(after.isr, ids(&[2, 3]));
-        assert_eq!((after.leader_epoch, after.partition_epoch), (Epoch(1), 1));
-        assert!(!state.is_fenced(BrokerId(1), 2));
+        assert_eq!(
+            (after.leader_epoch, after.partition_epoch),
+            (Epoch(1), PartitionEpoch(1))
+        );
+        assert!(!state.is_fenced(BrokerId(1), Incarnation(2)));
         assert!(
-            state.is_fenced(BrokerId(1), 1),
+            state.is_fenced(BrokerId(1), Incarnation(1)),
             "the old incarnation stays fenced"
         );
     }
@@ -663,13 +678,18 @@ mod tests {
     #[test]
     fn a_retried_registration_changes_nothing_and_an_older_one_is_stale() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
-        assert_eq!(state.register(BrokerId(2), 1, ms(5)), Ok(vec![]));
-        state.register(BrokerId(2), 5, ms(6)).expect("register");
         assert_eq!(
-            state.register(BrokerId(2), 4, ms(7)),
+            state.register(BrokerId(2), Incarnation(1), ms(5)),
+            Ok(vec![])
+        );
+        state
+            .register(BrokerId(2), Incarnation(5), ms(6))
+            .expect("register");
+        assert_eq!(
+            state.register(BrokerId(2), Incarnation(4), ms(7)),
             Err(ErrorCode::StaleBrokerEpoch)
         );
-        let outcome = state.heartbeat(BrokerId(2), 4, ms(8));
+        let outcome = state.heartbeat(BrokerId(2), Incarnation(4), ms(8));
         assert!(outcome.fenced && outcome.changes.is_empty());
     }
 
@@ -677,7 +697,7 @@ mod tests {
     fn a_broker_is_fenced_exactly_at_the_session_timeout() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         for broker in [2, 3] {
-            state.heartbeat(BrokerId(broker), 1, ms(SESSION_MS));
+            state.heartbeat(BrokerId(broker), Incarnation(1), ms(SESSION_MS));
         }
         assert!(state.fence_expired(ms(SESSION_MS - 1)).is_empty());
         let changes = state.fence_expired(ms(SESSION_MS));
@@ -699,15 +719,17 @@ mod tests {
     fn a_broker_that_never_registers_is_fenced_after_the_session_timeout() {
         let topics = vec![(tp(0), ids(&[1, 2]), TopicConfig::default())];
         let mut state = ControllerState::new(&BrokerConfig::default(), 2, &topics, ms(0));
-        state.register(BrokerId(2), 1, ms(0)).expect("register");
-        state.heartbeat(BrokerId(2), 1, ms(SESSION_MS));
+        state
+            .register(BrokerId(2), Incarnation(1), ms(0))
+            .expect("register");
+        state.heartbeat(BrokerId(2), Incarnation(1), ms(SESSION_MS));
         state.fence_expired(ms(SESSION_MS));
         assert_eq!(partition(&state, 0).leader, Some(BrokerId(2)));
         // Its first registration afterwards is not stale.
         state
-            .register(BrokerId(1), 1, ms(SESSION_MS + 1))
+            .register(BrokerId(1), Incarnation(1), ms(SESSION_MS + 1))
             .expect("register");
-        assert!(!state.is_fenced(BrokerId(1), 1));
+        assert!(!state.is_fenced(BrokerId(1), Incarnation(1)));
     }
 
     /// Guards the rule that keeps clean election possible after a total outage: the ISR
@@ -725,11 +747,11 @@ mod tests {
         assert_eq!(offline.isr, ids(&[1]), "the last member is kept");
         assert_eq!(offline.leader_epoch, Epoch(before.leader_epoch.0 + 1));
         // Broker 2 returns: it is not in the ISR, unclean election is off.
-        let outcome = state.heartbeat(BrokerId(2), 1, ms(now + 1));
+        let outcome = state.heartbeat(BrokerId(2), Incarnation(1), ms(now + 1));
         assert!(!outcome.fenced);
         assert_eq!(partition(&state, 0).leader, None);
         // Broker 1 returns with the same incarnation: the clean candidate is elected.
-        let outcome = state.heartbeat(BrokerId(1), 1, ms(now + 2));
+        let outcome = state.heartbeat(BrokerId(1), Incarnation(1), ms(now + 2));
         let online = partition(&state, 0);
         assert_eq!(online.leader, Some(BrokerId(1)));
         assert_eq!(online.leader_epoch, Epoch(offline.leader_epoch.0 + 1));
@@ -746,7 +768,9 @@ mod tests {
         let mut now = 0;
         time_out(&mut state, &[2], &mut now);
         time_out(&mut state, &[1], &mut now);
-        state.register(BrokerId(1), 2, ms(now)).expect("register");
+        state
+            .register(BrokerId(1), Incarnation(2), ms(now))
+            .expect("register");
         let online = partition(&state, 0);
         assert_eq!((online.leader, online.isr), (Some(BrokerId(1)), ids(&[1])));
     }
@@ -759,7 +783,7 @@ mod tests {
             time_out(&mut state, &[2, 3], &mut now);
             assert_eq!(partition(&state, 0).isr, ids(&[1]));
             // Broker 3 comes back (not in the ISR), then the leader is lost.
-            state.heartbeat(BrokerId(3), 1, ms(now));
+            state.heartbeat(BrokerId(3), Incarnation(1), ms(now));
             let changes = time_out(&mut state, &[1, 2], &mut now);
             let after = partition(&state, 0);
             if unclean {
@@ -795,11 +819,15 @@ mod tests {
             ..BrokerConfig::default()
         };
         let mut state = ControllerState::new(&config, 2, &topics, ms(0));
-        state.register(BrokerId(1), 1, ms(0)).expect("register");
-        state.register(BrokerId(2), 1, ms(0)).expect("register");
+        state
+            .register(BrokerId(1), Incarnation(1), ms(0))
+            .expect("register");
+        state
+            .register(BrokerId(2), Incarnation(1), ms(0))
+            .expect("register");
         let mut now = 0;
         time_out(&mut state, &[2], &mut now);
-        state.heartbeat(BrokerId(2), 1, ms(now));
+        state.heartbeat(BrokerId(2), Incarnation(1), ms(now));
         time_out(&mut state, &[1], &mut now);
         assert_eq!(partition(&state, 0).leader, None);
     }
@@ -809,7 +837,7 @@ mod tests {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         let mut now = 0;
         time_out(&mut state, &[3], &mut now);
-        let outcome = state.heartbeat(BrokerId(3), 1, ms(now + 1));
+        let outcome = state.heartbeat(BrokerId(3), Incarnation(1), ms(now + 1));
         assert!(!outcome.fenced);
         assert_eq!(
             outcome.changes,
@@ -835,7 +863,7 @@ mod tests {
             .alter_partition(&alter(&state, 0, 1, &[1, 2]))
             .expect("shrink");
         assert_eq!(after.leader_epoch, before.leader_epoch);
-        assert_eq!(after.partition_epoch, before.partition_epoch + 1);
+        assert_eq!(after.partition_epoch, before.partition_epoch.next());
         assert_eq!(state.metadata().version, version + 1);
         // The same proposal again (a retry) changes nothing.
         let (again, changes) = state
@@ -853,7 +881,7 @@ mod tests {
             ..fresh.clone()
         };
         let stale_partition_epoch = AlterPartition {
-            partition_epoch: fresh.partition_epoch - 1,
+            partition_epoch: PartitionEpoch(fresh.partition_epoch.0 - 1),
             ..fresh.clone()
         };
         let not_leader = AlterPartition {
@@ -862,7 +890,7 @@ mod tests {
             ..fresh.clone()
         };
         let old_incarnation = AlterPartition {
-            incarnation: 0,
+            incarnation: Incarnation(0),
             ..fresh.clone()
         };
         let without_leader = AlterPartition {
@@ -926,7 +954,9 @@ mod tests {
     #[test]
     fn controlled_shutdown_moves_leadership_then_fences() {
         let mut state = cluster(3, &[&[1, 2, 3], &[2, 3, 1]], None);
-        let outcome = state.controlled_shutdown(BrokerId(1), 1).expect("shutdown");
+        let outcome = state
+            .controlled_shutdown(BrokerId(1), Incarnation(1))
+            .expect("shutdown");
         assert_eq!(outcome.remaining, 0);
         let p0 = partition(&state, 0);
         assert_eq!(
@@ -946,7 +976,7 @@ mod tests {
             })
         );
         // Its heartbeats while it finishes stopping do not unfence it.
-        assert!(state.heartbeat(BrokerId(1), 1, ms(10)).fenced);
+        assert!(state.heartbeat(BrokerId(1), Incarnation(1), ms(10)).fenced);
     }
 
     #[test]
@@ -955,12 +985,14 @@ mod tests {
         state
             .alter_partition(&alter(&state, 0, 1, &[1]))
             .expect("shrink");
-        let outcome = state.controlled_shutdown(BrokerId(1), 1).expect("shutdown");
+        let outcome = state
+            .controlled_shutdown(BrokerId(1), Incarnation(1))
+            .expect("shutdown");
         assert_eq!((outcome.remaining, outcome.changes.len()), (1, 0));
         assert_eq!(partition(&state, 0).leader, Some(BrokerId(1)));
-        assert!(!state.is_fenced(BrokerId(1), 1));
+        assert!(!state.is_fenced(BrokerId(1), Incarnation(1)));
         assert_eq!(
-            state.controlled_shutdown(BrokerId(1), 0).err(),
+            state.controlled_shutdown(BrokerId(1), Incarnation(0)).err(),
             Some(ErrorCode::StaleBrokerEpoch)
         );
     }
@@ -1034,7 +1066,7 @@ mod tests {
             unclean in any::<bool>(),
         ) {
             let mut state = cluster(3, &[&[1, 2, 3], &[2, 3, 1], &[3, 1]], Some(unclean));
-            let mut incarnations = [1u64; 4];
+            let mut incarnations = [Incarnation(1); 4];
             let mut now = 0u64;
             let mut before = state.metadata().clone();
             for op in ops {
@@ -1043,7 +1075,7 @@ mod tests {
                         state.heartbeat(BrokerId(b), incarnations[b as usize], ms(now));
                     }
                     Op::Restart(b) => {
-                        incarnations[b as usize] += 1;
+                        incarnations[b as usize] = incarnations[b as usize].next();
                         state.register(BrokerId(b), incarnations[b as usize], ms(now)).expect("register");
                     }
                     Op::Tick(step) => {

@@ -132,7 +132,7 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{BrokerId, Epoch};
+    use crate::types::{BrokerId, Epoch, Incarnation, PartitionEpoch};
 
     fn snapshot() -> Snapshot {
         let mut metadata = ClusterMetadata {
@@ -143,7 +143,7 @@ mod tests {
             BrokerId(2),
             BrokerRegistration {
                 id: BrokerId(2),
-                incarnation: 3,
+                incarnation: Incarnation(3),
                 fenced: true,
             },
         );
@@ -153,7 +153,7 @@ mod tests {
                 replicas: vec![BrokerId(2), BrokerId(1)],
                 leader: None,
                 leader_epoch: Epoch(4),
-                partition_epoch: 6,
+                partition_epoch: PartitionEpoch(6),
                 isr: vec![BrokerId(2)],
             },
         );

@@ -8,7 +8,11 @@
 //! that fetch into the heartbeat, so a broker that is cut off from the controller both
 //! stops learning leadership and stops proving liveness, as in KRaft).
 
-use crate::types::{BrokerId, Epoch, EpochEndOffset, HostName, Offset, ProducerId, TopicPartition};
+use crate::config::Acks;
+use crate::types::{
+    BrokerId, Epoch, EpochEndOffset, HostName, Incarnation, Offset, PartitionEpoch, ProducerId,
+    TopicPartition,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -88,7 +92,7 @@ pub struct PartitionState {
     pub leader: Option<BrokerId>,
     pub leader_epoch: Epoch,
     /// Bumped by every change to leader or ISR (KIP-497's partition epoch).
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
     pub isr: Vec<BrokerId>,
 }
 
@@ -97,7 +101,7 @@ pub struct PartitionState {
 pub struct BrokerRegistration {
     pub id: BrokerId,
     /// Changes at every process start; a new incarnation is first the failure of the old.
-    pub incarnation: u64,
+    pub incarnation: Incarnation,
     pub fenced: bool,
 }
 
@@ -116,17 +120,17 @@ pub enum Request {
     // broker -> controller
     RegisterBroker {
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
     },
     BrokerHeartbeat {
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
         known_version: u64,
     },
     AlterPartition(AlterPartition),
     ControlledShutdown {
         broker: BrokerId,
-        incarnation: u64,
+        incarnation: Incarnation,
     },
     AllocateProducerId,
     // clients and replicas -> broker
@@ -180,19 +184,18 @@ pub enum Response {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AlterPartition {
     pub broker: BrokerId,
-    pub incarnation: u64,
+    pub incarnation: Incarnation,
     pub tp: TopicPartition,
     pub leader_epoch: Epoch,
     /// The partition epoch the leader based its proposal on; stale proposals are rejected.
-    pub partition_epoch: i32,
+    pub partition_epoch: PartitionEpoch,
     pub new_isr: Vec<BrokerId>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Produce {
     pub tp: TopicPartition,
-    /// -1 (all), 0 or 1, as on Kafka's wire.
-    pub acks: i16,
+    pub acks: Acks,
     pub timeout_ms: u64,
     /// One RecordBatch v2, as encoded by `record`.
     pub batch: Vec<u8>,

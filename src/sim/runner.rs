@@ -15,7 +15,7 @@ use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
 use crate::sim::world::{HostChange, World};
 use crate::sim::{derive_seed, faults, trace};
 use crate::storage;
-use crate::types::{BrokerId, Epoch, HostName, TopicPartition};
+use crate::types::{BrokerId, Epoch, HostName, Incarnation, TopicPartition};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
@@ -320,7 +320,7 @@ fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> 
     let host = HostName::Broker(n);
     let disk = disk_for(settings, seed, host);
     let shutdown = Rc::new(Cell::new(false));
-    let incarnation = Rc::new(Cell::new(0u64));
+    let incarnation = Rc::new(Cell::new(Incarnation(0)));
     let config = settings.broker.clone();
     let topic_configs: BTreeMap<String, _> = settings
         .cluster
@@ -331,7 +331,7 @@ fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> 
     let host_disk = disk.clone();
     let flag = shutdown.clone();
     world.add_host(host, Some(disk), move || {
-        incarnation.set(incarnation.get() + 1);
+        incarnation.set(incarnation.get().next());
         flag.set(false);
         broker::run(BrokerContext {
             id: BrokerId(n),

@@ -483,6 +483,10 @@ impl Log {
             }
             self.producer_state.update(&header);
         }
+        debug_assert_eq!(
+            self.log_end_offset, expected,
+            "the LEO is past the last batch appended"
+        );
         if epochs_changed {
             self.write_epoch_checkpoint()?;
         }
@@ -499,6 +503,10 @@ impl Log {
         debug_assert_eq!(
             header.base_offset, self.log_end_offset,
             "offsets must be contiguous"
+        );
+        debug_assert!(
+            header.next_offset() > header.base_offset,
+            "a batch's offsets must increase"
         );
         if self.should_roll(batch.len(), header.last_offset(), now_ms) {
             self.roll(now_ms)?;
