@@ -54,7 +54,8 @@ fn flush(disk: &Disk, log: &mut Log) -> Offset {
     for dir in &plan.dirs {
         disk.fsync_dir_now(dir).expect("fsync of a planned dir");
     }
-    log.flush_done(plan.up_to);
+    let now_ms = i64::try_from(clock::now().as_millis()).expect("test times fit");
+    log.flush_done(plan.up_to, now_ms);
     plan.up_to
 }
 
@@ -234,7 +235,7 @@ impl Harness {
             Op::Truncate { back } => {
                 let target = (self.model_leo - back).max(self.log.log_start_offset().0);
                 self.log
-                    .truncate_to(Offset(target))
+                    .truncate_to(Offset(target), self.now_ms)
                     .map_err(|e| TestCaseError::fail(format!("truncate: {e}")))?;
                 // Batches are atomic: one holding the target goes whole.
                 if let Some(cut) = self.model.iter().find(|b| b.base + b.count > target) {
@@ -247,7 +248,7 @@ impl Harness {
             Op::TruncateFully { ahead } => {
                 let start = self.model_leo + ahead;
                 self.log
-                    .truncate_fully_and_start_at(Offset(start))
+                    .truncate_fully_and_start_at(Offset(start), self.now_ms)
                     .map_err(|e| TestCaseError::fail(format!("truncate fully: {e}")))?;
                 self.model.clear();
                 self.model_leo = start;

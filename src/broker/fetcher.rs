@@ -173,7 +173,7 @@ async fn reconcile(
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff)?;
         return partition
-            .reconcile_without_epoch()
+            .reconcile_without_epoch(now_ms())
             .map_err(|e| storage_failed(rm, partition, &e));
     };
     let answer = ask_epoch_end(rm, tp, leader_epoch, latest, connection).await?;
@@ -217,7 +217,7 @@ fn truncate_step(
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff)?;
     partition
-        .on_epoch_end(answer, reason)
+        .on_epoch_end(answer, reason, now_ms())
         .map_err(|e| storage_failed(rm, partition, &e))
 }
 
@@ -251,12 +251,12 @@ async fn out_of_range(
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
         return partition
-            .on_leader_leo_below_ours(leader_leo)
+            .on_leader_leo_below_ours(leader_leo, now_ms())
             .map_err(|e| storage_failed(rm, partition, &e));
     }
     if response.log_start_offset > leo {
         tracing::info!(%tp, from = %leo, to = %response.log_start_offset, "fetch below leader log start: starting over");
-        if let Err(e) = partition.start_over_at(response.log_start_offset) {
+        if let Err(e) = partition.start_over_at(response.log_start_offset, now_ms()) {
             drop(partitions);
             rm.storage_failed(&tp.to_string(), &e);
         }

@@ -171,7 +171,7 @@ impl Partition {
                     leader: state.leader,
                 })
         {
-            self.become_follower(state, rule)?;
+            self.become_follower(state, rule, now_ms)?;
             Transition::BecameFollower {
                 leader: state.leader,
             }
@@ -242,6 +242,7 @@ impl Partition {
         &mut self,
         state: &PartitionState,
         rule: Truncation,
+        now_ms: i64,
     ) -> Result<(), StorageError> {
         self.take_state(state);
         self.role = Role::Follower {
@@ -255,7 +256,7 @@ impl Partition {
                 let to = truncation::high_watermark_truncation(self.hw, leo);
                 if to < leo {
                     tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
-                    self.log.truncate_to(to)?;
+                    self.log.truncate_to(to, now_ms)?;
                 }
                 self.truncation_pending = false;
             }
@@ -439,12 +440,13 @@ impl Partition {
         &mut self,
         answer: EpochEndOffset,
         reason: &'static str,
+        now_ms: i64,
     ) -> Result<TruncationState, StorageError> {
         let leo = self.log.log_end_offset();
         let ours = (answer.epoch != Epoch::NONE)
             .then(|| self.log.epochs().end_offset_for(answer.epoch, leo));
         let step = truncation::leader_epoch_truncation(answer, ours, leo, self.hw);
-        self.truncate_to(step.offset, reason)?;
+        self.truncate_to(step.offset, reason, now_ms)?;
         if step.completed {
             self.truncation_pending = false;
         }
@@ -453,24 +455,33 @@ impl Partition {
 
     /// Follower, leader-epoch rule, with no epoch to ask about (an empty log): keep what
     /// is below the HW, and fetch.
-    pub fn reconcile_without_epoch(&mut self) -> Result<(), StorageError> {
-        self.truncate_to(self.hw, "no-epoch")?;
+    pub fn reconcile_without_epoch(&mut self, now_ms: i64) -> Result<(), StorageError> {
+        self.truncate_to(self.hw, "no-epoch", now_ms)?;
         self.truncation_pending = false;
         Ok(())
     }
 
     /// Follower: the leader answered OFFSET_OUT_OF_RANGE and its LEO is below ours (an
     /// unclean election, or the pre-KIP-101 rule keeping more than the new leader has).
-    pub fn on_leader_leo_below_ours(&mut self, leader_leo: Offset) -> Result<(), StorageError> {
-        self.truncate_to(leader_leo, "offset-out-of-range")
+    pub fn on_leader_leo_below_ours(
+        &mut self,
+        leader_leo: Offset,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
+        self.truncate_to(leader_leo, "offset-out-of-range", now_ms)
     }
 
     /// Follower: truncate (logging where), keeping HW ≤ LEO.
-    fn truncate_to(&mut self, offset: Offset, reason: &'static str) -> Result<(), StorageError> {
+    fn truncate_to(
+        &mut self,
+        offset: Offset,
+        reason: &'static str,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
         let leo = self.log.log_end_offset();
         if offset < leo {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
-            self.log.truncate_to(offset)?;
+            self.log.truncate_to(offset, now_ms)?;
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
         self.check_invariants();
@@ -479,15 +490,15 @@ impl Partition {
 
     /// Follower: our LEO is below the leader's log start (retention deleted what we would
     /// fetch next); empty the log and start there.
-    pub fn start_over_at(&mut self, offset: Offset) -> Result<(), StorageError> {
-        self.log.truncate_fully_and_start_at(offset)?;
+    pub fn start_over_at(&mut self, offset: Offset, now_ms: i64) -> Result<(), StorageError> {
+        self.log.truncate_fully_and_start_at(offset, now_ms)?;
         self.check_invariants();
         Ok(())
     }
 
-    /// Fsyncs made everything below `up_to` durable.
-    pub fn on_flushed(&mut self, up_to: Offset) {
-        self.log.flush_done(up_to);
+    /// Fsyncs made everything below `up_to` durable, finishing at `now_ms`.
+    pub fn on_flushed(&mut self, up_to: Offset, now_ms: i64) {
+        self.log.flush_done(up_to, now_ms);
     }
 
     /// The retention check: delete old segments wholly below the HW. Returns how many.

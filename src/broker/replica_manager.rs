@@ -278,7 +278,7 @@ impl ReplicaManager {
             self.fsync(dir, true).await?;
         }
         if let Some(partition) = self.partitions.borrow_mut().get_mut(tp) {
-            partition.on_flushed(plan.up_to);
+            partition.on_flushed(plan.up_to, now_ms());
         }
         Ok(())
     }

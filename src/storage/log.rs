@@ -194,7 +194,7 @@ impl Log {
         if log.log_start_offset > log.log_end_offset {
             // The log lost everything up to its checkpointed start (a power loss undid
             // the segment files written after a `truncate_fully_and_start_at`).
-            log.truncate_fully_and_start_at(log.log_start_offset)?;
+            log.truncate_fully_and_start_at(log.log_start_offset, now_ms)?;
             headers = LoadedHeaders::default();
         }
         log.recovery_point = recovery_point.clamp(log.first().base_offset(), log.log_end_offset);
@@ -604,12 +604,13 @@ impl Log {
     }
 
     /// Remove every record at or above `offset` (a batch holding it is removed whole).
-    pub fn truncate_to(&mut self, offset: Offset) -> Result<(), StorageError> {
+    /// `now_ms` stamps the new segment if the truncation starts the log afresh.
+    pub fn truncate_to(&mut self, offset: Offset, now_ms: i64) -> Result<(), StorageError> {
         if offset >= self.log_end_offset {
             return Ok(());
         }
         if offset < self.log_start_offset {
-            return self.truncate_fully_and_start_at(offset);
+            return self.truncate_fully_and_start_at(offset, now_ms);
         }
         self.truncations += 1;
         let doomed: Vec<Offset> = self
@@ -647,13 +648,17 @@ impl Log {
 
     /// Delete the whole log and start it again, empty, at `offset` (a follower whose fetch
     /// offset fell below the leader's log start, or out of range).
-    pub fn truncate_fully_and_start_at(&mut self, offset: Offset) -> Result<(), StorageError> {
+    pub fn truncate_fully_and_start_at(
+        &mut self,
+        offset: Offset,
+        now_ms: i64,
+    ) -> Result<(), StorageError> {
         self.truncations += 1;
         let bases = self.segment_bases();
         for base in bases {
             self.delete_segment(base)?;
         }
-        self.add_segment(offset, crate::os::clock::now().as_millis() as i64)?;
+        self.add_segment(offset, now_ms)?;
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.recovery_point = offset;
@@ -708,14 +713,14 @@ impl Log {
     }
 
     /// The latest plan's fsyncs are done: advance the recovery point to `up_to` (unless a
-    /// truncation since the plan rewrote offsets below it). The flush time for
-    /// `log.flush.interval.ms` is the simulated clock's, the same time base as `now_ms`.
-    pub fn flush_done(&mut self, up_to: Offset) {
+    /// truncation since the plan rewrote offsets below it). `now_ms`, when the fsyncs
+    /// finished, starts the next `log.flush.interval.ms`.
+    pub fn flush_done(&mut self, up_to: Offset, now_ms: i64) {
         self.pending.confirm();
         if self.planned_truncations.get() == self.truncations {
             self.recovery_point = self.recovery_point.max(up_to.min(self.log_end_offset));
         }
-        self.last_flush_ms = crate::os::clock::now().as_millis() as i64;
+        self.last_flush_ms = now_ms;
     }
 
     /// For `log.flush.interval.ms`: time since the last confirmed flush (or the open).
