@@ -1,31 +1,16 @@
 //! `[expect]` and `[expect_some]`: a bound on each named checker count.
 
 use super::{keys, table};
-use crate::check::{Comparison, Count, Expectation};
+use crate::check::{count_name, Comparison, Count, Expectation};
 use crate::scenario::node::{Node, Value};
 use crate::scenario::values::parse_comparison;
 use crate::scenario::{suggest, Error};
 
-const COUNTS: &[(&str, Count)] = &[
-    ("attempted", Count::Attempted),
-    ("acked", Count::Acked),
-    ("failed", Count::Failed),
-    ("indeterminate", Count::Indeterminate),
-    ("lost", Count::Lost),
-    ("moved", Count::Moved),
-    ("duplicates", Count::Duplicates),
-    ("unexpected", Count::Unexpected),
-    ("reordered", Count::Reordered),
-    ("dirty_reads", Count::DirtyReads),
-    ("divergent", Count::Divergent),
-    ("offline", Count::Offline),
-];
-
 pub(super) fn read_expect(node: &Node, context: &str) -> Result<Vec<Expectation>, Error> {
-    let names: Vec<&str> = COUNTS.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = Count::ALL.iter().map(|c| count_name(*c)).collect();
     let mut expectations = Vec::new();
     for entry in table(context, node)? {
-        let Some((_, count)) = COUNTS.iter().find(|(n, _)| *n == entry.key) else {
+        let Some(count) = Count::ALL.iter().find(|c| count_name(**c) == entry.key) else {
             let mut message = format!("unknown count `{}` in {context}", entry.key);
             match suggest(&entry.key, &names) {
                 Some(near) => message.push_str(&format!("; did you mean `{near}`?")),

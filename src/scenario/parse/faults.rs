@@ -3,7 +3,7 @@
 
 use super::targets::{check_target, read_target};
 use super::{keys, table};
-use crate::scenario::model::{Fault, FaultAction, Settings, Target};
+use crate::scenario::model::{Fault, FaultAction, FaultKind, Settings, Target};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::format_duration;
 use crate::scenario::{suggest, unknown_key, Error};
@@ -73,31 +73,6 @@ const FAULT_FIELDS: &[&str] = &[
     "at", "action", "target", "groups", "between", "latency", "file", "bytes",
 ];
 
-/// Each action and the fields it takes besides `at` and `action`.
-const ACTIONS: &[(&str, &[&str])] = &[
-    ("kill", &["target"]),
-    ("shutdown", &["target"]),
-    ("power-loss", &["target"]),
-    ("restart", &["target"]),
-    ("partition", &["groups"]),
-    ("isolate", &["target"]),
-    ("heal", &[]),
-    ("slow-link", &["between", "latency"]),
-    ("slow-disk", &["target", "latency"]),
-    ("heal-disk", &["target"]),
-    ("fsync-error", &["target"]),
-    ("disk-full", &["target"]),
-    ("corrupt", &["target", "file", "bytes"]),
-];
-
-const DISK_ACTIONS: &[&str] = &[
-    "slow-disk",
-    "heal-disk",
-    "fsync-error",
-    "disk-full",
-    "corrupt",
-];
-
 fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
     let entries = table(context, node)?;
     let mut fields: BTreeMap<&str, &Entry> = BTreeMap::new();
@@ -121,8 +96,8 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         .ok_or_else(|| Error::at(&node.span, format!("missing `action` in {context}")))?;
     let action_node = &action_entry.value;
     let action = keys::string("action", action_node)?;
-    let Some((action, takes)) = ACTIONS.iter().find(|(name, _)| *name == action) else {
-        let names: Vec<&str> = ACTIONS.iter().map(|(name, _)| *name).collect();
+    let Some(kind) = FaultKind::ALL.iter().copied().find(|k| k.name() == action) else {
+        let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
         let mut message = format!("unknown fault action `{action}`");
         match suggest(action, &names) {
             Some(near) => message.push_str(&format!("; did you mean `{near}`?")),
@@ -130,6 +105,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         }
         return Err(Error::at(&action_node.span, message));
     };
+    let takes = kind.fields();
     for (name, entry) in &fields {
         if *name != "at" && *name != "action" && !takes.contains(name) {
             let takes = if takes.is_empty() {
@@ -150,7 +126,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
             ));
         }
     }
-    for field in *takes {
+    for field in takes {
         if !fields.contains_key(field) {
             return Err(Error::at(
                 &action_node.span,
@@ -168,24 +144,24 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
             )),
         }
     };
-    let fault_action = match *action {
-        "kill" => FaultAction::Kill(target("target")?),
-        "shutdown" => FaultAction::Shutdown(target("target")?),
-        "power-loss" => FaultAction::PowerLoss(target("target")?),
-        "restart" => FaultAction::Restart(target("target")?),
-        "isolate" => FaultAction::Isolate(target("target")?),
-        "heal-disk" => FaultAction::HealDisk(target("target")?),
-        "fsync-error" => FaultAction::FsyncError(target("target")?),
-        "disk-full" => FaultAction::DiskFull(target("target")?),
-        "heal" => FaultAction::Heal,
-        "slow-disk" => {
+    let fault_action = match kind {
+        FaultKind::Kill => FaultAction::Kill(target("target")?),
+        FaultKind::Shutdown => FaultAction::Shutdown(target("target")?),
+        FaultKind::PowerLoss => FaultAction::PowerLoss(target("target")?),
+        FaultKind::Restart => FaultAction::Restart(target("target")?),
+        FaultKind::Isolate => FaultAction::Isolate(target("target")?),
+        FaultKind::HealDisk => FaultAction::HealDisk(target("target")?),
+        FaultKind::FsyncError => FaultAction::FsyncError(target("target")?),
+        FaultKind::DiskFull => FaultAction::DiskFull(target("target")?),
+        FaultKind::Heal => FaultAction::Heal,
+        FaultKind::SlowDisk => {
             let target = target("target")?;
             FaultAction::SlowDisk {
                 target,
                 latency: field_duration(&fields, "latency", action_node)?,
             }
         }
-        "corrupt" => {
+        FaultKind::Corrupt => {
             let target = target("target")?;
             let file = fields
                 .get("file")
@@ -209,7 +185,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                 bytes,
             }
         }
-        "partition" => {
+        FaultKind::Partition => {
             let groups = fields
                 .get("groups")
                 .map(|e| &e.value)
@@ -233,7 +209,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                 .collect::<Result<Vec<_>, _>>()?;
             FaultAction::Partition(groups)
         }
-        "slow-link" => {
+        FaultKind::SlowLink => {
             let between = fields
                 .get("between")
                 .map(|e| &e.value)
@@ -252,12 +228,6 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                 latency: field_duration(&fields, "latency", action_node)?,
             }
         }
-        _ => {
-            return Err(Error::at(
-                &action_node.span,
-                format!("unknown fault action `{action}`"),
-            ))
-        }
     };
     Ok(ParsedFault {
         fault: Fault {
@@ -266,7 +236,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         },
         at_span: at_entry.value.span.clone(),
         targets,
-        needs_disk: DISK_ACTIONS.contains(action),
+        needs_disk: kind.on_disk(),
     })
 }
 

@@ -7,17 +7,6 @@ use crate::scenario::{suggest, unknown_key, Error};
 use std::time::Duration;
 
 const NEMESIS_KEYS: &[&str] = &["actions", "interval", "recover"];
-const NEMESIS_ACTIONS: &[(&str, NemesisAction)] = &[
-    ("kill", NemesisAction::Kill),
-    ("power-loss", NemesisAction::PowerLoss),
-    ("shutdown", NemesisAction::Shutdown),
-    ("partition", NemesisAction::Partition),
-    ("isolate", NemesisAction::Isolate),
-    ("slow-link", NemesisAction::SlowLink),
-    ("slow-disk", NemesisAction::SlowDisk),
-    ("fsync-error", NemesisAction::FsyncError),
-    ("disk-full", NemesisAction::DiskFull),
-];
 
 pub(super) fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
     let entries = table("nemesis", node)?;
@@ -40,8 +29,10 @@ pub(super) fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
                 let mut list = Vec::with_capacity(items.len());
                 for item in items {
                     let name = keys::string("an action", item)?;
-                    let names: Vec<&str> = NEMESIS_ACTIONS.iter().map(|(n, _)| *n).collect();
-                    let Some((_, action)) = NEMESIS_ACTIONS.iter().find(|(n, _)| *n == name) else {
+                    let names: Vec<&str> =
+                        NemesisAction::ALL.iter().map(|a| a.kind().name()).collect();
+                    let Some(action) = NemesisAction::ALL.iter().find(|a| a.kind().name() == name)
+                    else {
                         let mut message = format!("unknown nemesis action `{name}`");
                         match suggest(name, &names) {
                             Some(near) => message.push_str(&format!("; did you mean `{near}`?")),

@@ -7,7 +7,7 @@ use super::faults::{check_faults, FaultChoice};
 use super::keys;
 use super::sections::{Assign, Sec};
 use super::variants::RawVariant;
-use crate::config::{Acks, ProducerConfig};
+use crate::config::ProducerConfig;
 use crate::scenario::model::{Settings, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
@@ -99,9 +99,9 @@ pub(super) fn resolve(
     Ok(settings)
 }
 
-/// Kafka's producer rules between keys (KafkaProducer's constructor): idempotence needs
-/// acks=all, retries and at most 5 requests in flight (explicitly enabled it is an error
-/// without them, left at its default it is quietly off); `delivery.timeout.ms` left at its
+/// Kafka's producer rules between keys (KafkaProducer's constructor): idempotence's needs
+/// (`ProducerConfig::idempotence_conflict`; explicitly enabled it is an error without
+/// them, left at its default it is quietly off); `delivery.timeout.ms` left at its
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
 /// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
 /// value stands, and a request may be cut short by the delivery timeout.
@@ -111,24 +111,12 @@ fn producer_rules(
 ) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
     if producer.enable_idempotence {
-        let conflict = if producer.acks != Acks::All {
-            Some(("acks", "`acks` = \"all\""))
-        } else if producer.max_in_flight_requests_per_connection > 5 {
-            Some((
-                "max.in.flight.requests.per.connection",
-                "`max.in.flight.requests.per.connection` <= 5",
-            ))
-        } else if producer.retries == 0 {
-            Some(("retries", "`retries` > 0"))
-        } else {
-            None
-        };
-        if let Some((key, need)) = conflict {
+        if let Some(conflict) = producer.idempotence_conflict() {
             if let Some(idempotence) = span_of("enable.idempotence") {
-                let span = span_of(key).unwrap_or(idempotence);
+                let span = span_of(conflict.key).unwrap_or(idempotence);
                 return Err(Error::at(
                     span,
-                    format!("`enable.idempotence` = true needs {need} (Kafka rejects this producer configuration)"),
+                    format!("`enable.idempotence` = true needs {} (Kafka rejects this producer configuration)", conflict.needs),
                 ));
             }
             producer.enable_idempotence = false;
