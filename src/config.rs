@@ -131,6 +131,42 @@ impl Default for ProducerConfig {
     }
 }
 
+/// A producer key set against what idempotence needs: the key, and the need as a message
+/// says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdempotenceConflict {
+    pub key: &'static str,
+    pub needs: &'static str,
+}
+
+impl ProducerConfig {
+    /// Kafka's rule (KafkaProducer's constructor): idempotence needs acks=all, at most 5
+    /// requests in flight and retries. The first key that breaks it, if any.
+    pub fn idempotence_conflict(&self) -> Option<IdempotenceConflict> {
+        let conflict = |key, needs| Some(IdempotenceConflict { key, needs });
+        if self.acks != Acks::All {
+            conflict("acks", "`acks` = \"all\"")
+        } else if self.max_in_flight_requests_per_connection > 5 {
+            conflict(
+                "max.in.flight.requests.per.connection",
+                "`max.in.flight.requests.per.connection` <= 5",
+            )
+        } else if self.retries == 0 {
+            conflict("retries", "`retries` > 0")
+        } else {
+            None
+        }
+    }
+
+    /// Whether the producer is idempotent. Kafka 3.x turns idempotence off when the rule is
+    /// broken and `enable.idempotence` was left at its default (set explicitly, it refuses
+    /// the configuration); scenarios override `acks` without touching `enable.idempotence`,
+    /// so the implicit rule is the one that applies.
+    pub fn idempotent(&self) -> bool {
+        self.enable_idempotence && self.idempotence_conflict().is_none()
+    }
+}
+
 /// Consumer configuration (`[consumer]`), Kafka's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsumerConfig {
@@ -193,4 +229,47 @@ impl LogConfig {
 /// A millisecond config value as a `Duration`; `NEVER` stays effectively infinite.
 pub fn ms(value: u64) -> Duration {
     Duration::from_millis(value.min(NEVER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotence_needs_acks_all_few_requests_in_flight_and_retries() {
+        let default = ProducerConfig::default();
+        assert!(default.idempotent());
+        let broken = [
+            (
+                ProducerConfig {
+                    acks: Acks::Leader,
+                    ..default.clone()
+                },
+                "acks",
+            ),
+            (
+                ProducerConfig {
+                    max_in_flight_requests_per_connection: 6,
+                    ..default.clone()
+                },
+                "max.in.flight.requests.per.connection",
+            ),
+            (
+                ProducerConfig {
+                    retries: 0,
+                    ..default.clone()
+                },
+                "retries",
+            ),
+        ];
+        for (config, key) in broken {
+            assert_eq!(config.idempotence_conflict().map(|c| c.key), Some(key));
+            assert!(!config.idempotent(), "{key}");
+        }
+        let off = ProducerConfig {
+            enable_idempotence: false,
+            ..default
+        };
+        assert!(!off.idempotent());
+    }
 }

@@ -946,3 +946,38 @@ seeds = 4
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// TOML splits an unquoted dotted key into nested tables; an error about its value still
+/// names the value's own line and column, as it does for the quoted form.
+#[test]
+fn dotted_keys_keep_their_positions() {
+    let acks = "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\"";
+    assert_error(
+        &format!("producer.acks = \"2\"\n{MINIMAL}"),
+        &format!("s.toml:1:17: {acks}"),
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\nproducer.acks = \"2\"\n"),
+        &format!("s.toml:6:17: {acks}"),
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"producer.acks\" = \"2\"\n"),
+        &format!("s.toml:6:19: {acks}"),
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\nbroker.min.insync.replicas = 0\n"),
+        "s.toml:6:30: `min.insync.replicas` must be from 1 to 2147483647, found 0",
+    );
+    assert_error(
+        &format!("{MINIMAL}[broker]\nmin.insync.replicas = 0\n"),
+        "s.toml:6:23: `min.insync.replicas` must be from 1 to 2147483647, found 0",
+    );
+    assert_error(
+        "duration = \"30s\"\n[cluster]\nbrokers = 3\ntopics = [{ name = \"orders\", config = { min.insync.replicas = 0 } }]\n",
+        "s.toml:4:63: `min.insync.replicas` must be from 1 to 2147483647, found 0",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\nproducer.retries = 1\n  producer.linger = \"5ms\"\n"),
+        "s.toml:7:12: unknown key `producer.linger` in variant `v`; did you mean `producer.linger.ms`?",
+    );
+}

@@ -1,24 +1,7 @@
 //! The verdict against a scenario's `[expect]` (every seed) and `[expect_some]` (at least
 //! one seed of the set).
 
-use super::Counts;
-
-/// A checker count, as named in `[expect]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Count {
-    Attempted,
-    Acked,
-    Failed,
-    Indeterminate,
-    Lost,
-    Moved,
-    Duplicates,
-    Unexpected,
-    Reordered,
-    DirtyReads,
-    Divergent,
-    Offline,
-}
+use super::{count_name, Count, Counts};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Comparison {
@@ -36,24 +19,6 @@ pub struct Expectation {
     pub count: Count,
     pub comparison: Comparison,
     pub value: u64,
-}
-
-/// The count's name as written in `[expect]`.
-pub fn count_name(count: Count) -> &'static str {
-    match count {
-        Count::Attempted => "attempted",
-        Count::Acked => "acked",
-        Count::Failed => "failed",
-        Count::Indeterminate => "indeterminate",
-        Count::Lost => "lost",
-        Count::Moved => "moved",
-        Count::Duplicates => "duplicates",
-        Count::Unexpected => "unexpected",
-        Count::Reordered => "reordered",
-        Count::DirtyReads => "dirty_reads",
-        Count::Divergent => "divergent",
-        Count::Offline => "offline",
-    }
 }
 
 pub fn comparison_symbol(comparison: Comparison) -> &'static str {

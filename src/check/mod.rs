@@ -8,6 +8,7 @@
 //! Cost: O(n log n) in the number of events and records (two sorts and a merge join),
 //! so that histories of a million events check in well under a second.
 
+mod counts;
 mod describe;
 mod expect;
 mod final_read;
@@ -15,77 +16,17 @@ mod reorder;
 mod replicas;
 mod sends;
 
-pub use expect::{
-    comparison_symbol, count_name, evaluate, evaluate_some, holds, Comparison, Count, Expectation,
-};
+pub use counts::{count_name, Count, Counts, ANOMALIES};
+pub use expect::{comparison_symbol, evaluate, evaluate_some, holds, Comparison, Expectation};
 
 use crate::history::final_state::FinalState;
 use crate::history::{Event, Op};
 use final_read::FinalIndex;
 use sends::{Outcome, Send};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Examples kept per count: enough to follow into the trace, few enough to read.
 pub const EXAMPLES_PER_COUNT: usize = 5;
-
-/// Every count of CHECKERS.md.
-///
-/// Sends are keyed by message id; a well-formed history has one invoke and at most one
-/// completion per id. Defensively, an id with several completions takes the strongest
-/// (ok, then fail, then info): if the client was ever told "ok", its ack is checked.
-/// `attempted == acked + failed + indeterminate`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Counts {
-    /// Distinct ids the history mentions in an invoke (or, defensively, a completion).
-    pub attempted: u64,
-    pub acked: u64,
-    pub failed: u64,
-    /// Completed with info, or never completed.
-    pub indeterminate: u64,
-    /// Acked ids with no copy anywhere in the final read.
-    pub lost: u64,
-    /// Acked ids with copies in the final read, none at the acked partition and offset.
-    pub moved: u64,
-    /// Over attempted ids: copies in the final read beyond the first. Records of ids
-    /// never attempted count as `unexpected` only.
-    pub duplicates: u64,
-    /// Final-read records whose value carries no parseable id, or an id never attempted.
-    pub unexpected: u64,
-    /// Inversions: see [`reorder`] for the exact definition.
-    pub reordered: u64,
-    /// Read events (one per consumer read) whose id the final read does not hold at that
-    /// partition and offset.
-    pub dirty_reads: u64,
-    /// Partitions whose in-ISR replicas hold different records below the HW.
-    pub divergent: u64,
-    /// Partitions without a leader after the heal phase.
-    pub offline: u64,
-    /// Attempted ids with at least one copy in the final read.
-    pub delivered: u64,
-    /// Attempted ids neither delivered nor failed; equals `attempted - delivered - failed`
-    /// unless a send that definitely failed shows up in the final read anyway.
-    pub missing: u64,
-}
-
-impl Counts {
-    pub fn get(&self, count: Count) -> u64 {
-        match count {
-            Count::Attempted => self.attempted,
-            Count::Acked => self.acked,
-            Count::Failed => self.failed,
-            Count::Indeterminate => self.indeterminate,
-            Count::Lost => self.lost,
-            Count::Moved => self.moved,
-            Count::Duplicates => self.duplicates,
-            Count::Unexpected => self.unexpected,
-            Count::Reordered => self.reordered,
-            Count::DirtyReads => self.dirty_reads,
-            Count::Divergent => self.divergent,
-            Count::Offline => self.offline,
-        }
-    }
-}
 
 /// One instance of a count, in words a person can follow into the trace.
 #[derive(Clone, Debug, PartialEq, Eq)]

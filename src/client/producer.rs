@@ -156,7 +156,7 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
 impl Producer {
     fn new(ctx: &ProducerContext) -> Self {
         let config = ctx.config.clone();
-        let idempotent = idempotence_enabled(&config);
+        let idempotent = config.idempotent();
         let accumulator = RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
             linger: ms(config.linger_ms),
@@ -487,15 +487,6 @@ impl Producer {
         });
         true
     }
-}
-
-/// Kafka 3.x turns idempotence off, unless set explicitly, when `acks` is not `all` or
-/// more than 5 requests may be in flight; scenarios override `acks` without touching
-/// `enable.idempotence`, so the implicit rule is the one that applies.
-pub fn idempotence_enabled(config: &ProducerConfig) -> bool {
-    config.enable_idempotence
-        && config.acks == Acks::All
-        && config.max_in_flight_requests_per_connection <= 5
 }
 
 /// The application: one send every `1/rate` s until `stop_at` or the budget runs out.

@@ -1,9 +1,11 @@
 //! What `hightide run` prints: a line per seed and variant (a table when several variants
 //! ran on one seed), the details of a failing run, and a summary per variant.
 
+pub use crate::check::ANOMALIES;
+
 use super::latency::HistoryStats;
+use crate::check::Expectation;
 use crate::check::{count_name, evaluate_some, Counts, Verdict};
-use crate::check::{Count, Expectation};
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
@@ -55,18 +57,6 @@ impl RunReport {
     }
 }
 
-/// The anomaly counts, in the order reports show them.
-pub const ANOMALIES: [Count; 8] = [
-    Count::Lost,
-    Count::Moved,
-    Count::Duplicates,
-    Count::Unexpected,
-    Count::Reordered,
-    Count::DirtyReads,
-    Count::Divergent,
-    Count::Offline,
-];
-
 /// A trace hash as printed everywhere: 16 hex digits.
 pub fn hash_text(hash: u64) -> String {
     format!("{hash:016x}")
@@ -107,7 +97,7 @@ pub fn run_details(report: &RunReport) -> String {
     for failure in &report.failures {
         let _ = writeln!(text, "    {failure}");
     }
-    for count in ANOMALIES {
+    for &count in ANOMALIES {
         if report.counts().get(count) == 0 {
             continue;
         }

@@ -110,6 +110,117 @@ pub enum FaultAction {
     },
 }
 
+/// The one table of fault actions: a row per action with its name in a scenario file, the
+/// fields it takes besides `at` and `action`, and whether it acts on a disk (so only hosts
+/// with one qualify). The parser, the nemesis and the timeline read their names here.
+macro_rules! fault_kinds {
+    ($($kind:ident: $name:literal, [$($field:literal),*], disk: $disk:literal;)*) => {
+        /// A fault action without its arguments.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum FaultKind {
+            $($kind,)*
+        }
+
+        impl FaultKind {
+            /// Every action, in the order errors list them.
+            pub const ALL: &'static [FaultKind] = &[$(FaultKind::$kind,)*];
+
+            /// As written in a scenario file: `power-loss`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(FaultKind::$kind => $name,)*
+                }
+            }
+
+            /// The fields it takes besides `at` and `action`, all required.
+            pub fn fields(self) -> &'static [&'static str] {
+                match self {
+                    $(FaultKind::$kind => &[$($field),*],)*
+                }
+            }
+
+            pub fn on_disk(self) -> bool {
+                match self {
+                    $(FaultKind::$kind => $disk,)*
+                }
+            }
+        }
+    };
+}
+
+fault_kinds! {
+    Kill: "kill", ["target"], disk: false;
+    Shutdown: "shutdown", ["target"], disk: false;
+    PowerLoss: "power-loss", ["target"], disk: false;
+    Restart: "restart", ["target"], disk: false;
+    Partition: "partition", ["groups"], disk: false;
+    Isolate: "isolate", ["target"], disk: false;
+    Heal: "heal", [], disk: false;
+    SlowLink: "slow-link", ["between", "latency"], disk: false;
+    SlowDisk: "slow-disk", ["target", "latency"], disk: true;
+    HealDisk: "heal-disk", ["target"], disk: true;
+    FsyncError: "fsync-error", ["target"], disk: true;
+    DiskFull: "disk-full", ["target"], disk: true;
+    Corrupt: "corrupt", ["target", "file", "bytes"], disk: true;
+}
+
+impl FaultAction {
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            FaultAction::Kill(_) => FaultKind::Kill,
+            FaultAction::Shutdown(_) => FaultKind::Shutdown,
+            FaultAction::PowerLoss(_) => FaultKind::PowerLoss,
+            FaultAction::Restart(_) => FaultKind::Restart,
+            FaultAction::Partition(_) => FaultKind::Partition,
+            FaultAction::Isolate(_) => FaultKind::Isolate,
+            FaultAction::Heal => FaultKind::Heal,
+            FaultAction::SlowLink { .. } => FaultKind::SlowLink,
+            FaultAction::SlowDisk { .. } => FaultKind::SlowDisk,
+            FaultAction::HealDisk(_) => FaultKind::HealDisk,
+            FaultAction::FsyncError(_) => FaultKind::FsyncError,
+            FaultAction::DiskFull(_) => FaultKind::DiskFull,
+            FaultAction::Corrupt { .. } => FaultKind::Corrupt,
+        }
+    }
+}
+
+impl std::fmt::Display for FaultAction {
+    /// As a person would write it in a scenario file: `slow-link broker-1 <-> broker-2 +50ms`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.kind().name())?;
+        match self {
+            FaultAction::Kill(target)
+            | FaultAction::Shutdown(target)
+            | FaultAction::PowerLoss(target)
+            | FaultAction::Restart(target)
+            | FaultAction::Isolate(target)
+            | FaultAction::HealDisk(target)
+            | FaultAction::FsyncError(target)
+            | FaultAction::DiskFull(target) => write!(f, " {target}"),
+            FaultAction::Partition(groups) => {
+                let groups: Vec<String> = groups.iter().map(ToString::to_string).collect();
+                write!(f, " {}", groups.join(" | "))
+            }
+            FaultAction::Heal => Ok(()),
+            FaultAction::SlowLink { between, latency } => write!(
+                f,
+                " {} <-> {} +{}ms",
+                between.0,
+                between.1,
+                latency.as_millis()
+            ),
+            FaultAction::SlowDisk { target, latency } => {
+                write!(f, " {target} +{}ms", latency.as_millis())
+            }
+            FaultAction::Corrupt {
+                target,
+                file,
+                bytes,
+            } => write!(f, " {target} {file} {bytes}B"),
+        }
+    }
+}
+
 /// A fault target; leader and follower targets are resolved when the fault fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -134,8 +245,29 @@ pub struct Nemesis {
     pub recover: Duration,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NemesisAction {
+/// The fault actions the nemesis draws from, named after the fault actions they start
+/// (the variant names must match `FaultKind`'s), in the order errors list them.
+macro_rules! nemesis_actions {
+    ($($kind:ident),* $(,)?) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum NemesisAction {
+            $($kind,)*
+        }
+
+        impl NemesisAction {
+            pub const ALL: &'static [NemesisAction] = &[$(NemesisAction::$kind,)*];
+
+            /// The fault action it starts; its name is the action's.
+            pub fn kind(self) -> FaultKind {
+                match self {
+                    $(NemesisAction::$kind => FaultKind::$kind,)*
+                }
+            }
+        }
+    };
+}
+
+nemesis_actions! {
     Kill,
     PowerLoss,
     Shutdown,
@@ -162,6 +294,54 @@ impl std::fmt::Display for Target {
             Target::Follower(tp) => write!(f, "follower:{tp}"),
             Target::Followers(tp) => write!(f, "followers:{tp}"),
             Target::RandomBroker => f.write_str("random-broker"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_names_are_distinct_and_the_nemesis_uses_them() {
+        let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
+        let mut distinct = names.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), names.len());
+        for action in NemesisAction::ALL {
+            assert!(names.contains(&action.kind().name()), "{action:?}");
+        }
+    }
+
+    #[test]
+    fn a_fired_fault_reads_as_written() {
+        let broker = |n| Target::Host(HostName::Broker(n));
+        let cases = [
+            (FaultAction::Kill(broker(1)), "kill broker-1"),
+            (FaultAction::Heal, "heal"),
+            (
+                FaultAction::Partition(vec![broker(1), Target::List(vec![broker(2), broker(3)])]),
+                "partition broker-1 | [broker-2, broker-3]",
+            ),
+            (
+                FaultAction::SlowLink {
+                    between: (broker(1), Target::Leader(TopicPartition::new("orders", 0))),
+                    latency: Duration::from_millis(50),
+                },
+                "slow-link broker-1 <-> leader:orders/0 +50ms",
+            ),
+            (
+                FaultAction::Corrupt {
+                    target: Target::Brokers,
+                    file: "*.log".into(),
+                    bytes: 4,
+                },
+                "corrupt brokers *.log 4B",
+            ),
+        ];
+        for (action, text) in cases {
+            assert_eq!(action.to_string(), text);
         }
     }
 }

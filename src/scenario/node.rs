@@ -1,24 +1,14 @@
 //! A TOML document as a tree in which every key and every value keeps its byte span, so
 //! that every error, of syntax or of meaning, can name the line and column it is about.
 //!
-//! toml 0.8 hands spans out through serde_spanned's private struct protocol. We speak it
-//! ourselves rather than use `toml::Spanned` because `toml::Spanned` fails on the
-//! implicit tables of dotted keys (`min.insync.replicas = 1` unquoted), which carry no
-//! span: we take the span when it is offered and borrow a neighbour's when it is not.
+//! The tree is read from toml_edit's `ImDocument`, whose keys and items keep their spans
+//! through its public API. The implicit tables of unquoted dotted keys
+//! (`min.insync.replicas = 1`) have no span of their own: they borrow a neighbour's.
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::fmt;
 use std::ops::Range;
+use toml_edit::{ImDocument, InlineTable, Item, Key, Table};
 
-const SPANNED_NAME: &str = "$__serde_spanned_private_Spanned";
-const SPANNED_START: &str = "$__serde_spanned_private_start";
-const SPANNED_END: &str = "$__serde_spanned_private_end";
-const SPANNED_VALUE: &str = "$__serde_spanned_private_value";
-const SPANNED_FIELDS: &[&str] = &[SPANNED_START, SPANNED_END, SPANNED_VALUE];
-/// toml presents a date-time as a one-entry map under this key.
-const DATETIME_FIELD: &str = "$__toml_private_datetime";
-
-/// Marks a span toml did not give; `fill_spans` replaces every one of them.
+/// Marks a span the document did not give; `fill_spans` replaces every one of them.
 const UNKNOWN: Range<usize> = usize::MAX..usize::MAX;
 
 /// A value and where it stands in the file.
@@ -65,17 +55,12 @@ impl Value {
 
 /// Parse `text` into its root table. Errors carry toml's span and message.
 pub(crate) fn parse_document(text: &str) -> Result<Vec<Entry>, (Option<Range<usize>>, String)> {
-    let mut root: Node = toml::from_str::<NodeSeedOwned>(text)
-        .map(|n| n.0)
+    let document = ImDocument::parse(text)
         .map_err(|e| (e.span(), e.message().trim_end().replace('\n', ": ")))?;
-    fill_spans(&mut root, &(0..0));
-    match root.value {
-        Value::Table(entries) => Ok(entries),
-        other => Err((
-            None,
-            format!("expected a table at the top, found {}", other.type_name()),
-        )),
-    }
+    let root = document.as_table();
+    let mut entries = table_entries(root);
+    fill_entries(&mut entries, &root.span().unwrap_or(0..0));
+    Ok(entries)
 }
 
 /// 1-based line and column (in characters) of byte `offset`.
@@ -91,6 +76,71 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// `None` for `Item::None`, an entry removed from a table, which a parsed one never holds.
+fn item(item: &Item) -> Option<Node> {
+    match item {
+        Item::None => None,
+        Item::Value(value) => Some(self::value(value)),
+        Item::Table(table) => Some(table_node(table)),
+        Item::ArrayOfTables(tables) => Some(Node {
+            span: spanned(tables.span()),
+            value: Value::Array(tables.iter().map(table_node).collect()),
+        }),
+    }
+}
+
+fn table_node(table: &Table) -> Node {
+    Node {
+        span: spanned(table.span()),
+        value: Value::Table(table_entries(table)),
+    }
+}
+
+fn table_entries(table: &Table) -> Vec<Entry> {
+    table
+        .iter()
+        .filter_map(|(name, _)| table.get_key_value(name))
+        .filter_map(|(key, value)| Some(entry(key, item(value)?)))
+        .collect()
+}
+
+fn value(value: &toml_edit::Value) -> Node {
+    use toml_edit::Value as V;
+    let converted = match value {
+        V::String(text) => Value::String(text.value().clone()),
+        V::Integer(integer) => Value::Integer(*integer.value()),
+        V::Float(float) => Value::Float(*float.value()),
+        V::Boolean(boolean) => Value::Boolean(*boolean.value()),
+        V::Datetime(_) => Value::Datetime,
+        V::Array(items) => Value::Array(items.iter().map(self::value).collect()),
+        V::InlineTable(table) => Value::Table(inline_entries(table)),
+    };
+    Node {
+        span: spanned(value.span()),
+        value: converted,
+    }
+}
+
+fn inline_entries(table: &InlineTable) -> Vec<Entry> {
+    table
+        .iter()
+        .filter_map(|(name, _)| table.get_key_value(name))
+        .filter_map(|(key, value)| Some(entry(key, item(value)?)))
+        .collect()
+}
+
+fn entry(key: &Key, value: Node) -> Entry {
+    Entry {
+        key: key.get().to_owned(),
+        key_span: spanned(key.span()),
+        value,
+    }
+}
+
+fn spanned(span: Option<Range<usize>>) -> Range<usize> {
+    span.unwrap_or(UNKNOWN)
+}
+
 /// Give every node and key without a span the nearest known one: a value takes its key's
 /// span, a key its value's, and both their parent's when neither is known.
 fn fill_spans(node: &mut Node, parent: &Range<usize>) {
@@ -104,195 +154,22 @@ fn fill_spans(node: &mut Node, parent: &Range<usize>) {
                 fill_spans(item, &here);
             }
         }
-        Value::Table(entries) => {
-            for entry in entries {
-                if entry.key_span == UNKNOWN {
-                    entry.key_span = if entry.value.span == UNKNOWN {
-                        here.clone()
-                    } else {
-                        entry.value.span.clone()
-                    };
-                }
-                let key_span = entry.key_span.clone();
-                fill_spans(&mut entry.value, &key_span);
-            }
-        }
+        Value::Table(entries) => fill_entries(entries, &here),
         _ => {}
     }
 }
 
-/// A whole node: asks for a span first (`deserialize_struct` with the spanned protocol).
-struct NodeSeedOwned(Node);
-
-impl<'de> de::Deserialize<'de> for NodeSeedOwned {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        SpannedSeed.deserialize(deserializer).map(NodeSeedOwned)
-    }
-}
-
-struct SpannedSeed;
-
-impl<'de> DeserializeSeed<'de> for SpannedSeed {
-    type Value = Node;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, NodeVisitor)
-    }
-}
-
-/// The value inside a span: must not ask for a span again (toml would offer it again).
-struct InnerSeed;
-
-impl<'de> DeserializeSeed<'de> for InnerSeed {
-    type Value = Node;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
-        deserializer.deserialize_any(NodeVisitor)
-    }
-}
-
-fn unspanned(value: Value) -> Node {
-    Node {
-        span: UNKNOWN,
-        value,
-    }
-}
-
-struct NodeVisitor;
-
-impl<'de> Visitor<'de> for NodeVisitor {
-    type Value = Node;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a TOML value")
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node, E> {
-        Ok(unspanned(Value::Boolean(v)))
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node, E> {
-        Ok(unspanned(Value::Integer(v)))
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node, E> {
-        i64::try_from(v)
-            .map(|v| unspanned(Value::Integer(v)))
-            .map_err(|_| E::custom(format!("integer {v} is out of range")))
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        Ok(unspanned(Value::Float(v)))
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node, E> {
-        Ok(unspanned(Value::String(v.to_owned())))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node, E> {
-        Ok(unspanned(Value::String(v)))
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(SpannedSeed)? {
-            items.push(item);
+fn fill_entries(entries: &mut [Entry], parent: &Range<usize>) {
+    for entry in entries {
+        if entry.key_span == UNKNOWN {
+            entry.key_span = if entry.value.span == UNKNOWN {
+                parent.clone()
+            } else {
+                entry.value.span.clone()
+            };
         }
-        Ok(unspanned(Value::Array(items)))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
-        let Some(first) = map.next_key_seed(KeySeed)? else {
-            return Ok(unspanned(Value::Table(Vec::new())));
-        };
-        match first.key.as_str() {
-            SPANNED_START => {
-                let start: usize = map.next_value()?;
-                let mut end = start;
-                let mut inner = None;
-                while let Some(field) = map.next_key_seed(KeySeed)? {
-                    match field.key.as_str() {
-                        SPANNED_END => end = map.next_value()?,
-                        SPANNED_VALUE => inner = Some(map.next_value_seed(InnerSeed)?),
-                        other => return Err(de::Error::unknown_field(other, SPANNED_FIELDS)),
-                    }
-                }
-                let mut node = inner.ok_or_else(|| de::Error::missing_field(SPANNED_VALUE))?;
-                node.span = start..end;
-                Ok(node)
-            }
-            DATETIME_FIELD => {
-                let _text: String = map.next_value()?;
-                Ok(unspanned(Value::Datetime))
-            }
-            _ => {
-                let mut entries = Vec::new();
-                let value = map.next_value_seed(SpannedSeed)?;
-                entries.push(Entry {
-                    key: first.key,
-                    key_span: first.span,
-                    value,
-                });
-                while let Some(key) = map.next_key_seed(KeySeed)? {
-                    let value = map.next_value_seed(SpannedSeed)?;
-                    entries.push(Entry {
-                        key: key.key,
-                        key_span: key.span,
-                        value,
-                    });
-                }
-                Ok(unspanned(Value::Table(entries)))
-            }
-        }
-    }
-}
-
-struct Key {
-    key: String,
-    span: Range<usize>,
-}
-
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Key;
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
-        deserializer.deserialize_struct(SPANNED_NAME, SPANNED_FIELDS, KeyVisitor)
-    }
-}
-
-struct KeyVisitor;
-
-impl<'de> Visitor<'de> for KeyVisitor {
-    type Value = Key;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a key")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key {
-            key: v.to_owned(),
-            span: UNKNOWN,
-        })
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
-        let mut start = None;
-        let mut end = None;
-        let mut key = None;
-        while let Some(field) = map.next_key::<String>()? {
-            match field.as_str() {
-                SPANNED_START => start = Some(map.next_value::<usize>()?),
-                SPANNED_END => end = Some(map.next_value::<usize>()?),
-                SPANNED_VALUE => key = Some(map.next_value::<String>()?),
-                other => return Err(de::Error::unknown_field(other, SPANNED_FIELDS)),
-            }
-        }
-        let key = key.ok_or_else(|| de::Error::missing_field(SPANNED_VALUE))?;
-        let span = match (start, end) {
-            (Some(start), Some(end)) => start..end,
-            _ => UNKNOWN,
-        };
-        Ok(Key { key, span })
+        let key_span = entry.key_span.clone();
+        fill_spans(&mut entry.value, &key_span);
     }
 }
 

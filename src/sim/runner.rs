@@ -194,7 +194,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     };
     for fault in &schedule {
         advance(&mut world, fault.at, &harness.view, &mut timeline)?;
-        timeline.faults.push((fault.at, describe(&fault.action)));
+        timeline.faults.push((fault.at, fault.action.to_string()));
         apply(&mut world, &mut harness, settings, fault);
     }
     advance(&mut world, settings.duration, &harness.view, &mut timeline)?;
@@ -217,42 +217,6 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     timeline.hosts = world.hosts().to_vec();
     timeline.host_changes = world.host_changes().to_vec();
     Ok((history.events(), final_state, timeline))
-}
-
-/// A fault as a person would write it in a scenario file.
-fn describe(action: &FaultAction) -> String {
-    let t = |target: &Target| target.to_string();
-    match action {
-        FaultAction::Kill(x) => format!("kill {}", t(x)),
-        FaultAction::Shutdown(x) => format!("shutdown {}", t(x)),
-        FaultAction::PowerLoss(x) => format!("power-loss {}", t(x)),
-        FaultAction::Restart(x) => format!("restart {}", t(x)),
-        FaultAction::Partition(groups) => {
-            let groups: Vec<String> = groups.iter().map(t).collect();
-            format!("partition {}", groups.join(" | "))
-        }
-        FaultAction::Isolate(x) => format!("isolate {}", t(x)),
-        FaultAction::Heal => "heal".to_string(),
-        FaultAction::SlowLink { between, latency } => {
-            format!(
-                "slow-link {} <-> {} +{}ms",
-                t(&between.0),
-                t(&between.1),
-                latency.as_millis()
-            )
-        }
-        FaultAction::SlowDisk { target, latency } => {
-            format!("slow-disk {} +{}ms", t(target), latency.as_millis())
-        }
-        FaultAction::HealDisk(x) => format!("heal-disk {}", t(x)),
-        FaultAction::FsyncError(x) => format!("fsync-error {}", t(x)),
-        FaultAction::DiskFull(x) => format!("disk-full {}", t(x)),
-        FaultAction::Corrupt {
-            target,
-            file,
-            bytes,
-        } => format!("corrupt {} {file} {bytes}B", t(target)),
-    }
 }
 
 fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {

@@ -1,0 +1,151 @@
+//! The one table of checker counts. Each row is a field of [`Counts`] (and so a key of the
+//! JSON report, in row order); the tallies and anomalies are also a [`Count`], named in
+//! `[expect]` by the field's name, and the anomalies are the counts the report explains
+//! with examples. A new count is one row here.
+
+use serde::Serialize;
+
+macro_rules! counts {
+    (
+        $(#[$doc:meta])*
+        tallies { $($(#[$tally_doc:meta])* $tally:ident: $Tally:ident,)* }
+        anomalies { $($(#[$anomaly_doc:meta])* $anomaly:ident: $Anomaly:ident,)* }
+        report_only { $($(#[$other_doc:meta])* $other:ident,)* }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+        pub struct Counts {
+            $($(#[$tally_doc])* pub $tally: u64,)*
+            $($(#[$anomaly_doc])* pub $anomaly: u64,)*
+            $($(#[$other_doc])* pub $other: u64,)*
+        }
+
+        /// A checker count, as named in `[expect]`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+        pub enum Count {
+            $($Tally,)*
+            $($Anomaly,)*
+        }
+
+        impl Count {
+            /// Every count, in the order errors list them.
+            pub const ALL: &'static [Count] = &[$(Count::$Tally,)* $(Count::$Anomaly,)*];
+        }
+
+        /// The counts that are anomalies, in the order the report explains them.
+        pub const ANOMALIES: &[Count] = &[$(Count::$Anomaly,)*];
+
+        /// The count's name as written in `[expect]`.
+        pub fn count_name(count: Count) -> &'static str {
+            match count {
+                $(Count::$Tally => stringify!($tally),)*
+                $(Count::$Anomaly => stringify!($anomaly),)*
+            }
+        }
+
+        impl Counts {
+            pub fn get(&self, count: Count) -> u64 {
+                match count {
+                    $(Count::$Tally => self.$tally,)*
+                    $(Count::$Anomaly => self.$anomaly,)*
+                }
+            }
+        }
+    };
+}
+
+counts! {
+    /// Every count of CHECKERS.md.
+    ///
+    /// Sends are keyed by message id; a well-formed history has one invoke and at most one
+    /// completion per id. Defensively, an id with several completions takes the strongest
+    /// (ok, then fail, then info): if the client was ever told "ok", its ack is checked.
+    /// `attempted == acked + failed + indeterminate`.
+    tallies {
+        /// Distinct ids the history mentions in an invoke (or, defensively, a completion).
+        attempted: Attempted,
+        acked: Acked,
+        failed: Failed,
+        /// Completed with info, or never completed.
+        indeterminate: Indeterminate,
+    }
+    anomalies {
+        /// Acked ids with no copy anywhere in the final read.
+        lost: Lost,
+        /// Acked ids with copies in the final read, none at the acked partition and offset.
+        moved: Moved,
+        /// Over attempted ids: copies in the final read beyond the first. Records of ids
+        /// never attempted count as `unexpected` only.
+        duplicates: Duplicates,
+        /// Final-read records whose value carries no parseable id, or an id never attempted.
+        unexpected: Unexpected,
+        /// Inversions: see [`reorder`](super::reorder) for the exact definition.
+        reordered: Reordered,
+        /// Read events (one per consumer read) whose id the final read does not hold at that
+        /// partition and offset.
+        dirty_reads: DirtyReads,
+        /// Partitions whose in-ISR replicas hold different records below the HW.
+        divergent: Divergent,
+        /// Partitions without a leader after the heal phase.
+        offline: Offline,
+    }
+    report_only {
+        /// Attempted ids with at least one copy in the final read.
+        delivered,
+        /// Attempted ids neither delivered nor failed; equals `attempted - delivered - failed`
+        /// unless a send that definitely failed shows up in the final read anyway.
+        missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_report_keeps_its_keys_and_their_order() {
+        let json = serde_json::to_string(&Counts::default()).unwrap();
+        assert_eq!(
+            json,
+            "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
+             \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
+             \"divergent\":0,\"offline\":0,\"delivered\":0,\"missing\":0}"
+        );
+    }
+
+    #[test]
+    fn every_count_reads_its_own_field() {
+        let counts = Counts {
+            attempted: 1,
+            acked: 2,
+            failed: 3,
+            indeterminate: 4,
+            lost: 5,
+            moved: 6,
+            duplicates: 7,
+            unexpected: 8,
+            reordered: 9,
+            dirty_reads: 10,
+            divergent: 11,
+            offline: 12,
+            delivered: 13,
+            missing: 14,
+        };
+        let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
+        assert_eq!(got, (1..=12).collect::<Vec<u64>>());
+        let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
+        assert_eq!(
+            names,
+            [
+                "lost",
+                "moved",
+                "duplicates",
+                "unexpected",
+                "reordered",
+                "dirty_reads",
+                "divergent",
+                "offline"
+            ]
+        );
+    }
+}

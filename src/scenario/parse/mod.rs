@@ -1,0 +1,38 @@
+//! From the spanned TOML tree to a validated `Scenario`.
+//!
+//! Two passes. The first reads the file into plain parts and rejects what is wrong on its
+//! face (unknown keys, wrong types, malformed durations and targets). Configuration keys
+//! are kept as assignments, not applied, because each variant applies the top-level ones
+//! and then its own. The second pass (`resolve`) resolves each variant's `Settings` from
+//! the defaults and checks what depends on the whole (targets against the cluster, `at`
+//! against `duration`, Kafka's cross-key producer rules).
+//!
+//! One submodule per part of the file: `document` the top level, `sections` the
+//! configuration sections, `cluster`, `faults` (with `targets`), `nemesis`, `expect`,
+//! `variants`; `sweep` reads a sweep matrix.
+
+mod cluster;
+mod document;
+mod expect;
+mod faults;
+mod nemesis;
+mod resolve;
+mod sections;
+mod sweep;
+mod targets;
+mod variants;
+
+pub(crate) use document::scenario;
+pub(crate) use sweep::{matrix, sweep_base, sweep_variants};
+
+use super::keys;
+use super::node::{Entry, Node, Value};
+use super::Error;
+
+/// The entries of a table; anything else is an error naming `name`.
+fn table<'a>(name: &str, node: &'a Node) -> Result<&'a [Entry], Error> {
+    match &node.value {
+        Value::Table(entries) => Ok(entries),
+        _ => Err(keys::wrong_type(name, "a table", node)),
+    }
+}

@@ -1,0 +1,174 @@
+//! The second pass: one variant's `Settings` from the defaults, the top-level assignments
+//! and the variant's own, checked as a whole (Kafka's cross-key producer rules, the
+//! workload's topic, the faults against the cluster).
+
+use super::document::Doc;
+use super::faults::{check_faults, FaultChoice};
+use super::keys;
+use super::sections::{Assign, Sec};
+use super::variants::RawVariant;
+use crate::config::ProducerConfig;
+use crate::scenario::model::{Settings, Variant};
+use crate::scenario::{suggest, Error};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Variant>, Error> {
+    let mut variants = Vec::with_capacity(raws.len());
+    for raw in raws {
+        let faults = raw.faults.as_ref().or(doc.faults.as_ref());
+        let settings = resolve(doc, &raw.assigns, faults)?;
+        let mut expect = doc.expect.clone();
+        expect.extend(raw.expect.iter().copied());
+        let mut expect_some = doc.expect_some.clone();
+        expect_some.extend(raw.expect_some.iter().copied());
+        variants.push(Variant {
+            name: raw.name.clone(),
+            settings,
+            expect,
+            expect_some,
+        });
+    }
+    Ok(variants)
+}
+
+/// One variant's settings: defaults, then the top-level assignments, then the variant's.
+pub(super) fn resolve(
+    doc: &Doc,
+    variant: &[Assign],
+    faults: Option<&FaultChoice>,
+) -> Result<Settings, Error> {
+    let (duration, _) = doc
+        .duration
+        .clone()
+        .ok_or_else(|| Error::nowhere("missing `duration` (the simulated time of the workload phase, e.g. duration = \"30s\")".to_owned()))?;
+    let cluster = doc
+        .cluster
+        .clone()
+        .ok_or_else(|| Error::nowhere("missing [cluster] (brokers and topics)".to_owned()))?;
+    let mut settings = Settings {
+        duration,
+        heal: doc.heal.unwrap_or(Duration::from_secs(30)),
+        cluster,
+        broker: Default::default(),
+        producer: Default::default(),
+        consumer: Default::default(),
+        workload: keys::default_workload(),
+        disk: Default::default(),
+        network: keys::default_network(),
+        faults: Vec::new(),
+        nemesis: doc.nemesis.clone(),
+    };
+    // The value span of every key set explicitly (the last setting wins).
+    let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
+    for assign in doc.assigns.iter().chain(variant) {
+        assign
+            .sec
+            .apply(&mut settings, &assign.key, &assign.value)?;
+        explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
+    }
+    producer_rules(&mut settings.producer, &explicit)?;
+    resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
+    let chosen = match faults {
+        None => Vec::new(),
+        Some(FaultChoice::Script(faults)) => faults.clone(),
+        Some(FaultChoice::Set { name, span }) => match doc.fault_sets.get(name) {
+            Some(faults) => faults.clone(),
+            None => {
+                let names: Vec<&str> = doc.fault_sets.keys().map(String::as_str).collect();
+                let message = if names.is_empty() {
+                    format!(
+                        "unknown fault set `{name}`: the scenario defines no [[fault_sets.NAME]]"
+                    )
+                } else {
+                    match suggest(name, &names) {
+                        Some(near) => format!("unknown fault set `{name}`; did you mean `{near}`?"),
+                        None => format!(
+                            "unknown fault set `{name}`; the sets are: {}",
+                            names.join(", ")
+                        ),
+                    }
+                };
+                return Err(Error::at(span, message));
+            }
+        },
+    };
+    check_faults(&chosen, &settings)?;
+    settings.faults = chosen.into_iter().map(|f| f.fault).collect();
+    Ok(settings)
+}
+
+/// Kafka's producer rules between keys (KafkaProducer's constructor): idempotence's needs
+/// (`ProducerConfig::idempotence_conflict`; explicitly enabled it is an error without
+/// them, left at its default it is quietly off); `delivery.timeout.ms` left at its
+/// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
+/// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
+/// value stands, and a request may be cut short by the delivery timeout.
+fn producer_rules(
+    producer: &mut ProducerConfig,
+    explicit: &BTreeMap<(Sec, &str), Range<usize>>,
+) -> Result<(), Error> {
+    let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
+    if producer.enable_idempotence {
+        if let Some(conflict) = producer.idempotence_conflict() {
+            if let Some(idempotence) = span_of("enable.idempotence") {
+                let span = span_of(conflict.key).unwrap_or(idempotence);
+                return Err(Error::at(
+                    span,
+                    format!("`enable.idempotence` = true needs {} (Kafka rejects this producer configuration)", conflict.needs),
+                ));
+            }
+            producer.enable_idempotence = false;
+        }
+    }
+    let floor = producer
+        .linger_ms
+        .saturating_add(producer.request_timeout_ms);
+    if producer.delivery_timeout_ms < floor && span_of("delivery.timeout.ms").is_none() {
+        producer.delivery_timeout_ms = floor;
+    }
+    Ok(())
+}
+
+fn resolve_workload_topic(
+    settings: &mut Settings,
+    span: Option<&Range<usize>>,
+) -> Result<(), Error> {
+    let names: Vec<&str> = settings
+        .cluster
+        .topics
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    match span {
+        None => match names.as_slice() {
+            [only] => {
+                settings.workload.topic = (*only).to_owned();
+                Ok(())
+            }
+            _ => Err(Error::nowhere(format!(
+                "[workload] needs a `topic`: the cluster has {} topics ({})",
+                names.len(),
+                names.join(", ")
+            ))),
+        },
+        Some(span) => {
+            let topic = &settings.workload.topic;
+            if names.contains(&topic.as_str()) {
+                return Ok(());
+            }
+            Err(Error::at(span, unknown_topic(topic, &names)))
+        }
+    }
+}
+
+pub(super) fn unknown_topic(topic: &str, names: &[&str]) -> String {
+    match suggest(topic, names) {
+        Some(near) => format!("unknown topic `{topic}`; did you mean `{near}`?"),
+        None => format!(
+            "unknown topic `{topic}`; the topics of [cluster] are: {}",
+            names.join(", ")
+        ),
+    }
+}

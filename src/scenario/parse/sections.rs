@@ -1,0 +1,159 @@
+//! The configuration sections (`[broker]`, `[producer]`, ...): their keys read as
+//! assignments a variant can override, Kafka's dotted names joined back from TOML's
+//! nested tables.
+
+use super::keys::{self, Section};
+use crate::scenario::model::Settings;
+use crate::scenario::node::{Entry, Node, Value};
+use crate::scenario::{unknown_key, Error};
+use std::collections::BTreeSet;
+
+/// The sections whose keys a variant may change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Sec {
+    Broker,
+    Producer,
+    Consumer,
+    Workload,
+    Disk,
+    Network,
+}
+
+pub(super) const SECTIONS: [Sec; 6] = [
+    Sec::Broker,
+    Sec::Producer,
+    Sec::Consumer,
+    Sec::Workload,
+    Sec::Disk,
+    Sec::Network,
+];
+
+impl Sec {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Sec::Broker => keys::BROKER.name,
+            Sec::Producer => keys::PRODUCER.name,
+            Sec::Consumer => keys::CONSUMER.name,
+            Sec::Workload => keys::WORKLOAD.name,
+            Sec::Disk => keys::DISK.name,
+            Sec::Network => keys::NETWORK.name,
+        }
+    }
+
+    pub(super) fn from_name(name: &str) -> Option<Sec> {
+        SECTIONS.into_iter().find(|sec| sec.name() == name)
+    }
+
+    pub(super) fn key_names(self) -> Vec<&'static str> {
+        match self {
+            Sec::Broker => keys::BROKER.names(),
+            Sec::Producer => keys::PRODUCER.names(),
+            Sec::Consumer => keys::CONSUMER.names(),
+            Sec::Workload => keys::WORKLOAD.names(),
+            Sec::Disk => keys::DISK.names(),
+            Sec::Network => keys::NETWORK.names(),
+        }
+    }
+
+    pub(super) fn apply(
+        self,
+        settings: &mut Settings,
+        key: &str,
+        node: &Node,
+    ) -> Result<(), Error> {
+        fn set<T>(
+            section: &Section<T>,
+            target: &mut T,
+            key: &str,
+            node: &Node,
+        ) -> Result<(), Error> {
+            match section.find(key) {
+                Some(found) => found.apply(target, node),
+                None => Err(Error::at(
+                    &node.span,
+                    format!("unknown key `{key}` in [{}]", section.name),
+                )),
+            }
+        }
+        match self {
+            Sec::Broker => set(&keys::BROKER, &mut settings.broker, key, node),
+            Sec::Producer => set(&keys::PRODUCER, &mut settings.producer, key, node),
+            Sec::Consumer => set(&keys::CONSUMER, &mut settings.consumer, key, node),
+            Sec::Workload => set(&keys::WORKLOAD, &mut settings.workload, key, node),
+            Sec::Disk => set(&keys::DISK, &mut settings.disk, key, node),
+            Sec::Network => set(&keys::NETWORK, &mut settings.network, key, node),
+        }
+    }
+}
+
+/// `key = value` of a configuration section, applied when a variant is resolved.
+#[derive(Clone, Debug)]
+pub(super) struct Assign {
+    pub(super) sec: Sec,
+    pub(super) key: String,
+    pub(super) value: Node,
+}
+
+/// Walk a table, joining the implicit tables of unquoted dotted keys back into Kafka's
+/// dotted names (`min.insync.replicas = 1` is three nested tables in TOML); a path stops
+/// at the first valid key.
+fn flatten<'a>(
+    entries: &'a [Entry],
+    prefix: &str,
+    valid: &[&str],
+    out: &mut Vec<(String, &'a Entry)>,
+) {
+    for entry in entries {
+        let path = if prefix.is_empty() {
+            entry.key.clone()
+        } else {
+            format!("{prefix}.{}", entry.key)
+        };
+        if !valid.contains(&path.as_str()) {
+            if let Value::Table(inner) = &entry.value.value {
+                let dotted = format!("{path}.");
+                if valid.iter().any(|v| v.starts_with(&dotted)) {
+                    flatten(inner, &path, valid, out);
+                    continue;
+                }
+            }
+        }
+        out.push((path, entry));
+    }
+}
+
+/// The keys of a table that sets configuration: each known, each once.
+pub(super) fn config_entries<'a>(
+    entries: &'a [Entry],
+    valid: &[&str],
+    context: &str,
+) -> Result<Vec<(String, &'a Entry)>, Error> {
+    let mut flat = Vec::new();
+    flatten(entries, "", valid, &mut flat);
+    let mut seen = BTreeSet::new();
+    for (path, entry) in &flat {
+        if !valid.contains(&path.as_str()) {
+            return Err(unknown_key(path, &entry.key_span, context, valid));
+        }
+        if !seen.insert(path.clone()) {
+            return Err(Error::at(
+                &entry.key_span,
+                format!("`{path}` is set twice in {context}"),
+            ));
+        }
+    }
+    Ok(flat)
+}
+
+pub(super) fn read_section(sec: Sec, entries: &[Entry]) -> Result<Vec<Assign>, Error> {
+    let valid = sec.key_names();
+    let context = format!("[{}]", sec.name());
+    Ok(config_entries(entries, &valid, &context)?
+        .into_iter()
+        .map(|(key, entry)| Assign {
+            sec,
+            key,
+            value: entry.value.clone(),
+        })
+        .collect())
+}

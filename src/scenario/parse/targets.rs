@@ -1,0 +1,235 @@
+//! Fault targets (`broker-2`, `leader:orders/0`, lists of them): their syntax, and whether
+//! the cluster has them.
+
+use super::keys;
+use super::resolve::unknown_topic;
+use crate::scenario::model::{Settings, Target};
+use crate::scenario::node::{Node, Value};
+use crate::scenario::Error;
+use crate::types::{HostName, TopicPartition};
+use std::ops::Range;
+
+/// A target expression: one name, or a list of names. Every name goes to `all` with its
+/// span, for the checks against the cluster.
+pub(super) fn read_target(
+    node: &Node,
+    all: &mut Vec<(Target, Range<usize>)>,
+) -> Result<Target, Error> {
+    match &node.value {
+        Value::String(text) => {
+            let target = parse_target(text).map_err(|m| Error::at(&node.span, m))?;
+            all.push((target.clone(), node.span.clone()));
+            Ok(target)
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let mut list = Vec::with_capacity(items.len());
+            for item in items {
+                let Value::String(text) = &item.value else {
+                    return Err(keys::wrong_type(
+                        "a target in a list",
+                        "a string like \"broker-1\"",
+                        item,
+                    ));
+                };
+                let target = parse_target(text).map_err(|m| Error::at(&item.span, m))?;
+                all.push((target.clone(), item.span.clone()));
+                list.push(target);
+            }
+            Ok(Target::List(list))
+        }
+        Value::Array(_) => Err(Error::at(&node.span, "an empty target list".to_owned())),
+        _ => Err(keys::wrong_type(
+            "target",
+            "a target string like \"broker-1\" or a list of them",
+            node,
+        )),
+    }
+}
+
+const TARGET_HELP: &str = "expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>";
+
+fn parse_target(text: &str) -> Result<Target, String> {
+    match text {
+        "controller" => return Ok(Target::Host(HostName::Controller)),
+        "brokers" => return Ok(Target::Brokers),
+        "crashed" => return Ok(Target::Crashed),
+        "random-broker" => return Ok(Target::RandomBroker),
+        _ => {}
+    }
+    let numbered = |prefix: &str, make: fn(u32) -> HostName| -> Option<Result<Target, String>> {
+        let number = text.strip_prefix(prefix)?;
+        Some(match number.parse::<u32>() {
+            Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => {
+                Ok(Target::Host(make(n)))
+            }
+            _ => Err(format!(
+                "invalid target `{text}`: host numbers start at 1 (`{prefix}1`)"
+            )),
+        })
+    };
+    if let Some(result) = numbered("broker-", HostName::Broker)
+        .or_else(|| numbered("producer-", HostName::Producer))
+        .or_else(|| numbered("consumer-", HostName::Consumer))
+    {
+        return result;
+    }
+    if let Some((kind, partition)) = text.split_once(':') {
+        let make: fn(TopicPartition) -> Target = match kind {
+            "leader" => Target::Leader,
+            "follower" => Target::Follower,
+            "followers" => Target::Followers,
+            _ => return Err(format!("invalid target `{text}`: {TARGET_HELP}")),
+        };
+        let parsed = partition.rsplit_once('/').and_then(|(topic, p)| {
+            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            match (topic.is_empty(), digits, p.parse::<u32>()) {
+                (false, true, Ok(p)) => Some(TopicPartition::new(topic, p)),
+                _ => None,
+            }
+        });
+        return parsed
+            .map(make)
+            .ok_or_else(|| format!("invalid target `{text}`: expected {kind}:<topic>/<partition>, like `{kind}:orders/0`"));
+    }
+    Err(format!("invalid target `{text}`: {TARGET_HELP}"))
+}
+
+fn plural(n: u32, one: &str) -> String {
+    if n == 1 {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+pub(super) fn check_target(
+    target: &Target,
+    settings: &Settings,
+    needs_disk: bool,
+) -> Result<(), String> {
+    let brokers = settings.cluster.brokers;
+    match target {
+        Target::Host(HostName::Broker(n)) if *n > brokers => Err(format!(
+            "no host `broker-{n}`: the cluster has {} (broker-1 to broker-{brokers})",
+            plural(brokers, "broker")
+        )),
+        Target::Host(host @ (HostName::Producer(n) | HostName::Consumer(n))) => {
+            let (kind, have) = match host {
+                HostName::Producer(_) => ("producer", settings.workload.producers),
+                _ => ("consumer", settings.workload.consumers),
+            };
+            if *n > have {
+                Err(format!(
+                    "no host `{host}`: [workload] has {}",
+                    plural(have, kind)
+                ))
+            } else if needs_disk {
+                Err(format!(
+                    "`{host}` has no disk: disk faults apply to brokers and the controller"
+                ))
+            } else {
+                Ok(())
+            }
+        }
+        Target::Leader(tp) | Target::Follower(tp) | Target::Followers(tp) => {
+            let names: Vec<&str> = settings
+                .cluster
+                .topics
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect();
+            let Some(topic) = settings.cluster.topics.iter().find(|t| t.name == tp.topic) else {
+                return Err(format!(
+                    "{} (in target `{}`)",
+                    unknown_topic(&tp.topic, &names),
+                    describe_target(target)
+                ));
+            };
+            if tp.partition >= topic.partitions {
+                return Err(format!(
+                    "partition {} of topic `{}` does not exist: it has {} (0 to {})",
+                    tp.partition,
+                    tp.topic,
+                    plural(topic.partitions, "partition"),
+                    topic.partitions - 1
+                ));
+            }
+            if !matches!(target, Target::Leader(_)) && topic.replication_factor < 2 {
+                return Err(format!(
+                    "`{tp}` has no followers: topic `{}` has replication factor 1",
+                    tp.topic
+                ));
+            }
+            Ok(())
+        }
+        Target::List(list) => list
+            .iter()
+            .try_for_each(|t| check_target(t, settings, needs_disk)),
+        _ => Ok(()),
+    }
+}
+
+fn describe_target(target: &Target) -> String {
+    match target {
+        Target::Leader(tp) => format!("leader:{tp}"),
+        Target::Follower(tp) => format!("follower:{tp}"),
+        Target::Followers(tp) => format!("followers:{tp}"),
+        other => format!("{other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(
+            parse_target("broker-3"),
+            Ok(Target::Host(HostName::Broker(3)))
+        );
+        assert_eq!(
+            parse_target("controller"),
+            Ok(Target::Host(HostName::Controller))
+        );
+        assert_eq!(
+            parse_target("producer-1"),
+            Ok(Target::Host(HostName::Producer(1)))
+        );
+        assert_eq!(
+            parse_target("consumer-2"),
+            Ok(Target::Host(HostName::Consumer(2)))
+        );
+        assert_eq!(parse_target("brokers"), Ok(Target::Brokers));
+        assert_eq!(parse_target("crashed"), Ok(Target::Crashed));
+        assert_eq!(parse_target("random-broker"), Ok(Target::RandomBroker));
+        assert_eq!(
+            parse_target("leader:orders/0"),
+            Ok(Target::Leader(TopicPartition::new("orders", 0)))
+        );
+        assert_eq!(
+            parse_target("follower:a.b-c/12"),
+            Ok(Target::Follower(TopicPartition::new("a.b-c", 12)))
+        );
+        assert_eq!(
+            parse_target("followers:orders/1"),
+            Ok(Target::Followers(TopicPartition::new("orders", 1)))
+        );
+        for bad in [
+            "broker-0",
+            "broker-",
+            "broker-x",
+            "broker-+1",
+            "leader:orders",
+            "leader:/0",
+            "leader:orders/-1",
+            "leader:orders/+1",
+            "leaders:orders/0",
+            "Broker-1",
+            "",
+            "broker-99999999999",
+        ] {
+            assert!(parse_target(bad).is_err(), "{bad}");
+        }
+    }
+}
