@@ -1,4 +1,4 @@
-//! The simulated disk (src/sim/disk.rs) against its model: random operation sequences
+//! The simulated disk (src/os/disk.rs) against its model: random operation sequences
 //! checked after every step against a reference model built on whole-file copies, plus one
 //! test per durability rule a broker relies on.
 
