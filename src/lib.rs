@@ -1,7 +1,7 @@
 //! hightide: a deterministic simulation lab for Kafka-style message durability.
 //!
 //! Layers, top to bottom; each module imports only modules on rows below its own, and
-//! `tests/layers.rs` keeps it so (see `docs/architecture.md`):
+//! `tests/integration/layers.rs` keeps it so (see `docs/architecture.md`):
 //!
 //! ```text
 //! cli                         the command line

@@ -6,6 +6,7 @@
 //! (Kafka's consumer position validation), and from a Fetch answer's diverging epoch
 //! where the broker gives one.
 
+use crate::client::outcome::invalidates_metadata;
 use crate::protocol::messages::{ErrorCode, FetchResponse};
 use crate::record::{batches, records};
 use crate::types::EpochEndOffset;
@@ -115,18 +116,9 @@ impl FetchPosition {
                 return FetchOutcome::Reset { to };
             }
             Some(error) => {
-                let refresh_metadata = matches!(
-                    error,
-                    ErrorCode::NotLeaderOrFollower
-                        | ErrorCode::FencedLeaderEpoch
-                        | ErrorCode::UnknownLeaderEpoch
-                        | ErrorCode::UnknownTopicOrPartition
-                        | ErrorCode::KafkaStorageError
-                        | ErrorCode::BrokerNotAvailable
-                );
                 return FetchOutcome::Retry {
                     error,
-                    refresh_metadata,
+                    refresh_metadata: invalidates_metadata(error),
                 };
             }
         }

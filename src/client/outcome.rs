@@ -87,8 +87,9 @@ pub fn rejected_before_append(error: ErrorCode) -> bool {
     )
 }
 
-/// Errors after which the client's idea of the leader may be stale.
-fn needs_metadata(error: ErrorCode) -> bool {
+/// Errors after which the client's idea of the leader may be stale: the producer and the
+/// fetchers both look the leader up again before their next attempt.
+pub fn invalidates_metadata(error: ErrorCode) -> bool {
     matches!(
         error,
         ErrorCode::NotLeaderOrFollower
@@ -143,7 +144,7 @@ pub fn decide(
                 || (error == ErrorCode::OutOfOrderSequenceNumber && progress.earlier_unresolved);
             if retriable && can_retry {
                 Decision::Retry {
-                    refresh_metadata: needs_metadata(error),
+                    refresh_metadata: invalidates_metadata(error),
                 }
             } else if error == ErrorCode::OutOfOrderSequenceNumber {
                 Decision::Info(error.name().to_string())

@@ -1,9 +1,9 @@
 //! The controller process under turmoil: fake brokers register and heartbeat over the
 //! framed protocol; the controller fences, elects, persists, restarts and reloads.
 
+use crate::support;
 use hightide::config::{BrokerConfig, TopicConfig};
 use hightide::controller::{placement, run, ControllerContext, MetadataView};
-use hightide::os::clock;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
@@ -89,8 +89,7 @@ async fn fake_broker(id: u32, heartbeat_for: Duration) -> turmoil::Result {
 /// Step the simulation until `until`, publishing simulated time as the world does.
 fn step_until(sim: &mut turmoil::Sim<'_>, until: Duration) -> turmoil::Result {
     while sim.elapsed() < until {
-        clock::set(sim.elapsed());
-        sim.step()?;
+        support::step(sim)?;
     }
     Ok(())
 }

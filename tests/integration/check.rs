@@ -1,11 +1,14 @@
-//! The checkers on hand-built histories and final states: each count, exactly, with the
+//! The checkers on built histories and final states: each count, exactly, with the
 //! example text a person would follow into the trace.
 
+mod build;
+
+use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder};
 use hightide::check::{check, evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
-use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
-use hightide::history::{Event, MessageId, Op};
-use hightide::types::{BrokerId, Offset, TopicPartition};
+use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
+use hightide::history::{Event, MessageId};
+use hightide::types::{Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -17,113 +20,6 @@ fn id(producer: u32, seq: u64) -> MessageId {
     MessageId { producer, seq }
 }
 
-fn record(offset: i64, id: MessageId) -> ReadRecord {
-    ReadRecord {
-        offset: Offset(offset),
-        value: id.value(32),
-    }
-}
-
-fn replica(broker: u32, in_isr: bool, records: Vec<ReadRecord>) -> ReplicaLog {
-    ReplicaLog {
-        broker: BrokerId(broker),
-        in_isr,
-        log_start_offset: records.first().map(|r| r.offset).unwrap_or(Offset(0)),
-        log_end_offset: records.last().map(|r| r.offset.next()).unwrap_or(Offset(0)),
-        records,
-    }
-}
-
-/// A healthy partition: led by broker-1, every replica in the ISR holding the final read.
-fn partition(tp: TopicPartition, read: Vec<ReadRecord>) -> PartitionFinal {
-    let hw = read.last().map(|r| r.offset.next()).unwrap_or(Offset(0));
-    let replicas = (1..=3).map(|b| replica(b, true, read.clone())).collect();
-    PartitionFinal {
-        tp,
-        leader: Some(BrokerId(1)),
-        high_watermark: hw,
-        log_start_offset: Offset(0),
-        read,
-        replicas,
-    }
-}
-
-/// A history built call by call, with simulated times in ms.
-#[derive(Default)]
-struct History(Vec<Event>);
-
-impl History {
-    fn push(&mut self, ms: u64, process: &str, op: Op) -> &mut Self {
-        self.0.push(Event {
-            time: Duration::from_millis(ms),
-            process: process.to_string(),
-            op,
-        });
-        self
-    }
-    fn invoke(&mut self, ms: u64, id: MessageId, tp: &TopicPartition) -> &mut Self {
-        self.push(
-            ms,
-            &format!("producer-{}", id.producer),
-            Op::Invoke { id, tp: tp.clone() },
-        )
-    }
-    fn ok(&mut self, ms: u64, id: MessageId, tp: &TopicPartition, offset: i64) -> &mut Self {
-        self.push(
-            ms,
-            &format!("producer-{}", id.producer),
-            Op::Ok {
-                id,
-                tp: tp.clone(),
-                offset: Offset(offset),
-            },
-        )
-    }
-    fn fail(&mut self, ms: u64, id: MessageId, error: &str) -> &mut Self {
-        self.push(
-            ms,
-            &format!("producer-{}", id.producer),
-            Op::Fail {
-                id,
-                error: error.to_string(),
-            },
-        )
-    }
-    fn info(&mut self, ms: u64, id: MessageId, error: &str) -> &mut Self {
-        self.push(
-            ms,
-            &format!("producer-{}", id.producer),
-            Op::Info {
-                id,
-                error: error.to_string(),
-            },
-        )
-    }
-    fn read(
-        &mut self,
-        ms: u64,
-        consumer: u32,
-        tp: &TopicPartition,
-        offset: i64,
-        id: Option<MessageId>,
-    ) -> &mut Self {
-        self.push(
-            ms,
-            &format!("consumer-{consumer}"),
-            Op::Read {
-                consumer,
-                tp: tp.clone(),
-                offset: Offset(offset),
-                id,
-            },
-        )
-    }
-    /// Invoke at `ms`, ack 2 ms later.
-    fn acked(&mut self, ms: u64, id: MessageId, tp: &TopicPartition, offset: i64) -> &mut Self {
-        self.invoke(ms, id, tp).ok(ms + 2, id, tp, offset)
-    }
-}
-
 fn examples(verdict: &Verdict, count: Count) -> Vec<&str> {
     verdict.examples_of(count).collect()
 }
@@ -132,20 +28,19 @@ fn examples(verdict: &Verdict, count: Count) -> Vec<&str> {
 fn an_ack_absent_from_the_final_read_is_lost_and_its_example_names_the_replica_holding_it() {
     let tp = orders(0);
     let lost = id(1, 417);
-    let mut history = History::default();
-    history.invoke(10_000, lost, &tp).ok(10_012, lost, &tp, 812);
+    let history = HistoryBuilder::new()
+        .at(ms(10_000))
+        .send(lost, &tp)
+        .completes_at(ms(10_012))
+        .acked_at(812)
+        .build();
     // The final read ends at HW 790; only broker-1, out of the ISR, still has the message.
-    let mut p = partition(tp.clone(), vec![]);
-    p.high_watermark = Offset(790);
-    p.log_start_offset = Offset(790);
-    p.replicas[0] = replica(1, false, vec![record(812, lost)]);
-    p.leader = Some(BrokerId(2));
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![p],
-        },
-    );
+    let p = partition(tp.clone(), vec![])
+        .high_watermark(790)
+        .log_start(790)
+        .replica(out_of_isr(1, vec![record(812, lost)]))
+        .leader(2);
+    let verdict = check(&history, &final_state([p]));
 
     assert_eq!(
         verdict.counts,
@@ -167,19 +62,16 @@ fn an_ack_absent_from_the_final_read_is_lost_and_its_example_names_the_replica_h
 fn a_lost_example_lists_every_holder_and_where_a_copy_sits_elsewhere() {
     let tp = orders(0);
     let lost = id(2, 5);
-    let mut history = History::default();
-    history.acked(1_000, lost, &tp, 7);
-    let mut p = partition(tp.clone(), vec![]);
-    p.replicas = vec![
-        replica(1, false, vec![record(7, lost)]),
-        replica(3, true, vec![record(9, lost)]),
-    ];
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![p],
-        },
-    );
+    let history = HistoryBuilder::new()
+        .at(ms(1_000))
+        .send(lost, &tp)
+        .acked_at(7)
+        .build();
+    let p = partition(tp.clone(), vec![]).replicas(vec![
+        out_of_isr(1, vec![record(7, lost)]),
+        in_isr(3, vec![record(9, lost)]),
+    ]);
+    let verdict = check(&history, &final_state([p]));
     assert_eq!(verdict.counts.lost, 1);
     assert_eq!(
         examples(&verdict, Count::Lost),
@@ -191,13 +83,14 @@ fn a_lost_example_lists_every_holder_and_where_a_copy_sits_elsewhere() {
 fn an_ack_found_at_another_offset_is_moved_not_lost() {
     let tp = orders(0);
     let m = id(1, 1);
-    let mut history = History::default();
-    history.invoke(8, m, &tp).ok(10, m, &tp, 5);
+    let history = HistoryBuilder::new()
+        .at(ms(8))
+        .send(m, &tp)
+        .acked_at(5)
+        .build();
     let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp.clone(), vec![record(6, m)])],
-        },
+        &history,
+        &final_state([partition(tp.clone(), vec![record(6, m)])]),
     );
     assert_eq!(
         verdict.counts,
@@ -219,11 +112,13 @@ fn an_ack_found_at_another_offset_is_moved_not_lost() {
 fn extra_copies_of_an_id_are_duplicates_whatever_the_client_was_told() {
     let tp = orders(0);
     let (a, b) = (id(1, 0), id(1, 1));
-    let mut history = History::default();
-    history
-        .acked(0, a, &tp, 0)
-        .invoke(1, b, &tp)
-        .info(30_000, b, "request timed out");
+    let history = HistoryBuilder::new()
+        .send(a, &tp)
+        .acked_at(0)
+        .send(b, &tp)
+        .completes_at(ms(30_000))
+        .indeterminate("request timed out")
+        .build();
     let read = vec![
         record(0, a),
         record(1, a),
@@ -231,12 +126,7 @@ fn extra_copies_of_an_id_are_duplicates_whatever_the_client_was_told() {
         record(3, b),
         record(4, b),
     ];
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp.clone(), read)],
-        },
-    );
+    let verdict = check(&history, &final_state([partition(tp.clone(), read)]));
     assert_eq!(
         verdict.counts,
         Counts {
@@ -265,8 +155,7 @@ fn extra_copies_of_an_id_are_duplicates_whatever_the_client_was_told() {
 fn corrupt_records_and_ids_never_sent_are_unexpected() {
     let tp = orders(0);
     let sent = id(1, 0);
-    let mut history = History::default();
-    history.acked(0, sent, &tp, 0);
+    let history = HistoryBuilder::new().send(sent, &tp).acked_at(0).build();
     let read = vec![
         record(0, sent),
         record(1, id(9, 1)),
@@ -275,12 +164,7 @@ fn corrupt_records_and_ids_never_sent_are_unexpected() {
             value: b"\x00\xffgarbage".to_vec(),
         },
     ];
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp.clone(), read)],
-        },
-    );
+    let verdict = check(&history, &final_state([partition(tp.clone(), read)]));
     assert_eq!(
         verdict.counts,
         Counts {
@@ -303,17 +187,23 @@ fn corrupt_records_and_ids_never_sent_are_unexpected() {
 #[test]
 fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
     let (t0, t1) = (orders(0), orders(1));
-    let mut history = History::default();
     // producer-1's first send was retried and landed after its next two.
-    history
-        .acked(0, id(1, 1), &t0, 12)
-        .acked(1, id(1, 2), &t0, 10)
-        .acked(2, id(1, 3), &t0, 11);
+    let history = HistoryBuilder::new()
+        .send(id(1, 1), &t0)
+        .acked_at(12)
+        .send(id(1, 2), &t0)
+        .acked_at(10)
+        .send(id(1, 3), &t0)
+        .acked_at(11);
     // Other producers and partitions are separate sequences.
-    history
-        .acked(3, id(2, 1), &t0, 13)
-        .acked(4, id(1, 4), &t1, 1)
-        .acked(5, id(1, 5), &t1, 2);
+    let history = history
+        .send(id(2, 1), &t0)
+        .acked_at(13)
+        .send(id(1, 4), &t1)
+        .acked_at(1)
+        .send(id(1, 5), &t1)
+        .acked_at(2)
+        .build();
     let read0 = vec![
         record(10, id(1, 2)),
         record(11, id(1, 3)),
@@ -321,10 +211,8 @@ fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
         record(13, id(2, 1)),
     ];
     let read1 = vec![record(1, id(1, 4)), record(2, id(1, 5))];
-    let state = FinalState {
-        partitions: vec![partition(t0, read0), partition(t1, read1)],
-    };
-    let verdict = check(&history.0, &state);
+    let state = final_state([partition(t0, read0), partition(t1, read1)]);
+    let verdict = check(&history, &state);
     assert_eq!(
         verdict.counts,
         Counts {
@@ -345,20 +233,24 @@ fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
 fn a_read_of_a_record_later_rolled_back_is_dirty() {
     let tp = orders(0);
     let (a, b, c) = (id(1, 0), id(1, 1), id(2, 0));
-    let mut history = History::default();
-    history
-        .acked(0, a, &tp, 0)
-        .acked(1, b, &tp, 1)
-        .acked(2, c, &tp, 1);
-    history
-        .read(2_000, 1, &tp, 0, Some(a)) // still there: clean
-        .read(2_500, 1, &tp, 1, Some(b)) // replaced by c after truncation
-        .read(2_600, 2, &tp, 7, Some(id(1, 7))); // beyond the final HW
+    let history = HistoryBuilder::new()
+        .send(a, &tp)
+        .acked_at(0)
+        .send(b, &tp)
+        .acked_at(1)
+        .send(c, &tp)
+        .acked_at(1);
+    let history = history
+        .at(ms(2_000))
+        .read(1, &tp, 0, Some(a)) // still there: clean
+        .at(ms(2_500))
+        .read(1, &tp, 1, Some(b)) // replaced by c after truncation
+        .at(ms(2_600))
+        .read(2, &tp, 7, Some(id(1, 7))) // beyond the final HW
+        .build();
     let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp.clone(), vec![record(0, a), record(1, c)])],
-        },
+        &history,
+        &final_state([partition(tp.clone(), vec![record(0, a), record(1, c)])]),
     );
     assert_eq!(verdict.counts.dirty_reads, 2);
     assert_eq!(
@@ -376,18 +268,13 @@ fn a_read_of_a_record_later_rolled_back_is_dirty() {
 fn in_sync_replicas_that_differ_below_the_hw_are_divergent() {
     let (t0, t1) = (orders(0), orders(1));
     let (a, b, c, d) = (id(1, 0), id(1, 1), id(1, 2), id(2, 0));
-    let mut p0 = partition(t0.clone(), vec![record(0, a), record(1, b), record(2, c)]);
-    p0.replicas[1] = replica(2, true, vec![record(0, a), record(1, b), record(2, d)]);
+    let p0 = partition(t0.clone(), vec![record(0, a), record(1, b), record(2, c)])
+        .replica(in_isr(2, vec![record(0, a), record(1, b), record(2, d)]));
     // orders/1: a difference at or above the HW, and one on a replica out of the ISR: fine.
-    let mut p1 = partition(t1.clone(), vec![record(0, a)]);
-    p1.replicas[1] = replica(2, true, vec![record(0, a), record(1, b)]);
-    p1.replicas[2] = replica(3, false, vec![record(0, d)]);
-    let verdict = check(
-        &[],
-        &FinalState {
-            partitions: vec![p0, p1],
-        },
-    );
+    let p1 = partition(t1.clone(), vec![record(0, a)])
+        .replica(in_isr(2, vec![record(0, a), record(1, b)]))
+        .replica(out_of_isr(3, vec![record(0, d)]));
+    let verdict = check(&[], &final_state([p0, p1]));
     assert_eq!(verdict.counts.divergent, 1);
     assert_eq!(
         examples(&verdict, Count::Divergent),
@@ -398,14 +285,9 @@ fn in_sync_replicas_that_differ_below_the_hw_are_divergent() {
 #[test]
 fn a_replica_in_the_isr_missing_records_below_the_hw_is_divergent() {
     let tp = orders(0);
-    let mut p = partition(tp, vec![record(0, id(1, 0)), record(1, id(1, 1))]);
-    p.replicas[2] = replica(3, true, vec![record(0, id(1, 0))]);
-    let verdict = check(
-        &[],
-        &FinalState {
-            partitions: vec![p],
-        },
-    );
+    let p = partition(tp, vec![record(0, id(1, 0)), record(1, id(1, 1))])
+        .replica(in_isr(3, vec![record(0, id(1, 0))]));
+    let verdict = check(&[], &final_state([p]));
     assert_eq!(verdict.counts.divergent, 1);
     assert_eq!(
         examples(&verdict, Count::Divergent),
@@ -415,24 +297,17 @@ fn a_replica_in_the_isr_missing_records_below_the_hw_is_divergent() {
 
 #[test]
 fn a_partition_without_a_leader_is_offline() {
-    let mut p = partition(orders(1), vec![]);
-    p.leader = None;
-    p.replicas = vec![
+    let p = partition(orders(1), vec![]).no_leader().replicas(vec![
         ReplicaLog {
             log_end_offset: Offset(500),
-            ..replica(2, true, vec![])
+            ..in_isr(2, vec![])
         },
         ReplicaLog {
             log_end_offset: Offset(480),
-            ..replica(3, false, vec![])
+            ..out_of_isr(3, vec![])
         },
-    ];
-    let verdict = check(
-        &[],
-        &FinalState {
-            partitions: vec![partition(orders(0), vec![]), p],
-        },
-    );
+    ]);
+    let verdict = check(&[], &final_state([partition(orders(0), vec![]), p]));
     assert_eq!(
         verdict.counts,
         Counts {
@@ -449,27 +324,28 @@ fn a_partition_without_a_leader_is_offline() {
 #[test]
 fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
     let tp = orders(0);
-    let mut history = History::default();
+    let mut history = HistoryBuilder::new();
     for seq in 0..4 {
-        history
-            .invoke(seq, id(1, seq), &tp)
-            .info(seq, id(1, seq), "acks=0");
+        history = history
+            .send(id(1, seq), &tp)
+            .completes_at(ms(seq))
+            .indeterminate("acks=0");
     }
-    history
-        .invoke(9, id(1, 4), &tp)
-        .fail(10, id(1, 4), "RecordTooLargeException");
-    history.invoke(11, id(1, 5), &tp);
+    let history = history
+        .at(ms(9))
+        .send(id(1, 4), &tp)
+        .completes_at(ms(10))
+        .failed("RecordTooLargeException")
+        .at(ms(11))
+        .send(id(1, 5), &tp)
+        .unanswered()
+        .build();
     let read = vec![
         record(0, id(1, 0)),
         record(1, id(1, 2)),
         record(2, id(1, 3)),
     ];
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp.clone(), read)],
-        },
-    );
+    let verdict = check(&history, &final_state([partition(tp.clone(), read)]));
     assert_eq!(
         verdict.counts,
         Counts {
@@ -494,16 +370,11 @@ fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
 #[test]
 fn examples_stop_at_five_per_count_while_counts_go_on() {
     let tp = orders(0);
-    let mut history = History::default();
+    let mut history = HistoryBuilder::new();
     for seq in 0..20 {
-        history.acked(seq, id(1, seq), &tp, seq as i64);
+        history = history.send(id(1, seq), &tp).acked_at(seq as i64);
     }
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp, vec![])],
-        },
-    );
+    let verdict = check(&history.build(), &final_state([partition(tp, vec![])]));
     assert_eq!(verdict.counts.lost, 20);
     assert_eq!(examples(&verdict, Count::Lost).len(), 5);
 }
@@ -511,14 +382,11 @@ fn examples_stop_at_five_per_count_while_counts_go_on() {
 #[test]
 fn the_verdict_against_expectations_names_what_failed() {
     let tp = orders(0);
-    let mut history = History::default();
-    history.acked(0, id(1, 0), &tp, 0);
-    let verdict = check(
-        &history.0,
-        &FinalState {
-            partitions: vec![partition(tp, vec![])],
-        },
-    );
+    let history = HistoryBuilder::new()
+        .send(id(1, 0), &tp)
+        .acked_at(0)
+        .build();
+    let verdict = check(&history, &final_state([partition(tp, vec![])]));
     let expect = [
         Expectation {
             count: Count::Lost,
@@ -541,43 +409,29 @@ fn the_verdict_against_expectations_names_what_failed() {
 #[test]
 fn a_history_of_a_million_events_checks() {
     let partitions: Vec<TopicPartition> = (0..4).map(orders).collect();
-    let mut history = Vec::with_capacity(1_000_000);
+    let mut history = HistoryBuilder::new();
     let mut reads: Vec<Vec<ReadRecord>> = vec![Vec::new(); 4];
     for seq in 0..500_000u64 {
         let (producer, part) = ((seq % 2) as u32 + 1, (seq % 4) as usize);
         let m = id(producer, seq);
-        let tp = &partitions[part];
         let offset = reads[part].len() as i64;
         let time = Duration::from_micros(seq * 20);
-        history.push(Event {
-            time,
-            process: format!("producer-{producer}"),
-            op: Op::Invoke {
-                id: m,
-                tp: tp.clone(),
-            },
-        });
-        history.push(Event {
-            time,
-            process: format!("producer-{producer}"),
-            op: Op::Ok {
-                id: m,
-                tp: tp.clone(),
-                offset: Offset(offset),
-            },
-        });
+        history = history
+            .at(time)
+            .send(m, &partitions[part])
+            .completes_at(time)
+            .acked_at(offset);
         if seq % 1000 != 0 {
             reads[part].push(record(offset, m));
         }
     }
-    let state = FinalState {
-        partitions: partitions
+    let state = final_state(
+        partitions
             .iter()
             .zip(reads)
-            .map(|(tp, read)| partition(tp.clone(), read))
-            .collect(),
-    };
-    let verdict = check(&history, &state);
+            .map(|(tp, read)| partition(tp.clone(), read)),
+    );
+    let verdict = check(&history.build(), &state);
     assert_eq!(verdict.counts.acked, 500_000);
     assert_eq!(verdict.counts.lost, 500);
     assert_eq!(verdict.counts.reordered, 0);
@@ -604,7 +458,7 @@ fn clean_run(
     reads_every: usize,
 ) -> (Vec<Event>, FinalState, Vec<(usize, usize)>) {
     let partitions: Vec<TopicPartition> = (0..3).map(orders).collect();
-    let mut history = History::default();
+    let mut history = HistoryBuilder::new();
     let mut read: Vec<Vec<ReadRecord>> = vec![Vec::new(); 3];
     let mut acked_at = Vec::new();
     let mut next_seq = [0u64; 3];
@@ -612,41 +466,42 @@ fn clean_run(
         let (producer, part) = (*producer as usize, *part as usize);
         let m = id(producer as u32 + 1, next_seq[producer]);
         next_seq[producer] += 1;
-        let tp = &partitions[part];
-        let ms = i as u64;
-        history.invoke(ms, m, tp);
+        let invoked = i as u64;
+        let send = history
+            .at(ms(invoked))
+            .send(m, &partitions[part])
+            .completes_at(ms(invoked + 1));
         let offset = read[part].len() as i64;
-        match fate {
+        history = match fate {
             Fate::Acked => {
-                history.ok(ms + 1, m, tp, offset);
                 acked_at.push((part, read[part].len()));
                 read[part].push(record(offset, m));
+                send.acked_at(offset)
             }
-            Fate::Failed => {
-                history.fail(ms + 1, m, "NOT_ENOUGH_REPLICAS");
-            }
+            Fate::Failed => send.failed("NOT_ENOUGH_REPLICAS"),
             Fate::Unknown(written) => {
-                history.info(ms + 1, m, "request timed out");
                 if *written {
                     read[part].push(record(offset, m));
                 }
+                send.indeterminate("request timed out")
             }
-        }
+        };
     }
     for (part, records) in read.iter().enumerate() {
         for r in records.iter().step_by(reads_every) {
-            let m = hightide::history::MessageId::parse_value(&r.value);
-            history.read(10_000, 1, &partitions[part], r.offset.0, m);
+            let m = MessageId::parse_value(&r.value);
+            history = history
+                .at(ms(10_000))
+                .read(1, &partitions[part], r.offset.0, m);
         }
     }
-    let state = FinalState {
-        partitions: partitions
+    let state = final_state(
+        partitions
             .into_iter()
             .zip(read)
-            .map(|(tp, r)| partition(tp, r))
-            .collect(),
-    };
-    (history.0, state, acked_at)
+            .map(|(tp, r)| partition(tp, r)),
+    );
+    (history.build(), state, acked_at)
 }
 
 fn anomalies(c: &Counts) -> [u64; 8] {

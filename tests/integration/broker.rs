@@ -1,9 +1,9 @@
 //! Brokers in a turmoil cluster with the real controller: replication end to end.
 
+use crate::support;
 use hightide::broker::{self, BrokerContext};
 use hightide::config::{Acks, BrokerConfig, TopicConfig};
 use hightide::controller::{self, ControllerContext, MetadataView};
-use hightide::os::clock;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
@@ -86,15 +86,13 @@ fn cluster(config: BrokerConfig) -> Cluster {
     }
 }
 
+/// One step of the simulation; false once every client is done.
+fn running(sim: &mut turmoil::Sim<'_>) -> bool {
+    !support::step(sim).unwrap_or_else(|e| panic!("simulation failed: {e}"))
+}
+
 fn run_until_done(sim: &mut turmoil::Sim<'_>) {
-    loop {
-        clock::set(sim.elapsed());
-        match sim.step() {
-            Ok(true) => return,
-            Ok(false) => {}
-            Err(e) => panic!("simulation failed: {e}"),
-        }
-    }
+    while running(sim) {}
 }
 
 /// The ack-after-HW contract end to end: once an `acks=all` produce is acknowledged,
@@ -199,6 +197,10 @@ fn failover_trace_is_deterministic() {
 
 /// Every tracing event emitted while `run` runs, as text without wall-clock times.
 fn trace_of(run: impl FnOnce()) -> String {
+    // The process's trace subscriber goes in first. While this capture's subscriber is the
+    // only one, a callsite that a test on another thread hits first is registered against
+    // that thread's default, no subscriber at all, and stays disabled for this capture.
+    hightide::sim::trace::with_trace(false, || ());
     let capture = Capture::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(capture.clone())
@@ -266,13 +268,7 @@ fn failover() {
         Ok(())
     });
     let mut crashed = None;
-    loop {
-        clock::set(sim.elapsed());
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => panic!("simulation failed: {e}"),
-        }
+    while running(&mut sim) {
         if let (None, Some(leader)) = (crashed, first_leader.get()) {
             sim.crash(HostName::Broker(leader.0).to_string());
             crashed = Some((leader, sim.elapsed()));
@@ -437,13 +433,7 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
         Ok(())
     });
     let mut partitioned = false;
-    loop {
-        clock::set(sim.elapsed());
-        match sim.step() {
-            Ok(true) => break,
-            Ok(false) => {}
-            Err(e) => panic!("simulation failed: {e}"),
-        }
+    while running(&mut sim) {
         if let (false, Some((leader, follower))) = (partitioned, cut.get()) {
             sim.partition(
                 HostName::Broker(leader.0).to_string(),

@@ -1,0 +1,33 @@
+//! The integration tests, one binary for all of them (one link instead of one per file),
+//! laid out by the area of `src/` they exercise: `os/disk.rs` tests `src/os/disk.rs`,
+//! `storage/log.rs` the partition log, `sim/` the world and the runner's determinism, and
+//! so on. `cargo test --test integration broker::` runs one area. The scenario catalog
+//! (`tests/scenarios.rs`) keeps its own binary: it has its own harness.
+//!
+//! Tests share the process: each runs on its own thread, so the simulated clock
+//! (a thread-local) starts at zero in each, and the one trace subscriber
+//! (`sim::trace`) hashes each thread's run apart from the others.
+
+mod broker;
+mod check;
+mod client;
+mod controller;
+mod layers;
+mod support;
+
+mod os {
+    mod disk;
+}
+
+mod scenario {
+    mod parse;
+}
+
+mod sim {
+    mod determinism;
+    mod world;
+}
+
+mod storage {
+    mod log;
+}
