@@ -1,4 +1,5 @@
-//! Clients: the producer, consumers, the final read, and the history they record.
+//! Clients: the producer, consumers and the final read; what they are told goes into the
+//! history (`crate::history`).
 
 pub mod accumulator;
 pub mod budget;

@@ -1,4 +1,5 @@
-//! The simulated world: hosts on a turmoil network, disks, faults, the runner.
+//! The harness: the world (hosts on a turmoil network, each broker with its disk), faults
+//! fired at simulated times, the runner, seeds in parallel, the trace hash.
 
 pub mod batch;
 pub mod faults;

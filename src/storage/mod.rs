@@ -1,4 +1,5 @@
-//! Storage: Kafka segmented logs, indexes, checkpoints and recovery.
+//! Storage: Kafka segmented logs, indexes, checkpoints and recovery, over the simulated
+//! disk (`crate::os::disk`); the record format is `crate::record`.
 
 pub mod bench;
 pub mod checkpoint;
