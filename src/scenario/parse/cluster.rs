@@ -5,7 +5,7 @@ use super::{keys, table};
 use crate::config::TopicConfig;
 use crate::scenario::model::{Cluster, Topic};
 use crate::scenario::node::{Entry, Node, Value};
-use crate::scenario::{unknown_key, Error};
+use crate::scenario::{suggest, unknown_key, Error};
 use std::ops::Range;
 
 struct TopicSpans {
@@ -150,4 +150,15 @@ fn check_topic_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// An unknown topic named in a target or `[workload]`, with the nearest known name.
+pub(super) fn unknown_topic(topic: &str, names: &[&str]) -> String {
+    match suggest(topic, names) {
+        Some(near) => format!("unknown topic `{topic}`; did you mean `{near}`?"),
+        None => format!(
+            "unknown topic `{topic}`; the topics of [cluster] are: {}",
+            names.join(", ")
+        ),
+    }
 }

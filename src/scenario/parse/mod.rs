@@ -7,9 +7,10 @@
 //! the defaults and checks what depends on the whole (targets against the cluster, `at`
 //! against `duration`, Kafka's cross-key producer rules).
 //!
-//! One submodule per part of the file: `document` the top level, `sections` the
-//! configuration sections, `cluster`, `faults` (with `targets`), `nemesis`, `expect`,
-//! `variants`; `sweep` reads a sweep matrix.
+//! `document` runs both passes over a whole file. One submodule per part of the file:
+//! `top` the top level, `sections` the configuration sections, `cluster`, `faults` (with
+//! `targets`), `nemesis`, `expect`, `variants`; `sweep` reads a sweep matrix. No two of
+//! them import each other.
 
 mod cluster;
 mod document;
@@ -20,6 +21,7 @@ mod resolve;
 mod sections;
 mod sweep;
 mod targets;
+mod top;
 mod variants;
 
 pub(crate) use document::scenario;

@@ -2,10 +2,11 @@
 //! and the variant's own, checked as a whole (Kafka's cross-key producer rules, the
 //! workload's topic, the faults against the cluster).
 
-use super::document::Doc;
+use super::cluster::unknown_topic;
 use super::faults::{check_faults, FaultChoice};
 use super::keys;
 use super::sections::{Assign, Sec};
+use super::top::Doc;
 use super::variants::RawVariant;
 use crate::config::ProducerConfig;
 use crate::scenario::model::{Settings, Variant};
@@ -160,15 +161,5 @@ fn resolve_workload_topic(
             }
             Err(Error::at(span, unknown_topic(topic, &names)))
         }
-    }
-}
-
-pub(super) fn unknown_topic(topic: &str, names: &[&str]) -> String {
-    match suggest(topic, names) {
-        Some(near) => format!("unknown topic `{topic}`; did you mean `{near}`?"),
-        None => format!(
-            "unknown topic `{topic}`; the topics of [cluster] are: {}",
-            names.join(", ")
-        ),
     }
 }

@@ -1,10 +1,11 @@
 //! Sweep matrices (`hightide sweep`): a base scenario and the values each configuration
 //! path takes; their cross product becomes the base's variants.
 
-use super::document::{document, file_stem, read_seeds, Doc};
+use super::document::{document, file_stem};
 use super::faults::FaultChoice;
 use super::resolve::resolve_variants;
 use super::sections::{config_entries, Assign, Sec};
+use super::top::{read_seeds, Doc};
 use super::variants::{variant_paths, RawVariant};
 use super::{keys, table};
 use crate::scenario::model::{Scenario, Variant};

@@ -1,8 +1,8 @@
 //! Fault targets (`broker-2`, `leader:orders/0`, lists of them): their syntax, and whether
 //! the cluster has them.
 
+use super::cluster::unknown_topic;
 use super::keys;
-use super::resolve::unknown_topic;
 use crate::scenario::model::{Settings, Target};
 use crate::scenario::node::{Node, Value};
 use crate::scenario::Error;

@@ -1,0 +1,142 @@
+//! The first pass over the top level of a scenario file: its name, seeds and duration, and
+//! which part of the file each top-level key holds, read into a [`Doc`].
+
+use super::cluster::read_cluster;
+use super::expect::read_expect;
+use super::faults::{read_fault_choice, read_fault_sets, FaultChoice, ParsedFault};
+use super::nemesis::read_nemesis;
+use super::sections::{read_section, Assign, Sec};
+use super::variants::{read_variants, RawVariant};
+use super::{keys, table};
+use crate::check::Expectation;
+use crate::scenario::model::{Cluster, Nemesis};
+use crate::scenario::node::{Entry, Node, Value};
+use crate::scenario::values::{check_seed_list, parse_seeds, seed_count};
+use crate::scenario::{unknown_key, Error};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::time::Duration;
+
+const TOP_LEVEL: &[&str] = &[
+    "name",
+    "description",
+    "seeds",
+    "duration",
+    "heal",
+    "cluster",
+    "broker",
+    "producer",
+    "consumer",
+    "workload",
+    "disk",
+    "network",
+    "faults",
+    "fault_sets",
+    "nemesis",
+    "expect",
+    "expect_some",
+    "variants",
+];
+
+/// A scenario file after the first pass: its parts read, its configuration unapplied.
+#[derive(Default)]
+pub(super) struct Doc {
+    pub(super) name: Option<String>,
+    pub(super) description: String,
+    pub(super) seeds: Option<Vec<u64>>,
+    pub(super) duration: Option<(Duration, Range<usize>)>,
+    pub(super) heal: Option<Duration>,
+    pub(super) cluster: Option<Cluster>,
+    pub(super) assigns: Vec<Assign>,
+    pub(super) faults: Option<FaultChoice>,
+    pub(super) fault_sets: BTreeMap<String, Vec<ParsedFault>>,
+    pub(super) nemesis: Option<Nemesis>,
+    pub(super) expect: Vec<Expectation>,
+    pub(super) expect_some: Vec<Expectation>,
+    pub(super) variants: Vec<RawVariant>,
+}
+
+pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
+    let mut doc = Doc::default();
+    for entry in root {
+        let value = &entry.value;
+        match entry.key.as_str() {
+            "name" => doc.name = Some(keys::string("name", value)?.to_owned()),
+            "description" => doc.description = keys::string("description", value)?.to_owned(),
+            "seeds" => doc.seeds = Some(read_seeds(value)?),
+            "duration" => {
+                let duration = keys::duration("duration", value)?;
+                if duration.is_zero() {
+                    return Err(Error::at(
+                        &value.span,
+                        "`duration` must be longer than 0s".to_owned(),
+                    ));
+                }
+                doc.duration = Some((duration, value.span.clone()));
+            }
+            "heal" => doc.heal = Some(keys::duration("heal", value)?),
+            "cluster" => doc.cluster = Some(read_cluster(entry)?),
+            "faults" => doc.faults = Some(read_fault_choice(value)?),
+            "fault_sets" => doc.fault_sets = read_fault_sets(value)?,
+            "nemesis" => doc.nemesis = Some(read_nemesis(value)?),
+            "expect" => doc.expect = read_expect(value, "[expect]")?,
+            "expect_some" => doc.expect_some = read_expect(value, "[expect_some]")?,
+            "variants" => doc.variants = read_variants(value)?,
+            key => match Sec::from_name(key) {
+                Some(sec) => {
+                    let entries = table(key, value)?;
+                    doc.assigns.extend(read_section(sec, entries)?);
+                }
+                None => {
+                    return Err(unknown_key(
+                        key,
+                        &entry.key_span,
+                        "the top level",
+                        TOP_LEVEL,
+                    ))
+                }
+            },
+        }
+    }
+    Ok(doc)
+}
+
+pub(super) fn read_seeds(node: &Node) -> Result<Vec<u64>, Error> {
+    let at = |message: String| Error::at(&node.span, message);
+    match &node.value {
+        Value::Integer(count) => seed_count(u64::try_from(*count).unwrap_or(0)).map_err(at),
+        Value::String(spec) => parse_seeds(spec).map_err(at),
+        Value::Array(items) => {
+            let mut seeds = Vec::with_capacity(items.len());
+            for item in items {
+                match item.value {
+                    Value::Integer(seed) if seed >= 0 => seeds.push(seed as u64),
+                    _ => {
+                        return Err(Error::at(
+                            &item.span,
+                            format!(
+                                "a seed must be an integer of 0 or more, found {}",
+                                describe(item)
+                            ),
+                        ))
+                    }
+                }
+            }
+            check_seed_list(seeds).map_err(at)
+        }
+        _ => Err(keys::wrong_type(
+            "seeds",
+            "a count, a list of seeds or a range string like \"100..200\"",
+            node,
+        )),
+    }
+}
+
+/// A value as a message shows it: small scalars verbatim, the rest by type.
+fn describe(node: &Node) -> String {
+    match &node.value {
+        Value::Integer(value) => value.to_string(),
+        Value::String(text) if text.chars().count() <= 40 => format!("\"{text}\""),
+        other => other.type_name().to_owned(),
+    }
+}
