@@ -3,7 +3,7 @@
 use hightide::broker::{self, BrokerContext};
 use hightide::config::{Acks, BrokerConfig, TopicConfig};
 use hightide::controller::{self, ControllerContext, MetadataView};
-use hightide::os::clock;
+use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
@@ -88,7 +88,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
 
 fn run_until_done(sim: &mut turmoil::Sim<'_>) {
     loop {
-        clock::set(sim.elapsed());
+        clock::set(SimTime::after_start(sim.elapsed()));
         match sim.step() {
             Ok(true) => return,
             Ok(false) => {}
@@ -267,7 +267,7 @@ fn failover() {
     });
     let mut crashed = None;
     loop {
-        clock::set(sim.elapsed());
+        clock::set(SimTime::after_start(sim.elapsed()));
         match sim.step() {
             Ok(true) => break,
             Ok(false) => {}
@@ -420,7 +420,7 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
     let _serial = serial();
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         min_insync_replicas: 2,
-        replica_lag_time_max_ms: 2_000,
+        replica_lag_time_max_ms: Duration::from_millis(2_000),
         ..BrokerConfig::default()
     });
     let cut = Rc::new(Cell::new(None));
@@ -438,7 +438,7 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
     });
     let mut partitioned = false;
     loop {
-        clock::set(sim.elapsed());
+        clock::set(SimTime::after_start(sim.elapsed()));
         match sim.step() {
             Ok(true) => break,
             Ok(false) => {}

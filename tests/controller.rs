@@ -3,7 +3,7 @@
 
 use hightide::config::{BrokerConfig, TopicConfig};
 use hightide::controller::{placement, run, ControllerContext, MetadataView};
-use hightide::os::clock;
+use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
@@ -89,7 +89,7 @@ async fn fake_broker(id: u32, heartbeat_for: Duration) -> turmoil::Result {
 /// Step the simulation until `until`, publishing simulated time as the world does.
 fn step_until(sim: &mut turmoil::Sim<'_>, until: Duration) -> turmoil::Result {
     while sim.elapsed() < until {
-        clock::set(sim.elapsed());
+        clock::set(SimTime::after_start(sim.elapsed()));
         sim.step()?;
     }
     Ok(())

@@ -91,7 +91,7 @@ pub struct History {
 
 impl History {
     pub fn record(&self, process: &str, op: Op) {
-        let time = crate::os::clock::now();
+        let time = crate::os::clock::now().since_start();
         self.events.borrow_mut().push(Event {
             time,
             process: process.to_string(),
