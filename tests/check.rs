@@ -5,6 +5,7 @@ use hightide::check::{check, evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId, Op};
+use hightide::os::clock::SimTime;
 use hightide::types::{BrokerId, Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -55,7 +56,7 @@ struct History(Vec<Event>);
 impl History {
     fn push(&mut self, ms: u64, process: &str, op: Op) -> &mut Self {
         self.0.push(Event {
-            time: Duration::from_millis(ms),
+            time: SimTime::from_millis(ms),
             process: process.to_string(),
             op,
         });
@@ -548,7 +549,7 @@ fn a_history_of_a_million_events_checks() {
         let m = id(producer, seq);
         let tp = &partitions[part];
         let offset = reads[part].len() as i64;
-        let time = Duration::from_micros(seq * 20);
+        let time = SimTime::after_start(Duration::from_micros(seq * 20));
         history.push(Event {
             time,
             process: format!("producer-{producer}"),

@@ -17,7 +17,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingRecord {
     pub id: MessageId,
-    /// Record timestamp, ms since the run's epoch.
+    /// Record timestamp (CreateTime): `SimTime::timestamp_ms` of the send.
     pub timestamp_ms: i64,
 }
 

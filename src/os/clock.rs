@@ -1,11 +1,12 @@
 //! The one simulated clock, and the one type for its instants.
 //!
-//! A simulation runs on one thread, so the world publishes "now" in a thread-local before
-//! every step. The same value serves inside and outside the hosts: turmoil runs a host's
-//! tasks at the time the world published for that step, so a broker or a producer reading
-//! it sees its own runtime's time, and the disk (which lives outside the hosts), the
-//! history and the trace see the same. Tests of the disk alone set it by hand. Several
-//! seeds on several threads each see their own.
+//! Inside a host, "now" is turmoil's clock for that host; outside (the world between
+//! steps, the disk's OS flusher, the trace), it is the time the world published in a
+//! thread-local before the step. The two are equal at every read: turmoil runs a host's
+//! tasks at the time of the step the world published, so broker, producer, controller,
+//! disk, history and trace all see one clock. Reading turmoil's inside a host keeps a bare
+//! turmoil test (no world publishing the time) correct; tests of the disk alone set the
+//! published time by hand. Several seeds on several threads each see their own.
 //!
 //! Durations are `std::time::Duration`; only instants are `SimTime`, so that an instant
 //! and a timeout cannot be mixed up.
@@ -94,10 +95,11 @@ thread_local! {
 
 /// The current simulated time of this thread's simulation.
 pub fn now() -> SimTime {
-    NOW.with(Cell::get)
+    turmoil::sim_elapsed().map_or_else(|| NOW.with(Cell::get), SimTime)
 }
 
-/// Set the current simulated time; only the world (and tests) call this.
+/// Publish the current simulated time for code outside the hosts; only the world (and
+/// tests) call this.
 pub fn set(now: SimTime) {
     NOW.with(|cell| cell.set(now));
 }
@@ -117,7 +119,8 @@ mod tests {
         let never = Duration::from_millis(i64::MAX as u64);
         let late = SimTime::from_millis(5_000).saturating_add(never);
         assert!(late > SimTime::from_millis(5_000));
-        assert_eq!(late + never, late + never + never);
+        let last = SimTime::after_start(Duration::MAX);
+        assert_eq!(last + never, last, "saturates at the last instant");
         assert_eq!(
             SimTime::from_millis(3) - SimTime::from_millis(5),
             Duration::ZERO
