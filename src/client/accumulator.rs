@@ -325,10 +325,14 @@ mod tests {
         }
     }
 
-    fn accumulator(batch_size_bytes: usize, linger_ms: u64, idempotent: bool) -> RecordAccumulator {
+    fn accumulator(
+        batch_size_bytes: usize,
+        linger: Duration,
+        idempotent: bool,
+    ) -> RecordAccumulator {
         RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes,
-            linger: ms(linger_ms),
+            linger,
             idempotent,
         })
     }
@@ -347,7 +351,7 @@ mod tests {
 
     #[test]
     fn a_batch_waits_for_linger_unless_full() {
-        let mut acc = accumulator(16_384, 5, false);
+        let mut acc = accumulator(16_384, ms(5), false);
         acc.append(0, record(0), None, 64, at(10));
         assert!(acc.ready(at(14)).is_empty());
         assert_eq!(acc.next_ready_time(at(14)), Some(at(15)));
@@ -357,7 +361,7 @@ mod tests {
     #[test]
     fn batch_size_closes_a_batch_and_makes_it_ready() {
         let one = record_size_bytes(0, 0, None, 64);
-        let mut acc = accumulator(BATCH_HEADER_LEN + 2 * one, 1_000, false);
+        let mut acc = accumulator(BATCH_HEADER_LEN + 2 * one, ms(1_000), false);
         acc.append(3, record(0), None, 64, at(0));
         acc.append(3, record(1), None, 64, at(0));
         assert!(acc.opens_new_batch(3, None, 64));
@@ -374,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_record_larger_than_batch_size_gets_its_own_batch() {
-        let mut acc = accumulator(100, 0, false);
+        let mut acc = accumulator(100, ms(0), false);
         acc.append(0, record(0), None, 1_000, at(0));
         let batch = acc.drain(0).expect("a batch");
         assert_eq!(batch.records.len(), 1);
@@ -383,7 +387,7 @@ mod tests {
 
     #[test]
     fn a_drained_batch_is_closed_to_new_records() {
-        let mut acc = accumulator(16_384, 0, false);
+        let mut acc = accumulator(16_384, ms(0), false);
         acc.append(0, record(0), None, 10, at(0));
         let mut batch = acc.drain(0).expect("a batch");
         batch.encoded = Some(Vec::new());
@@ -395,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_retried_batch_waits_out_the_backoff() {
-        let mut acc = accumulator(16_384, 0, false);
+        let mut acc = accumulator(16_384, ms(0), false);
         acc.append(0, record(0), None, 10, at(0));
         let batch = acc.drain(0).expect("a batch");
         acc.reenqueue(batch, at(50), ms(100));
@@ -408,7 +412,7 @@ mod tests {
     /// come back in reverse order, which is how `max.in.flight > 1` reorders messages.
     #[test]
     fn non_idempotent_retries_go_to_the_front() {
-        let mut acc = accumulator(16_384, 0, false);
+        let mut acc = accumulator(16_384, ms(0), false);
         let mut in_flight = Vec::new();
         for seq in 0..2 {
             acc.append(0, record(seq), None, 10, at(0));
@@ -425,7 +429,7 @@ mod tests {
 
     #[test]
     fn idempotent_retries_keep_sequence_order() {
-        let mut acc = accumulator(16_384, 0, true);
+        let mut acc = accumulator(16_384, ms(0), true);
         let mut drained = Vec::new();
         for seq in 0..3 {
             acc.append(0, record(seq), None, 10, at(0));
@@ -450,7 +454,7 @@ mod tests {
 
     #[test]
     fn muted_partitions_are_not_ready() {
-        let mut acc = accumulator(16_384, 0, false);
+        let mut acc = accumulator(16_384, ms(0), false);
         acc.append(0, record(0), None, 10, at(0));
         acc.append(1, record(1), None, 10, at(0));
         acc.mute(0);
@@ -461,7 +465,7 @@ mod tests {
 
     #[test]
     fn closing_skips_linger() {
-        let mut acc = accumulator(16_384, 1_000, false);
+        let mut acc = accumulator(16_384, ms(1_000), false);
         acc.append(0, record(0), None, 10, at(0));
         assert!(acc.ready(at(1)).is_empty());
         acc.close();
@@ -470,7 +474,7 @@ mod tests {
 
     #[test]
     fn batches_expire_at_the_delivery_timeout() {
-        let mut acc = accumulator(16_384, 1_000_000, false);
+        let mut acc = accumulator(16_384, ms(1_000_000), false);
         acc.append(0, record(0), None, 10, at(0));
         acc.append(1, record(1), None, 10, at(10));
         assert_eq!(acc.next_expiry(ms(100)), Some(at(100)));
@@ -490,7 +494,7 @@ mod tests {
             sends in proptest::collection::vec((0u32..3, 0usize..200, proptest::bool::ANY), 1..200),
             batch_size_bytes in 100usize..600,
         ) {
-            let mut acc = accumulator(batch_size_bytes, 5, false);
+            let mut acc = accumulator(batch_size_bytes, ms(5), false);
             let mut drained: Vec<ProducerBatch> = Vec::new();
             for (seq, &(partition, value_len, drain)) in sends.iter().enumerate() {
                 let now = at(seq as u64);
