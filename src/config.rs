@@ -1,6 +1,7 @@
 //! Kafka configuration with Kafka's names and defaults. Field `log_segment_bytes` is the
 //! key `log.segment.bytes`; the registry in `scenario::keys` maps one to the other and
-//! documents each key for `hightide config`.
+//! documents each key for `hightide config`. A `.ms` key keeps its name but holds a
+//! `Duration`: the unit is Kafka's spelling of the key, not the field's type.
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -25,8 +26,15 @@ pub enum Truncation {
     HighWatermark,
 }
 
-/// Kafka's "never": `Long.MAX_VALUE`.
+/// Kafka's "never" for a count: `Long.MAX_VALUE`.
 pub const NEVER: u64 = i64::MAX as u64;
+
+/// Kafka's "never" for a time: `Long.MAX_VALUE` milliseconds. Instants add it saturating.
+pub const NEVER_MS: Duration = Duration::from_millis(NEVER);
+
+const fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
 
 /// Broker configuration (`[broker]`), Kafka's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,24 +42,25 @@ pub struct BrokerConfig {
     pub min_insync_replicas: u32,
     pub unclean_leader_election_enable: bool,
     pub log_flush_interval_messages: u64,
-    pub log_flush_interval_ms: u64,
-    pub log_flush_scheduler_interval_ms: u64,
-    pub log_flush_offset_checkpoint_interval_ms: u64,
+    pub log_flush_interval_ms: Duration,
+    pub log_flush_scheduler_interval_ms: Duration,
+    pub log_flush_offset_checkpoint_interval_ms: Duration,
     pub log_segment_bytes: u64,
-    pub log_roll_ms: u64,
+    pub log_roll_ms: Duration,
     pub log_index_interval_bytes: u64,
     pub log_retention_bytes: i64,
-    pub log_retention_ms: i64,
-    pub log_retention_check_interval_ms: u64,
-    pub replica_lag_time_max_ms: u64,
-    pub replica_fetch_wait_max_ms: u64,
+    /// `None`: `-1`, keep forever.
+    pub log_retention_ms: Option<Duration>,
+    pub log_retention_check_interval_ms: Duration,
+    pub replica_lag_time_max_ms: Duration,
+    pub replica_fetch_wait_max_ms: Duration,
     pub replica_fetch_max_bytes: u64,
     pub replica_fetch_min_bytes: u64,
-    pub replica_fetch_backoff_ms: u64,
-    pub replica_socket_timeout_ms: u64,
-    pub replica_high_watermark_checkpoint_interval_ms: u64,
-    pub broker_heartbeat_interval_ms: u64,
-    pub broker_session_timeout_ms: u64,
+    pub replica_fetch_backoff_ms: Duration,
+    pub replica_socket_timeout_ms: Duration,
+    pub replica_high_watermark_checkpoint_interval_ms: Duration,
+    pub broker_heartbeat_interval_ms: Duration,
+    pub broker_session_timeout_ms: Duration,
     pub replication_truncation: Truncation,
 }
 
@@ -61,24 +70,24 @@ impl Default for BrokerConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             log_flush_interval_messages: NEVER,
-            log_flush_interval_ms: NEVER,
-            log_flush_scheduler_interval_ms: NEVER,
-            log_flush_offset_checkpoint_interval_ms: 60_000,
+            log_flush_interval_ms: NEVER_MS,
+            log_flush_scheduler_interval_ms: NEVER_MS,
+            log_flush_offset_checkpoint_interval_ms: ms(60_000),
             log_segment_bytes: 1 << 30,
-            log_roll_ms: 7 * 24 * 3_600_000,
+            log_roll_ms: ms(7 * 24 * 3_600_000),
             log_index_interval_bytes: 4096,
             log_retention_bytes: -1,
-            log_retention_ms: 7 * 24 * 3_600_000,
-            log_retention_check_interval_ms: 300_000,
-            replica_lag_time_max_ms: 30_000,
-            replica_fetch_wait_max_ms: 500,
+            log_retention_ms: Some(ms(7 * 24 * 3_600_000)),
+            log_retention_check_interval_ms: ms(300_000),
+            replica_lag_time_max_ms: ms(30_000),
+            replica_fetch_wait_max_ms: ms(500),
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_min_bytes: 1,
-            replica_fetch_backoff_ms: 1_000,
-            replica_socket_timeout_ms: 30_000,
-            replica_high_watermark_checkpoint_interval_ms: 5_000,
-            broker_heartbeat_interval_ms: 2_000,
-            broker_session_timeout_ms: 9_000,
+            replica_fetch_backoff_ms: ms(1_000),
+            replica_socket_timeout_ms: ms(30_000),
+            replica_high_watermark_checkpoint_interval_ms: ms(5_000),
+            broker_heartbeat_interval_ms: ms(2_000),
+            broker_session_timeout_ms: ms(9_000),
             replication_truncation: Truncation::LeaderEpoch,
         }
     }
@@ -91,11 +100,12 @@ pub struct TopicConfig {
     pub min_insync_replicas: Option<u32>,
     pub unclean_leader_election_enable: Option<bool>,
     pub flush_messages: Option<u64>,
-    pub flush_ms: Option<u64>,
+    pub flush_ms: Option<Duration>,
     pub segment_bytes: Option<u64>,
-    pub segment_ms: Option<u64>,
+    pub segment_ms: Option<Duration>,
     pub retention_bytes: Option<i64>,
-    pub retention_ms: Option<i64>,
+    /// `Some(None)`: `-1`, keep forever.
+    pub retention_ms: Option<Option<Duration>>,
     pub index_interval_bytes: Option<u64>,
 }
 
@@ -106,12 +116,12 @@ pub struct ProducerConfig {
     pub enable_idempotence: bool,
     pub retries: u32,
     pub max_in_flight_requests_per_connection: u32,
-    pub linger_ms: u64,
+    pub linger_ms: Duration,
     pub batch_size: u64,
-    pub delivery_timeout_ms: u64,
-    pub request_timeout_ms: u64,
-    pub retry_backoff_ms: u64,
-    pub metadata_max_age_ms: u64,
+    pub delivery_timeout_ms: Duration,
+    pub request_timeout_ms: Duration,
+    pub retry_backoff_ms: Duration,
+    pub metadata_max_age_ms: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -121,12 +131,12 @@ impl Default for ProducerConfig {
             enable_idempotence: true,
             retries: i32::MAX as u32,
             max_in_flight_requests_per_connection: 5,
-            linger_ms: 5,
+            linger_ms: ms(5),
             batch_size: 16_384,
-            delivery_timeout_ms: 120_000,
-            request_timeout_ms: 30_000,
-            retry_backoff_ms: 100,
-            metadata_max_age_ms: 300_000,
+            delivery_timeout_ms: ms(120_000),
+            request_timeout_ms: ms(30_000),
+            retry_backoff_ms: ms(100),
+            metadata_max_age_ms: ms(300_000),
         }
     }
 }
@@ -170,21 +180,21 @@ impl ProducerConfig {
 /// Consumer configuration (`[consumer]`), Kafka's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsumerConfig {
-    pub fetch_max_wait_ms: u64,
+    pub fetch_max_wait_ms: Duration,
     pub fetch_min_bytes: u64,
     pub max_partition_fetch_bytes: u64,
-    pub request_timeout_ms: u64,
-    pub retry_backoff_ms: u64,
+    pub request_timeout_ms: Duration,
+    pub retry_backoff_ms: Duration,
 }
 
 impl Default for ConsumerConfig {
     fn default() -> Self {
         ConsumerConfig {
-            fetch_max_wait_ms: 500,
+            fetch_max_wait_ms: ms(500),
             fetch_min_bytes: 1,
             max_partition_fetch_bytes: 1_048_576,
-            request_timeout_ms: 30_000,
-            retry_backoff_ms: 100,
+            request_timeout_ms: ms(30_000),
+            retry_backoff_ms: ms(100),
         }
     }
 }
@@ -194,12 +204,13 @@ impl Default for ConsumerConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LogConfig {
     pub segment_bytes: u64,
-    pub roll_ms: u64,
+    pub roll_ms: Duration,
     pub index_interval_bytes: u64,
     pub retention_bytes: i64,
-    pub retention_ms: i64,
+    /// `None`: keep forever.
+    pub retention_ms: Option<Duration>,
     pub flush_interval_messages: u64,
-    pub flush_interval_ms: u64,
+    pub flush_interval_ms: Duration,
 }
 
 impl Default for LogConfig {
@@ -224,11 +235,6 @@ impl LogConfig {
             flush_interval_ms: topic.flush_ms.unwrap_or(broker.log_flush_interval_ms),
         }
     }
-}
-
-/// A millisecond config value as a `Duration`; `NEVER` stays effectively infinite.
-pub fn ms(value: u64) -> Duration {
-    Duration::from_millis(value.min(NEVER))
 }
 
 #[cfg(test)]

@@ -8,7 +8,6 @@
 
 use super::fetcher;
 use super::replica_manager::{IsrProposal, ReplicaManager};
-use crate::config::ms;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     AlterPartition, ErrorCode, Request, Response, HEARTBEAT_LONG_POLL,
@@ -60,7 +59,7 @@ pub async fn register(rm: &ReplicaManager) {
 /// is applied at once (becoming leader or follower starts or stops fetchers).
 pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
     let mut connection: Option<Connection> = None;
-    let timeout = HEARTBEAT_LONG_POLL + ms(rm.config.broker_heartbeat_interval_ms);
+    let timeout = HEARTBEAT_LONG_POLL + rm.config.broker_heartbeat_interval_ms;
     while !rm.stopped.get() && !rm.offline.get() {
         if connection.as_ref().is_none_or(Connection::is_broken) {
             connection = Connection::connect(HostName::Controller, CONNECT_TIMEOUT)

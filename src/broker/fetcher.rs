@@ -8,9 +8,10 @@
 //! behind the leader, as in Kafka.
 
 use super::partition::Partition;
-use super::replica_manager::{now_ms, ReplicaManager};
+use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
-use crate::config::{ms, Truncation};
+use crate::config::Truncation;
+use crate::os::clock;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
@@ -35,7 +36,7 @@ pub async fn run(
         if connection.as_ref().is_none_or(Connection::is_broken) {
             connection = Connection::connect(
                 HostName::Broker(leader.0),
-                ms(rm.config.replica_socket_timeout_ms),
+                rm.config.replica_socket_timeout_ms,
             )
             .await
             .ok();
@@ -45,7 +46,7 @@ pub async fn run(
             Some(connection) => fetch_round(&rm, &tp, generation, leader_epoch, connection).await,
         };
         if round.is_err() {
-            tokio::time::sleep(ms(rm.config.replica_fetch_backoff_ms)).await;
+            tokio::time::sleep(rm.config.replica_fetch_backoff_ms).await;
         }
     }
 }
@@ -90,11 +91,11 @@ async fn fetch_round(
                 None
             },
             max_bytes: rm.config.replica_fetch_max_bytes,
-            max_wait_ms: rm.config.replica_fetch_wait_max_ms,
+            max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
             min_bytes: rm.config.replica_fetch_min_bytes,
         }
     };
-    let timeout = ms(rm.config.replica_socket_timeout_ms);
+    let timeout = rm.config.replica_socket_timeout_ms;
     let response = match connection
         .call(&Request::Fetch(request.clone()), timeout)
         .await
@@ -132,7 +133,7 @@ async fn apply_fetch(
             return Ok(());
         }
         if let Err(e) =
-            partition.on_fetch_response(&response.records, response.high_watermark, now_ms())
+            partition.on_fetch_response(&response.records, response.high_watermark, clock::now())
         {
             drop(partitions);
             // An I/O error takes the log dir offline; bad bytes from the leader do not:
@@ -173,7 +174,7 @@ async fn reconcile(
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff)?;
         return partition
-            .reconcile_without_epoch(now_ms())
+            .reconcile_without_epoch(clock::now())
             .map_err(|e| storage_failed(rm, partition, &e));
     };
     let answer = ask_epoch_end(rm, tp, leader_epoch, latest, connection).await?;
@@ -197,7 +198,7 @@ async fn ask_epoch_end(
         leader_epoch,
     });
     match connection
-        .call(&request, ms(rm.config.replica_socket_timeout_ms))
+        .call(&request, rm.config.replica_socket_timeout_ms)
         .await
     {
         Ok(Response::OffsetsForLeaderEpoch(response)) if response.error.is_none() => {
@@ -217,7 +218,7 @@ fn truncate_step(
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff)?;
     partition
-        .on_epoch_end(answer, reason, now_ms())
+        .on_epoch_end(answer, reason, clock::now())
         .map_err(|e| storage_failed(rm, partition, &e))
 }
 
@@ -251,12 +252,12 @@ async fn out_of_range(
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
         return partition
-            .on_leader_leo_below_ours(leader_leo, now_ms())
+            .on_leader_leo_below_ours(leader_leo, clock::now())
             .map_err(|e| storage_failed(rm, partition, &e));
     }
     if response.log_start_offset > leo {
         tracing::info!(%tp, from = %leo, to = %response.log_start_offset, "fetch below leader log start: starting over");
-        if let Err(e) = partition.start_over_at(response.log_start_offset, now_ms()) {
+        if let Err(e) = partition.start_over_at(response.log_start_offset, clock::now()) {
             drop(partitions);
             rm.storage_failed(&tp.to_string(), &e);
         }

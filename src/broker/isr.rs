@@ -9,7 +9,9 @@
 //!   of the leader's current epoch (its fetches are in this leader epoch).
 //! - The leader proposes ISR changes to the controller (AlterPartition); one at a time.
 
+use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Offset};
+use std::time::Duration;
 
 /// What the leader knows of one follower, from its fetches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,46 +19,41 @@ pub struct FollowerState {
     /// The follower's LEO: its last fetch offset. `Offset::NONE` until it fetches from
     /// this leader.
     pub leo: Offset,
-    pub last_caught_up_ms: i64,
+    pub last_caught_up: SimTime,
     /// The leader's LEO when the follower last fetched, and when that was.
     pub last_fetch_leader_leo: Offset,
-    pub last_fetch_ms: i64,
+    pub last_fetch: SimTime,
 }
 
 impl FollowerState {
     /// A new leader's view of a follower: LEO unknown. An ISR member gets a full lag
     /// period to fetch before it can be removed; others count as never caught up.
-    pub fn new_leader(in_isr: bool, now_ms: i64) -> FollowerState {
+    pub fn new_leader(in_isr: bool, now: SimTime) -> FollowerState {
         FollowerState {
             leo: Offset::NONE,
-            last_caught_up_ms: if in_isr { now_ms } else { 0 },
+            last_caught_up: if in_isr { now } else { SimTime::ZERO },
             last_fetch_leader_leo: Offset::NONE,
-            last_fetch_ms: 0,
+            last_fetch: SimTime::ZERO,
         }
     }
 
-    /// Record a fetch at `fetch_offset` arriving at `now_ms` while the leader's LEO is
+    /// Record a fetch at `fetch_offset` arriving at `now` while the leader's LEO is
     /// `leader_leo` (Kafka's `Replica.updateFetchState`).
-    pub fn on_fetch(&mut self, fetch_offset: Offset, leader_leo: Offset, now_ms: i64) {
+    pub fn on_fetch(&mut self, fetch_offset: Offset, leader_leo: Offset, now: SimTime) {
         if fetch_offset >= leader_leo {
-            self.last_caught_up_ms = self.last_caught_up_ms.max(now_ms);
+            self.last_caught_up = self.last_caught_up.max(now);
         } else if fetch_offset >= self.last_fetch_leader_leo {
-            self.last_caught_up_ms = self.last_caught_up_ms.max(self.last_fetch_ms);
+            self.last_caught_up = self.last_caught_up.max(self.last_fetch);
         }
         self.leo = fetch_offset;
         self.last_fetch_leader_leo = leader_leo;
-        self.last_fetch_ms = now_ms;
+        self.last_fetch = now;
     }
 
     /// Kafka's `isCaughtUp`: at the leader's LEO, or caught up within the lag limit.
-    pub fn is_caught_up(&self, leader_leo: Offset, now_ms: i64, lag_time_max_ms: u64) -> bool {
-        self.leo == leader_leo
-            || now_ms.saturating_sub(self.last_caught_up_ms) <= lag_ms(lag_time_max_ms)
+    pub fn is_caught_up(&self, leader_leo: Offset, now: SimTime, lag_time_max: Duration) -> bool {
+        self.leo == leader_leo || now - self.last_caught_up <= lag_time_max
     }
-}
-
-fn lag_ms(lag_time_max_ms: u64) -> i64 {
-    i64::try_from(lag_time_max_ms).unwrap_or(i64::MAX)
 }
 
 /// The ISR to propose after removing lagging followers, or `None` if all are in sync.
@@ -66,16 +63,15 @@ pub fn shrink_proposal<'a>(
     leader: BrokerId,
     followers: impl Fn(BrokerId) -> Option<&'a FollowerState>,
     leader_leo: Offset,
-    now_ms: i64,
-    lag_time_max_ms: u64,
+    now: SimTime,
+    lag_time_max: Duration,
 ) -> Option<Vec<BrokerId>> {
     let keep: Vec<BrokerId> = isr
         .iter()
         .copied()
         .filter(|&id| {
             id == leader
-                || followers(id)
-                    .is_some_and(|f| f.is_caught_up(leader_leo, now_ms, lag_time_max_ms))
+                || followers(id).is_some_and(|f| f.is_caught_up(leader_leo, now, lag_time_max))
         })
         .collect();
     (keep.len() < isr.len()).then_some(keep)
@@ -116,13 +112,17 @@ pub fn expand_proposal(
 mod tests {
     use super::*;
 
-    const LAG: u64 = 10_000;
+    const LAG: Duration = Duration::from_millis(10_000);
+
+    fn at(millis: u64) -> SimTime {
+        SimTime::from_millis(millis)
+    }
 
     #[test]
     fn fetch_at_leader_leo_is_caught_up_now() {
-        let mut f = FollowerState::new_leader(true, 0);
-        f.on_fetch(Offset(5), Offset(5), 1_000);
-        assert_eq!(f.last_caught_up_ms, 1_000);
+        let mut f = FollowerState::new_leader(true, at(0));
+        f.on_fetch(Offset(5), Offset(5), at(1_000));
+        assert_eq!(f.last_caught_up, at(1_000));
         assert_eq!(f.leo, Offset(5));
     }
 
@@ -130,13 +130,14 @@ mod tests {
     /// leader's current LEO, but reaches the LEO of its previous fetch: it stays in sync.
     #[test]
     fn fetch_reaching_previous_leader_leo_counts_as_caught_up_then() {
-        let mut f = FollowerState::new_leader(true, 0);
-        f.on_fetch(Offset(5), Offset(8), 1_000);
-        f.on_fetch(Offset(8), Offset(12), 2_000);
-        assert_eq!(f.last_caught_up_ms, 1_000);
-        f.on_fetch(Offset(11), Offset(15), 3_000);
+        let mut f = FollowerState::new_leader(true, at(0));
+        f.on_fetch(Offset(5), Offset(8), at(1_000));
+        f.on_fetch(Offset(8), Offset(12), at(2_000));
+        assert_eq!(f.last_caught_up, at(1_000));
+        f.on_fetch(Offset(11), Offset(15), at(3_000));
         assert_eq!(
-            f.last_caught_up_ms, 1_000,
+            f.last_caught_up,
+            at(1_000),
             "11 < 12: not caught up to the previous LEO"
         );
     }
@@ -145,19 +146,19 @@ mod tests {
     fn lagging_follower_is_shrunk_after_lag_time() {
         let leader = BrokerId(1);
         let isr = [BrokerId(1), BrokerId(2), BrokerId(3)];
-        let mut f2 = FollowerState::new_leader(true, 0);
-        f2.on_fetch(Offset(10), Offset(10), 0);
-        let f3 = FollowerState::new_leader(true, 0);
+        let mut f2 = FollowerState::new_leader(true, at(0));
+        f2.on_fetch(Offset(10), Offset(10), at(0));
+        let f3 = FollowerState::new_leader(true, at(0));
         let get = |id: BrokerId| match id.0 {
             2 => Some(&f2),
             3 => Some(&f3),
             _ => None,
         };
         assert_eq!(
-            shrink_proposal(&isr, leader, get, Offset(10), LAG as i64, LAG),
+            shrink_proposal(&isr, leader, get, Offset(10), at(0) + LAG, LAG),
             None
         );
-        let shrunk = shrink_proposal(&isr, leader, get, Offset(10), LAG as i64 + 1, LAG);
+        let shrunk = shrink_proposal(&isr, leader, get, Offset(10), at(1) + LAG, LAG);
         assert_eq!(
             shrunk,
             Some(vec![BrokerId(1), BrokerId(2)]),

@@ -66,11 +66,12 @@ pub mod server;
 pub mod truncation;
 
 use crate::config::{BrokerConfig, TopicConfig};
+use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::storage::checkpoint;
 use crate::storage::log::Log;
 use crate::types::{BrokerId, Incarnation, Offset, TopicPartition};
-use replica_manager::{now_ms, ReplicaManager};
+use replica_manager::ReplicaManager;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -176,7 +177,7 @@ async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
             at(&recovery_points),
             at(&log_starts),
             clean_shutdown,
-            now_ms(),
+            clock::now(),
         ) {
             Ok(log) => {
                 tracing::info!(

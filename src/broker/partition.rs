@@ -9,11 +9,13 @@ use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
 use crate::config::Truncation;
+use crate::os::clock::SimTime;
 use crate::protocol::messages::PartitionState;
 use crate::storage::log::{AppendOutcome, Log, StorageError};
 use crate::types::{BrokerId, Epoch, EpochEndOffset, Offset, PartitionEpoch, TopicPartition};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::time::Duration;
 use tokio::sync::{Mutex, Notify};
 
 /// This broker's role for a partition.
@@ -152,7 +154,7 @@ impl Partition {
         &mut self,
         state: &PartitionState,
         rule: Truncation,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<Transition, StorageError> {
         if state.leader_epoch < self.leader_epoch {
             return Ok(Transition::None);
@@ -160,7 +162,7 @@ impl Partition {
         let newer_epoch = state.leader_epoch > self.leader_epoch;
         let transition = if state.leader == Some(self.me) {
             if newer_epoch || !self.is_leader() {
-                self.become_leader(state, now_ms)?;
+                self.become_leader(state, now)?;
                 Transition::BecameLeader
             } else {
                 self.take_isr(state)
@@ -171,7 +173,7 @@ impl Partition {
                     leader: state.leader,
                 })
         {
-            self.become_follower(state, rule, now_ms)?;
+            self.become_follower(state, rule, now)?;
             Transition::BecameFollower {
                 leader: state.leader,
             }
@@ -215,7 +217,7 @@ impl Partition {
     /// The new epoch starts at our LEO; every follower's LEO is unknown until it fetches,
     /// and ISR members get a full lag period to do so. Producer state needs no rebuild
     /// here: the log keeps it on follower appends too, and rebuilds it on truncation.
-    fn become_leader(&mut self, state: &PartitionState, now_ms: i64) -> Result<(), StorageError> {
+    fn become_leader(&mut self, state: &PartitionState, now: SimTime) -> Result<(), StorageError> {
         self.take_state(state);
         self.role = Role::Leader;
         self.truncation_pending = false;
@@ -227,12 +229,7 @@ impl Partition {
             .replicas
             .iter()
             .filter(|&&id| id != me)
-            .map(|&id| {
-                (
-                    id,
-                    FollowerState::new_leader(state.isr.contains(&id), now_ms),
-                )
-            })
+            .map(|&id| (id, FollowerState::new_leader(state.isr.contains(&id), now)))
             .collect();
         self.maybe_increment_hw();
         Ok(())
@@ -242,7 +239,7 @@ impl Partition {
         &mut self,
         state: &PartitionState,
         rule: Truncation,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
         self.take_state(state);
         self.role = Role::Follower {
@@ -256,7 +253,7 @@ impl Partition {
                 let to = truncation::high_watermark_truncation(self.hw, leo);
                 if to < leo {
                     tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
-                    self.log.truncate_to(to, now_ms)?;
+                    self.log.truncate_to(to, now)?;
                 }
                 self.truncation_pending = false;
             }
@@ -329,11 +326,9 @@ impl Partition {
     pub fn on_produce(
         &mut self,
         batch: Vec<u8>,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        let outcome = self
-            .log
-            .append_as_leader(batch, self.leader_epoch, now_ms)?;
+        let outcome = self.log.append_as_leader(batch, self.leader_epoch, now)?;
         self.maybe_increment_hw();
         self.notify.notify_waiters();
         self.check_invariants();
@@ -345,11 +340,11 @@ impl Partition {
         &mut self,
         replica: BrokerId,
         fetch_offset: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Option<Vec<BrokerId>> {
         let leo = self.log.log_end_offset();
         let follower = self.followers.get_mut(&replica)?;
-        follower.on_fetch(fetch_offset, leo, now_ms);
+        follower.on_fetch(fetch_offset, leo, now);
         self.maybe_increment_hw();
         let proposal = match self.pending_isr {
             Some(_) => None,
@@ -369,8 +364,8 @@ impl Partition {
     /// did, proposed.
     pub fn on_isr_expiration(
         &mut self,
-        now_ms: i64,
-        lag_time_max_ms: u64,
+        now: SimTime,
+        lag_time_max: Duration,
     ) -> Option<Vec<BrokerId>> {
         if !self.is_leader() || self.pending_isr.is_some() {
             return None;
@@ -380,8 +375,8 @@ impl Partition {
             self.me,
             |id| self.followers.get(&id),
             self.log.log_end_offset(),
-            now_ms,
-            lag_time_max_ms,
+            now,
+            lag_time_max,
         );
         self.propose(proposal)
     }
@@ -421,10 +416,10 @@ impl Partition {
         &mut self,
         records: &[u8],
         leader_hw: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
         if !records.is_empty() {
-            self.log.append_as_follower(records, now_ms)?;
+            self.log.append_as_follower(records, now)?;
             self.notify.notify_waiters();
         }
         let leo = self.log.log_end_offset();
@@ -440,13 +435,13 @@ impl Partition {
         &mut self,
         answer: EpochEndOffset,
         reason: &'static str,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<TruncationState, StorageError> {
         let leo = self.log.log_end_offset();
         let ours = (answer.epoch != Epoch::NONE)
             .then(|| self.log.epochs().end_offset_for(answer.epoch, leo));
         let step = truncation::leader_epoch_truncation(answer, ours, leo, self.hw);
-        self.truncate_to(step.offset, reason, now_ms)?;
+        self.truncate_to(step.offset, reason, now)?;
         if step.completed {
             self.truncation_pending = false;
         }
@@ -455,8 +450,8 @@ impl Partition {
 
     /// Follower, leader-epoch rule, with no epoch to ask about (an empty log): keep what
     /// is below the HW, and fetch.
-    pub fn reconcile_without_epoch(&mut self, now_ms: i64) -> Result<(), StorageError> {
-        self.truncate_to(self.hw, "no-epoch", now_ms)?;
+    pub fn reconcile_without_epoch(&mut self, now: SimTime) -> Result<(), StorageError> {
+        self.truncate_to(self.hw, "no-epoch", now)?;
         self.truncation_pending = false;
         Ok(())
     }
@@ -466,9 +461,9 @@ impl Partition {
     pub fn on_leader_leo_below_ours(
         &mut self,
         leader_leo: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
-        self.truncate_to(leader_leo, "offset-out-of-range", now_ms)
+        self.truncate_to(leader_leo, "offset-out-of-range", now)
     }
 
     /// Follower: truncate (logging where), keeping HW ≤ LEO.
@@ -476,12 +471,12 @@ impl Partition {
         &mut self,
         offset: Offset,
         reason: &'static str,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
         let leo = self.log.log_end_offset();
         if offset < leo {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
-            self.log.truncate_to(offset, now_ms)?;
+            self.log.truncate_to(offset, now)?;
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
         self.check_invariants();
@@ -490,21 +485,21 @@ impl Partition {
 
     /// Follower: our LEO is below the leader's log start (retention deleted what we would
     /// fetch next); empty the log and start there.
-    pub fn start_over_at(&mut self, offset: Offset, now_ms: i64) -> Result<(), StorageError> {
-        self.log.truncate_fully_and_start_at(offset, now_ms)?;
+    pub fn start_over_at(&mut self, offset: Offset, now: SimTime) -> Result<(), StorageError> {
+        self.log.truncate_fully_and_start_at(offset, now)?;
         self.check_invariants();
         Ok(())
     }
 
-    /// Fsyncs made everything below `up_to` durable, finishing at `now_ms`.
-    pub fn on_flushed(&mut self, up_to: Offset, now_ms: i64) {
-        self.log.flush_done(up_to, now_ms);
+    /// Fsyncs made everything below `up_to` durable, finishing at `now`.
+    pub fn on_flushed(&mut self, up_to: Offset, now: SimTime) {
+        self.log.flush_done(up_to, now);
     }
 
     /// The retention check: delete old segments wholly below the HW. Returns how many.
-    pub fn enforce_retention(&mut self, now_ms: i64) -> Result<usize, StorageError> {
+    pub fn enforce_retention(&mut self, now: SimTime) -> Result<usize, StorageError> {
         let hw = self.hw;
-        let deleted = self.log.enforce_retention(hw, now_ms)?;
+        let deleted = self.log.enforce_retention(hw, now)?;
         self.check_invariants();
         Ok(deleted)
     }
@@ -584,7 +579,7 @@ mod tests {
             Offset(0),
             Offset(0),
             true,
-            0,
+            SimTime::ZERO,
         )
         .expect("a new log opens");
         let mut partition = Partition::new(ME, log, Offset(0), 1);
@@ -593,7 +588,7 @@ mod tests {
             batch.push(0, None, Some(format!("m{i}").as_bytes()));
             partition
                 .log
-                .append_as_leader(batch.build(), Epoch(0), 0)
+                .append_as_leader(batch.build(), Epoch(0), SimTime::ZERO)
                 .expect("append");
         }
         partition
@@ -614,13 +609,21 @@ mod tests {
     fn stale_leader_epoch_is_ignored() {
         let mut p = partition_with(0);
         assert_eq!(
-            p.apply(&state(1, 2, 2, &[1, 2]), Truncation::LeaderEpoch, 0)
-                .ok(),
+            p.apply(
+                &state(1, 2, 2, &[1, 2]),
+                Truncation::LeaderEpoch,
+                SimTime::ZERO
+            )
+            .ok(),
             Some(Transition::BecameLeader)
         );
         assert_eq!(
-            p.apply(&state(2, 1, 1, &[1, 2]), Truncation::LeaderEpoch, 0)
-                .ok(),
+            p.apply(
+                &state(2, 1, 1, &[1, 2]),
+                Truncation::LeaderEpoch,
+                SimTime::ZERO
+            )
+            .ok(),
             Some(Transition::None)
         );
         assert!(p.is_leader());
@@ -629,8 +632,12 @@ mod tests {
     #[test]
     fn new_leader_starts_its_epoch_at_its_leo() {
         let mut p = partition_with(3);
-        p.apply(&state(1, 4, 4, &[1, 2, 3]), Truncation::LeaderEpoch, 0)
-            .expect("become leader");
+        p.apply(
+            &state(1, 4, 4, &[1, 2, 3]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
         assert_eq!(p.log.epochs().latest_epoch(), Some(Epoch(4)));
         assert_eq!(p.leader_epoch_start_offset, Offset(3));
         assert_eq!(p.hw, Offset(0), "followers' LEOs are unknown: the HW waits");
@@ -639,22 +646,26 @@ mod tests {
     #[test]
     fn hw_is_the_slowest_isr_member_and_waits_for_a_pending_addition() {
         let mut p = partition_with(2);
-        p.apply(&state(1, 0, 0, &[1, 2]), Truncation::LeaderEpoch, 0)
-            .expect("become leader");
-        p.on_follower_fetch(BrokerId(2), Offset(1), 0);
+        p.apply(
+            &state(1, 0, 0, &[1, 2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
+        p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO);
         assert_eq!(p.hw, Offset(1));
-        p.on_follower_fetch(BrokerId(3), Offset(0), 0);
-        p.on_follower_fetch(BrokerId(2), Offset(2), 0);
+        p.on_follower_fetch(BrokerId(3), Offset(0), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(2), Offset(2), SimTime::ZERO);
         assert_eq!(p.hw, Offset(2), "broker 3 is not in the ISR");
         p.pending_isr = Some(vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
         p.log
             .append_as_leader(
                 BatchBuilder::new(0, ProducerId::NONE, -1, -1).build(),
                 Epoch(0),
-                0,
+                SimTime::ZERO,
             )
             .ok();
-        p.on_follower_fetch(BrokerId(2), p.log.log_end_offset(), 0);
+        p.on_follower_fetch(BrokerId(2), p.log.log_end_offset(), SimTime::ZERO);
         assert_eq!(
             p.hw,
             Offset(2),
@@ -665,16 +676,23 @@ mod tests {
     #[test]
     fn expansion_is_proposed_once_the_follower_reaches_the_hw() {
         let mut p = partition_with(2);
-        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
-            .expect("become leader");
+        p.apply(
+            &state(1, 0, 0, &[1]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
         assert_eq!(p.hw, Offset(2));
-        assert_eq!(p.on_follower_fetch(BrokerId(2), Offset(1), 0), None);
         assert_eq!(
-            p.on_follower_fetch(BrokerId(2), Offset(2), 0),
+            p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO),
+            None
+        );
+        assert_eq!(
+            p.on_follower_fetch(BrokerId(2), Offset(2), SimTime::ZERO),
             Some(vec![BrokerId(1), BrokerId(2)])
         );
         assert_eq!(
-            p.on_follower_fetch(BrokerId(3), Offset(2), 0),
+            p.on_follower_fetch(BrokerId(3), Offset(2), SimTime::ZERO),
             None,
             "one change at a time"
         );
@@ -686,14 +704,22 @@ mod tests {
     fn becoming_follower_truncates_to_hw_only_under_the_hw_rule() {
         let mut p = partition_with(3);
         p.hw = Offset(1);
-        p.apply(&state(2, 1, 1, &[1, 2]), Truncation::HighWatermark, 0)
-            .expect("become follower");
+        p.apply(
+            &state(2, 1, 1, &[1, 2]),
+            Truncation::HighWatermark,
+            SimTime::ZERO,
+        )
+        .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(1));
 
         let mut p = partition_with(3);
         p.hw = Offset(1);
-        p.apply(&state(2, 1, 1, &[1, 2]), Truncation::LeaderEpoch, 0)
-            .expect("become follower");
+        p.apply(
+            &state(2, 1, 1, &[1, 2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
     }
@@ -705,7 +731,11 @@ mod tests {
     #[should_panic(expected = "outside its ISR")]
     fn a_leader_outside_its_isr_is_caught() {
         let mut p = partition_with(0);
-        let _ = p.apply(&state(1, 0, 0, &[2]), Truncation::LeaderEpoch, 0);
+        let _ = p.apply(
+            &state(1, 0, 0, &[2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        );
     }
 
     #[cfg(debug_assertions)]
@@ -713,8 +743,12 @@ mod tests {
     #[should_panic(expected = "is not a replica")]
     fn an_isr_member_outside_the_replicas_is_caught() {
         let mut p = partition_with(0);
-        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
-            .expect("become leader");
+        p.apply(
+            &state(1, 0, 0, &[1]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
         p.on_isr_committed(&state(1, 0, 1, &[1, 4]));
     }
 
@@ -723,8 +757,12 @@ mod tests {
     #[should_panic(expected = "leader HW moved back")]
     fn a_leader_hw_moving_back_is_caught() {
         let mut p = partition_with(2);
-        p.apply(&state(1, 0, 0, &[1]), Truncation::LeaderEpoch, 0)
-            .expect("become leader");
+        p.apply(
+            &state(1, 0, 0, &[1]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
         assert_eq!(p.hw, Offset(2));
         p.set_hw(Offset(1));
     }

@@ -10,6 +10,7 @@
 //! committed later: the producer cannot know). Kafka's `DelayedProduce`.
 
 use crate::config::Acks;
+use crate::os::clock::SimTime;
 use crate::protocol::messages::ErrorCode;
 use crate::types::{Epoch, Offset};
 
@@ -44,14 +45,14 @@ pub struct DelayedProduce {
     pub required_offset: Offset,
     /// The epoch the batch was appended in; a new epoch means a new leader's log.
     pub leader_epoch: Epoch,
-    pub deadline_ms: i64,
+    pub deadline: SimTime,
     pub min_insync_replicas: u32,
 }
 
 impl DelayedProduce {
     /// The produce's answer if it is complete: `Some(None)` success, `Some(Some(error))`
     /// failure, `None` keep waiting.
-    pub fn try_complete(&self, view: LeaderView, now_ms: i64) -> Option<Option<ErrorCode>> {
+    pub fn try_complete(&self, view: LeaderView, now: SimTime) -> Option<Option<ErrorCode>> {
         if view.offline {
             return Some(Some(ErrorCode::KafkaStorageError));
         }
@@ -64,7 +65,7 @@ impl DelayedProduce {
                     .then_some(ErrorCode::NotEnoughReplicasAfterAppend),
             );
         }
-        (now_ms >= self.deadline_ms).then_some(Some(ErrorCode::RequestTimedOut))
+        (now >= self.deadline).then_some(Some(ErrorCode::RequestTimedOut))
     }
 }
 
@@ -76,7 +77,7 @@ mod tests {
         DelayedProduce {
             required_offset: Offset(10),
             leader_epoch: Epoch(3),
-            deadline_ms: 30_000,
+            deadline: SimTime::from_millis(30_000),
             min_insync_replicas: 2,
         }
     }
@@ -107,14 +108,17 @@ mod tests {
     /// The batch's last offset is 9: HW 9 means offset 9 is not yet on every ISR member.
     #[test]
     fn waits_until_hw_passes_the_last_offset() {
-        assert_eq!(waiting().try_complete(view(9, 3), 0), None);
-        assert_eq!(waiting().try_complete(view(10, 3), 0), Some(None));
+        assert_eq!(waiting().try_complete(view(9, 3), SimTime::ZERO), None);
+        assert_eq!(
+            waiting().try_complete(view(10, 3), SimTime::ZERO),
+            Some(None)
+        );
     }
 
     #[test]
     fn isr_shrunk_below_min_after_append() {
         assert_eq!(
-            waiting().try_complete(view(10, 1), 0),
+            waiting().try_complete(view(10, 1), SimTime::ZERO),
             Some(Some(ErrorCode::NotEnoughReplicasAfterAppend))
         );
     }
@@ -122,24 +126,24 @@ mod tests {
     #[test]
     fn times_out_and_fails_on_leader_change_or_storage_error() {
         assert_eq!(
-            waiting().try_complete(view(5, 3), 30_000),
+            waiting().try_complete(view(5, 3), SimTime::from_millis(30_000)),
             Some(Some(ErrorCode::RequestTimedOut))
         );
         let mut v = view(12, 3);
         v.leader_epoch = Some(Epoch(4));
         assert_eq!(
-            waiting().try_complete(v, 0),
+            waiting().try_complete(v, SimTime::ZERO),
             Some(Some(ErrorCode::NotLeaderOrFollower))
         );
         v.leader_epoch = None;
         assert_eq!(
-            waiting().try_complete(v, 0),
+            waiting().try_complete(v, SimTime::ZERO),
             Some(Some(ErrorCode::NotLeaderOrFollower))
         );
         let mut v = view(12, 3);
         v.offline = true;
         assert_eq!(
-            waiting().try_complete(v, 0),
+            waiting().try_complete(v, SimTime::ZERO),
             Some(Some(ErrorCode::KafkaStorageError))
         );
     }

@@ -12,6 +12,7 @@ use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::{Acks, BrokerConfig, LogConfig, TopicConfig};
+use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{
     ClusterMetadata, ErrorCode, Fetch, FetchResponse, OffsetSpec, OffsetsForLeaderEpoch,
@@ -26,12 +27,6 @@ use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::time::Duration;
-
-/// Simulated milliseconds since the run began (the clock the storage layer stamps with).
-pub fn now_ms() -> i64 {
-    let now = turmoil::sim_elapsed().unwrap_or_else(crate::os::clock::now);
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
-}
 
 pub struct ReplicaManager {
     pub id: BrokerId,
@@ -182,7 +177,7 @@ impl ReplicaManager {
         &self,
         image: ClusterMetadata,
     ) -> Vec<(TopicPartition, u64, BrokerId, Epoch)> {
-        let now = now_ms();
+        let now = clock::now();
         let mut fetchers = Vec::new();
         for (tp, state) in &image.partitions {
             if !state.replicas.contains(&self.id) {
@@ -278,7 +273,7 @@ impl ReplicaManager {
             self.fsync(dir, true).await?;
         }
         if let Some(partition) = self.partitions.borrow_mut().get_mut(tp) {
-            partition.on_flushed(plan.up_to, now_ms());
+            partition.on_flushed(plan.up_to, clock::now());
         }
         Ok(())
     }
@@ -335,7 +330,7 @@ impl ReplicaManager {
             ) {
                 return fail(e);
             }
-            match partition.on_produce(request.batch, now_ms()) {
+            match partition.on_produce(request.batch, clock::now()) {
                 Ok(outcome) => (
                     outcome,
                     partition.leader_epoch(),
@@ -377,8 +372,7 @@ impl ReplicaManager {
         let delayed = DelayedProduce {
             required_offset: last_offset.next(),
             leader_epoch: epoch,
-            deadline_ms: now_ms()
-                .saturating_add(i64::try_from(request.timeout_ms).unwrap_or(i64::MAX)),
+            deadline: clock::now() + Duration::from_millis(request.timeout_ms),
             min_insync_replicas: min_isr,
         };
         match self.wait_for_hw(&tp, delayed).await {
@@ -410,21 +404,18 @@ impl ReplicaManager {
         };
         loop {
             let notified = notify.notified();
-            let now = now_ms();
+            let now = clock::now();
             if let Some(answer) = delayed.try_complete(self.leader_view(tp), now) {
                 return answer;
             }
-            let remaining_ms = u64::try_from(delayed.deadline_ms.saturating_sub(now))
-                .unwrap_or(0)
-                .max(1);
-            let _ = tokio::time::timeout(Duration::from_millis(remaining_ms), notified).await;
+            let remaining = (delayed.deadline - now).max(Duration::from_millis(1));
+            let _ = tokio::time::timeout(remaining, notified).await;
         }
     }
 
     /// A Fetch, from a follower or a consumer; long-polls up to `max_wait_ms` for data.
     pub async fn fetch(self: &Rc<Self>, request: Fetch) -> FetchResponse {
-        let deadline_ms =
-            now_ms().saturating_add(i64::try_from(request.max_wait_ms).unwrap_or(i64::MAX));
+        let deadline = clock::now() + Duration::from_millis(request.max_wait_ms);
         let notify = self
             .partitions
             .borrow()
@@ -439,12 +430,11 @@ impl ReplicaManager {
                 FetchRead::Answer(response) => return response,
                 FetchRead::Nothing(response) => response,
             };
-            let now = now_ms();
-            let (Some(notified), true) = (notified, now < deadline_ms) else {
+            let now = clock::now();
+            let (Some(notified), true) = (notified, now < deadline) else {
                 return response;
             };
-            let remaining_ms = u64::try_from(deadline_ms - now).unwrap_or(0);
-            let _ = tokio::time::timeout(Duration::from_millis(remaining_ms), notified).await;
+            let _ = tokio::time::timeout(deadline - now, notified).await;
         }
     }
 
@@ -501,7 +491,7 @@ impl ReplicaManager {
             Some(replica) => {
                 if first {
                     if let Some(isr) =
-                        partition.on_follower_fetch(replica, request.fetch_offset, now_ms())
+                        partition.on_follower_fetch(replica, request.fetch_offset, clock::now())
                     {
                         let (tp, epoch, pe) = (
                             request.tp.clone(),
@@ -614,6 +604,7 @@ fn check_epoch(requested: Epoch, ours: Epoch) -> Option<ErrorCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::clock::SimTime;
     use crate::protocol::messages::PartitionState;
     use crate::record::BatchBuilder;
     use crate::types::ProducerId;
@@ -638,7 +629,9 @@ mod tests {
             batch.push(0, None, Some(value));
             let mut partitions = rm.partitions.borrow_mut();
             let partition = partitions.get_mut(&tp()).expect("hosted");
-            partition.on_produce(batch.build(), 0).expect("append");
+            partition
+                .on_produce(batch.build(), SimTime::ZERO)
+                .expect("append");
         }
         rm
     }

@@ -1,24 +1,25 @@
 //! The broker's periodic tasks (Kafka's `KafkaScheduler` jobs): the ISR shrink check,
 //! HW and recovery-point checkpoints, the time-based flush and retention.
 
-use super::replica_manager::{now_ms, ReplicaManager};
-use crate::config::{ms, NEVER};
+use super::replica_manager::ReplicaManager;
+use crate::config::NEVER_MS;
+use crate::os::clock;
 use crate::storage::checkpoint;
 use crate::types::{Offset, TopicPartition};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Run `job` every `interval_ms` until the broker stops. `NEVER` disables the job.
-async fn every<F, Fut>(rm: &ReplicaManager, interval_ms: u64, mut job: F)
+/// Run `job` every `interval` until the broker stops. `NEVER_MS` disables the job.
+async fn every<F, Fut>(rm: &ReplicaManager, interval: Duration, mut job: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    if interval_ms >= NEVER {
+    if interval >= NEVER_MS {
         return;
     }
-    let interval = ms(interval_ms.max(1));
+    let interval = interval.max(Duration::from_millis(1));
     loop {
         tokio::time::sleep(interval).await;
         if rm.stopped.get() || rm.offline.get() {
@@ -31,12 +32,14 @@ where
 /// Kafka's `isr-expiration` job: every half of `replica.lag.time.max.ms`, each led
 /// partition drops followers that have not caught up for that long.
 pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
-    let lag_ms = rm.config.replica_lag_time_max_ms;
-    every(&rm, lag_ms / 2, || async {
-        let now = now_ms();
+    let lag = rm.config.replica_lag_time_max_ms;
+    // Kafka halves it in whole milliseconds (`replicaLagTimeMaxMs / 2`).
+    let half = Duration::from_millis(lag.as_millis() as u64 / 2);
+    every(&rm, half, || async {
+        let now = clock::now();
         let mut proposals = Vec::new();
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
-            if let Some(isr) = partition.on_isr_expiration(now, lag_ms) {
+            if let Some(isr) = partition.on_isr_expiration(now, lag) {
                 proposals.push((
                     tp.clone(),
                     partition.leader_epoch(),
@@ -117,12 +120,12 @@ async fn write(rm: &ReplicaManager, file: &str, offsets: &BTreeMap<TopicPartitio
 /// flush the logs not flushed for `flush.ms`.
 pub async fn flusher(rm: Rc<ReplicaManager>) {
     every(&rm, rm.config.log_flush_scheduler_interval_ms, || async {
-        let now = now_ms();
+        let now = clock::now();
         let due: Vec<TopicPartition> = rm
             .partitions
             .borrow()
             .iter()
-            .filter(|(_, p)| p.log().time_since_flush_ms(now) >= p.log().config().flush_interval_ms)
+            .filter(|(_, p)| p.log().time_since_flush(now) >= p.log().config().flush_interval_ms)
             .map(|(tp, _)| tp.clone())
             .collect();
         for tp in due {
@@ -137,7 +140,7 @@ pub async fn flusher(rm: Rc<ReplicaManager>) {
 /// `log.retention.check.interval.ms`: delete whole segments past retention.
 pub async fn retention(rm: Rc<ReplicaManager>) {
     every(&rm, rm.config.log_retention_check_interval_ms, || async {
-        let now = now_ms();
+        let now = clock::now();
         let mut failed = None;
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
             match partition.enforce_retention(now) {

@@ -7,9 +7,9 @@ use super::replicas::{Divergence, Holder};
 use super::sends::{Outcome, Send};
 use crate::history::final_state::{PartitionFinal, ReadRecord};
 use crate::history::{Event, MessageId};
+use crate::os::clock::SimTime;
 use crate::types::{Offset, TopicPartition};
 use std::fmt::Write;
-use std::time::Duration;
 
 /// Copies listed in an example before "and N more".
 const LOCATIONS_SHOWN: usize = 5;
@@ -22,8 +22,8 @@ fn at(tp: &TopicPartition, offset: Offset) -> String {
 }
 
 /// `t=10.012s`
-fn time(t: Duration) -> String {
-    format!("t={:.3}s", t.as_secs_f64())
+fn time(t: SimTime) -> String {
+    format!("t={:.3}s", t.since_start().as_secs_f64())
 }
 
 /// What the client was told: `acked at orders/0@812 (t=10.012s)`.

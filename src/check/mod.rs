@@ -21,6 +21,7 @@ pub use expect::{comparison_symbol, evaluate, evaluate_some, holds, Comparison, 
 
 use crate::history::final_state::FinalState;
 use crate::history::{Event, Op};
+use crate::os::clock::SimTime;
 use final_read::FinalIndex;
 use sends::{Outcome, Send};
 use std::collections::BTreeMap;
@@ -42,7 +43,7 @@ pub struct Verdict {
     /// for per-message counts, by history order for reads, by partition otherwise).
     pub examples: Vec<Example>,
     /// When each lost message had been acknowledged, in id order (for the timeline).
-    pub lost_acked_at: Vec<std::time::Duration>,
+    pub lost_acked_at: Vec<SimTime>,
 }
 
 impl Verdict {

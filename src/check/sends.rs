@@ -1,8 +1,8 @@
 //! What the clients were told about each send, folded from the history per message id.
 
 use crate::history::{Event, MessageId, Op};
+use crate::os::clock::SimTime;
 use crate::types::{Offset, TopicPartition};
-use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome<'a> {
@@ -10,12 +10,12 @@ pub enum Outcome<'a> {
     Acked {
         tp: &'a TopicPartition,
         offset: Offset,
-        time: Duration,
+        time: SimTime,
     },
     /// Definitely not written.
-    Failed { error: &'a str, time: Duration },
+    Failed { error: &'a str, time: SimTime },
     /// Unknown: timeout, disconnect, error after append, or acks=0.
-    Indeterminate { error: &'a str, time: Duration },
+    Indeterminate { error: &'a str, time: SimTime },
     /// Invoked but never completed (the run ended, or the producer crashed first).
     Pending,
 }
@@ -38,7 +38,7 @@ pub struct Send<'a> {
     pub id: MessageId,
     /// The partition the producer chose and the invoke time; `None` for a completion
     /// whose invoke is missing from the history.
-    pub invoked: Option<(&'a TopicPartition, Duration)>,
+    pub invoked: Option<(&'a TopicPartition, SimTime)>,
     pub outcome: Outcome<'a>,
 }
 
@@ -118,7 +118,7 @@ mod tests {
 
     fn ev(ms: u64, op: Op) -> Event {
         Event {
-            time: Duration::from_millis(ms),
+            time: SimTime::from_millis(ms),
             process: "producer-1".into(),
             op,
         }
@@ -162,10 +162,10 @@ mod tests {
             Outcome::Acked {
                 tp: &tp,
                 offset: Offset(4),
-                time: Duration::from_millis(3)
+                time: SimTime::from_millis(3)
             }
         );
-        assert_eq!(sends[0].invoked, Some((&tp, Duration::from_millis(1))));
+        assert_eq!(sends[0].invoked, Some((&tp, SimTime::from_millis(1))));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! when an idempotent producer assigns its sequence).
 
 use crate::history::MessageId;
+use crate::os::clock::SimTime;
 use crate::record::BATCH_HEADER_LEN;
 use crate::types::ProducerId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -16,7 +17,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PendingRecord {
     pub id: MessageId,
-    /// Record timestamp, ms since the run's epoch.
+    /// Record timestamp (CreateTime): `SimTime::timestamp_ms` of the send.
     pub timestamp_ms: i64,
 }
 
@@ -36,21 +37,21 @@ pub struct ProducerBatch {
     /// Estimated encoded size (Kafka's `estimatedSizeInBytes`), for `batch.size`.
     pub size_bytes: usize,
     /// When the batch was created (producer time): `linger.ms` and `delivery.timeout.ms` count from here.
-    pub created: Duration,
+    pub created: SimTime,
     /// Produce requests sent for it so far.
     pub attempts: u32,
     /// Whether some attempt may have written it (an unknown outcome), so that a later
     /// definite error can no longer prove that nothing was written.
     pub maybe_written: bool,
     /// Set while the batch waits out `retry.backoff.ms` after a failed attempt.
-    pub retry_at: Option<Duration>,
+    pub retry_at: Option<SimTime>,
     pub sequence: Option<Sequenced>,
     /// The RecordBatch bytes, built at the first drain and resent unchanged by retries.
     pub encoded: Option<Vec<u8>>,
 }
 
 impl ProducerBatch {
-    fn new(partition: u32, created: Duration) -> Self {
+    fn new(partition: u32, created: SimTime) -> Self {
         ProducerBatch {
             partition,
             records: Vec::new(),
@@ -156,7 +157,7 @@ impl RecordAccumulator {
         record: PendingRecord,
         key_len: Option<usize>,
         value_len: usize,
-        now: Duration,
+        now: SimTime,
     ) {
         let queue = self.queues.entry(partition).or_default();
         let fits = |batch: &ProducerBatch, batch_size: usize| {
@@ -189,7 +190,7 @@ impl RecordAccumulator {
     }
 
     /// Partitions whose first batch may be sent now, in partition order.
-    pub fn ready(&self, now: Duration) -> Vec<u32> {
+    pub fn ready(&self, now: SimTime) -> Vec<u32> {
         self.queues
             .iter()
             .filter(|(p, _)| !self.muted.contains(p))
@@ -201,7 +202,7 @@ impl RecordAccumulator {
     }
 
     /// The earliest time a first batch not ready at `now` becomes ready (to sleep until).
-    pub fn next_ready_time(&self, now: Duration) -> Option<Duration> {
+    pub fn next_ready_time(&self, now: SimTime) -> Option<SimTime> {
         self.queues
             .iter()
             .filter(|(p, _)| !self.muted.contains(p))
@@ -210,7 +211,7 @@ impl RecordAccumulator {
             .min()
     }
 
-    fn ready_at(&self, first: &ProducerBatch, queued: usize) -> Duration {
+    fn ready_at(&self, first: &ProducerBatch, queued: usize) -> SimTime {
         if let Some(at) = first.retry_at {
             return at;
         }
@@ -240,7 +241,7 @@ impl RecordAccumulator {
     /// Put a batch back for a retry after `backoff`. Kafka's `reenqueue`: at the front, or,
     /// for an idempotent producer, in sequence order among the other retried batches, so
     /// that sequences reach the broker in order again.
-    pub fn reenqueue(&mut self, mut batch: ProducerBatch, now: Duration, backoff: Duration) {
+    pub fn reenqueue(&mut self, mut batch: ProducerBatch, now: SimTime, backoff: Duration) {
         batch.retry_at = Some(now + backoff);
         let queue = self.queues.entry(batch.partition).or_default();
         let position = match (self.config.idempotent, batch.sequence) {
@@ -257,7 +258,7 @@ impl RecordAccumulator {
     }
 
     /// Remove and return the batches that have waited longer than `delivery_timeout`.
-    pub fn expire(&mut self, now: Duration, delivery_timeout: Duration) -> Vec<ProducerBatch> {
+    pub fn expire(&mut self, now: SimTime, delivery_timeout: Duration) -> Vec<ProducerBatch> {
         let mut expired = Vec::new();
         for queue in self.queues.values_mut() {
             let mut kept = VecDeque::with_capacity(queue.len());
@@ -275,7 +276,7 @@ impl RecordAccumulator {
     }
 
     /// The earliest time a queued batch reaches its delivery timeout.
-    pub fn next_expiry(&self, delivery_timeout: Duration) -> Option<Duration> {
+    pub fn next_expiry(&self, delivery_timeout: Duration) -> Option<SimTime> {
         self.queues
             .values()
             .flatten()
@@ -313,6 +314,10 @@ mod tests {
         Duration::from_millis(v)
     }
 
+    fn at(v: u64) -> SimTime {
+        SimTime::from_millis(v)
+    }
+
     fn record(seq: u64) -> PendingRecord {
         PendingRecord {
             id: MessageId { producer: 1, seq },
@@ -320,10 +325,14 @@ mod tests {
         }
     }
 
-    fn accumulator(batch_size_bytes: usize, linger_ms: u64, idempotent: bool) -> RecordAccumulator {
+    fn accumulator(
+        batch_size_bytes: usize,
+        linger: Duration,
+        idempotent: bool,
+    ) -> RecordAccumulator {
         RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes,
-            linger: ms(linger_ms),
+            linger,
             idempotent,
         })
     }
@@ -342,35 +351,35 @@ mod tests {
 
     #[test]
     fn a_batch_waits_for_linger_unless_full() {
-        let mut acc = accumulator(16_384, 5, false);
-        acc.append(0, record(0), None, 64, ms(10));
-        assert!(acc.ready(ms(14)).is_empty());
-        assert_eq!(acc.next_ready_time(ms(14)), Some(ms(15)));
-        assert_eq!(acc.ready(ms(15)), vec![0]);
+        let mut acc = accumulator(16_384, ms(5), false);
+        acc.append(0, record(0), None, 64, at(10));
+        assert!(acc.ready(at(14)).is_empty());
+        assert_eq!(acc.next_ready_time(at(14)), Some(at(15)));
+        assert_eq!(acc.ready(at(15)), vec![0]);
     }
 
     #[test]
     fn batch_size_closes_a_batch_and_makes_it_ready() {
         let one = record_size_bytes(0, 0, None, 64);
-        let mut acc = accumulator(BATCH_HEADER_LEN + 2 * one, 1_000, false);
-        acc.append(3, record(0), None, 64, ms(0));
-        acc.append(3, record(1), None, 64, ms(0));
+        let mut acc = accumulator(BATCH_HEADER_LEN + 2 * one, ms(1_000), false);
+        acc.append(3, record(0), None, 64, at(0));
+        acc.append(3, record(1), None, 64, at(0));
         assert!(acc.opens_new_batch(3, None, 64));
-        acc.append(3, record(2), None, 64, ms(0));
+        acc.append(3, record(2), None, 64, at(0));
         assert_eq!(
-            acc.ready(ms(0)),
+            acc.ready(at(0)),
             vec![3],
             "two batches queued: the first is full"
         );
         let first = acc.drain(3).expect("a batch");
         assert_eq!(first.records.len(), 2);
-        assert!(acc.ready(ms(0)).is_empty(), "the second one lingers");
+        assert!(acc.ready(at(0)).is_empty(), "the second one lingers");
     }
 
     #[test]
     fn a_record_larger_than_batch_size_gets_its_own_batch() {
-        let mut acc = accumulator(100, 0, false);
-        acc.append(0, record(0), None, 1_000, ms(0));
+        let mut acc = accumulator(100, ms(0), false);
+        acc.append(0, record(0), None, 1_000, at(0));
         let batch = acc.drain(0).expect("a batch");
         assert_eq!(batch.records.len(), 1);
         assert!(batch.size_bytes > 100);
@@ -378,41 +387,41 @@ mod tests {
 
     #[test]
     fn a_drained_batch_is_closed_to_new_records() {
-        let mut acc = accumulator(16_384, 0, false);
-        acc.append(0, record(0), None, 10, ms(0));
+        let mut acc = accumulator(16_384, ms(0), false);
+        acc.append(0, record(0), None, 10, at(0));
         let mut batch = acc.drain(0).expect("a batch");
         batch.encoded = Some(Vec::new());
-        acc.reenqueue(batch, ms(0), ms(100));
+        acc.reenqueue(batch, at(0), ms(100));
         assert!(acc.opens_new_batch(0, None, 10));
-        acc.append(0, record(1), None, 10, ms(0));
+        acc.append(0, record(1), None, 10, at(0));
         assert_eq!(acc.drain(0).map(|b| b.records.len()), Some(1));
     }
 
     #[test]
     fn a_retried_batch_waits_out_the_backoff() {
-        let mut acc = accumulator(16_384, 0, false);
-        acc.append(0, record(0), None, 10, ms(0));
+        let mut acc = accumulator(16_384, ms(0), false);
+        acc.append(0, record(0), None, 10, at(0));
         let batch = acc.drain(0).expect("a batch");
-        acc.reenqueue(batch, ms(50), ms(100));
-        assert!(acc.ready(ms(149)).is_empty());
-        assert_eq!(acc.next_ready_time(ms(149)), Some(ms(150)));
-        assert_eq!(acc.ready(ms(150)), vec![0]);
+        acc.reenqueue(batch, at(50), ms(100));
+        assert!(acc.ready(at(149)).is_empty());
+        assert_eq!(acc.next_ready_time(at(149)), Some(at(150)));
+        assert_eq!(acc.ready(at(150)), vec![0]);
     }
 
     /// Kafka re-enqueues a non-idempotent retry at the front: two failed in-flight batches
     /// come back in reverse order, which is how `max.in.flight > 1` reorders messages.
     #[test]
     fn non_idempotent_retries_go_to_the_front() {
-        let mut acc = accumulator(16_384, 0, false);
+        let mut acc = accumulator(16_384, ms(0), false);
         let mut in_flight = Vec::new();
         for seq in 0..2 {
-            acc.append(0, record(seq), None, 10, ms(0));
+            acc.append(0, record(seq), None, 10, at(0));
             let mut batch = acc.drain(0).expect("a batch");
             batch.encoded = Some(Vec::new());
             in_flight.push(batch);
         }
         for batch in in_flight {
-            acc.reenqueue(batch, ms(0), ms(0));
+            acc.reenqueue(batch, at(0), ms(0));
         }
         assert_eq!(acc.drain(0).map(|b| b.records[0].id.seq), Some(1));
         assert_eq!(acc.drain(0).map(|b| b.records[0].id.seq), Some(0));
@@ -420,10 +429,10 @@ mod tests {
 
     #[test]
     fn idempotent_retries_keep_sequence_order() {
-        let mut acc = accumulator(16_384, 0, true);
+        let mut acc = accumulator(16_384, ms(0), true);
         let mut drained = Vec::new();
         for seq in 0..3 {
-            acc.append(0, record(seq), None, 10, ms(0));
+            acc.append(0, record(seq), None, 10, at(0));
             let mut batch = acc.drain(0).expect("a batch");
             batch.encoded = Some(Vec::new());
             batch.sequence = Some(Sequenced {
@@ -433,9 +442,9 @@ mod tests {
             });
             drained.push(batch);
         }
-        acc.append(0, record(3), None, 10, ms(0));
+        acc.append(0, record(3), None, 10, at(0));
         for batch in [drained.remove(1), drained.remove(1), drained.remove(0)] {
-            acc.reenqueue(batch, ms(0), ms(0));
+            acc.reenqueue(batch, at(0), ms(0));
         }
         let order: Vec<u64> = std::iter::from_fn(|| acc.drain(0))
             .map(|b| b.records[0].id.seq)
@@ -445,35 +454,35 @@ mod tests {
 
     #[test]
     fn muted_partitions_are_not_ready() {
-        let mut acc = accumulator(16_384, 0, false);
-        acc.append(0, record(0), None, 10, ms(0));
-        acc.append(1, record(1), None, 10, ms(0));
+        let mut acc = accumulator(16_384, ms(0), false);
+        acc.append(0, record(0), None, 10, at(0));
+        acc.append(1, record(1), None, 10, at(0));
         acc.mute(0);
-        assert_eq!(acc.ready(ms(0)), vec![1]);
+        assert_eq!(acc.ready(at(0)), vec![1]);
         acc.unmute(0);
-        assert_eq!(acc.ready(ms(0)), vec![0, 1]);
+        assert_eq!(acc.ready(at(0)), vec![0, 1]);
     }
 
     #[test]
     fn closing_skips_linger() {
-        let mut acc = accumulator(16_384, 1_000, false);
-        acc.append(0, record(0), None, 10, ms(0));
-        assert!(acc.ready(ms(1)).is_empty());
+        let mut acc = accumulator(16_384, ms(1_000), false);
+        acc.append(0, record(0), None, 10, at(0));
+        assert!(acc.ready(at(1)).is_empty());
         acc.close();
-        assert_eq!(acc.ready(ms(1)), vec![0]);
+        assert_eq!(acc.ready(at(1)), vec![0]);
     }
 
     #[test]
     fn batches_expire_at_the_delivery_timeout() {
-        let mut acc = accumulator(16_384, 1_000_000, false);
-        acc.append(0, record(0), None, 10, ms(0));
-        acc.append(1, record(1), None, 10, ms(10));
-        assert_eq!(acc.next_expiry(ms(100)), Some(ms(100)));
-        let expired = acc.expire(ms(100), ms(100));
+        let mut acc = accumulator(16_384, ms(1_000_000), false);
+        acc.append(0, record(0), None, 10, at(0));
+        acc.append(1, record(1), None, 10, at(10));
+        assert_eq!(acc.next_expiry(ms(100)), Some(at(100)));
+        let expired = acc.expire(at(100), ms(100));
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].partition, 0);
         assert!(!acc.is_empty());
-        assert_eq!(acc.expire(ms(110), ms(100)).len(), 1);
+        assert_eq!(acc.expire(at(110), ms(100)).len(), 1);
         assert!(acc.is_empty());
     }
 
@@ -485,10 +494,10 @@ mod tests {
             sends in proptest::collection::vec((0u32..3, 0usize..200, proptest::bool::ANY), 1..200),
             batch_size_bytes in 100usize..600,
         ) {
-            let mut acc = accumulator(batch_size_bytes, 5, false);
+            let mut acc = accumulator(batch_size_bytes, ms(5), false);
             let mut drained: Vec<ProducerBatch> = Vec::new();
             for (seq, &(partition, value_len, drain)) in sends.iter().enumerate() {
-                let now = ms(seq as u64);
+                let now = at(seq as u64);
                 acc.append(partition, record(seq as u64), None, value_len, now);
                 if drain {
                     for p in acc.ready(now) {
@@ -497,7 +506,7 @@ mod tests {
                 }
             }
             acc.close();
-            let end = ms(sends.len() as u64);
+            let end = at(sends.len() as u64);
             while !acc.is_empty() {
                 for p in acc.ready(end) {
                     drained.extend(acc.drain(p));

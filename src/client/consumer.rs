@@ -6,7 +6,7 @@
 
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
-use crate::config::{ms, ConsumerConfig};
+use crate::config::ConsumerConfig;
 use crate::history::{History, MessageId, Op};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
@@ -46,8 +46,8 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
 async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
     let tp = TopicPartition::new(ctx.topic.clone(), partition);
     let process = HostName::Consumer(ctx.index).to_string();
-    let timeout = ms(ctx.config.request_timeout_ms);
-    let backoff = ms(ctx.config.retry_backoff_ms);
+    let timeout = ctx.config.request_timeout_ms;
+    let backoff = ctx.config.retry_backoff_ms;
     let mut metadata = MetadataCache::default();
     let mut position = FetchPosition::new(Offset(0));
     let mut connection: Option<(BrokerId, Connection)> = None;
@@ -117,12 +117,12 @@ async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
             current_leader_epoch: epoch,
             last_fetched_epoch: position.last_fetched_epoch,
             max_bytes: ctx.config.max_partition_fetch_bytes,
-            max_wait_ms: ctx.config.fetch_max_wait_ms,
+            max_wait_ms: ctx.config.fetch_max_wait_ms.as_millis() as u64,
             min_bytes: ctx.config.fetch_min_bytes,
         });
         // The broker may hold the fetch for `fetch.max.wait.ms` before answering.
         let answer = conn
-            .call(&request, timeout + ms(ctx.config.fetch_max_wait_ms))
+            .call(&request, timeout + ctx.config.fetch_max_wait_ms)
             .await;
         let response = match answer {
             Ok(Response::Fetch(response)) => response,

@@ -20,6 +20,7 @@
 //! `retries` retries were made and `delivery.timeout.ms` has not passed since the batch was
 //! created.
 
+use crate::os::clock::SimTime;
 use crate::protocol::messages::ErrorCode;
 use crate::types::Offset;
 use std::time::Duration;
@@ -58,7 +59,7 @@ pub struct BatchProgress {
     pub retries_done: u32,
     /// Whether an earlier attempt may have written the batch.
     pub maybe_written: bool,
-    pub created: Duration,
+    pub created: SimTime,
     /// Whether an earlier-sequence batch of the same producer id and partition is unresolved.
     pub earlier_unresolved: bool,
 }
@@ -71,7 +72,7 @@ pub struct RetryPolicy {
 }
 
 impl RetryPolicy {
-    pub fn can_retry(&self, progress: &BatchProgress, now: Duration) -> bool {
+    pub fn can_retry(&self, progress: &BatchProgress, now: SimTime) -> bool {
         progress.retries_done < self.retries && now < progress.created + self.delivery_timeout
     }
 }
@@ -115,7 +116,7 @@ pub fn decide(
     result: &AttemptResult,
     progress: &BatchProgress,
     policy: &RetryPolicy,
-    now: Duration,
+    now: SimTime,
 ) -> Decision {
     let written = progress.maybe_written || may_have_written(result);
     let can_retry = policy.can_retry(progress, now);
@@ -186,7 +187,7 @@ mod tests {
         BatchProgress {
             retries_done: 0,
             maybe_written: false,
-            created: Duration::ZERO,
+            created: SimTime::ZERO,
             earlier_unresolved: false,
         }
     }
@@ -205,8 +206,8 @@ mod tests {
         }
     }
 
-    fn now() -> Duration {
-        Duration::from_secs(1)
+    fn now() -> SimTime {
+        SimTime::from_millis(1_000)
     }
 
     #[test]
@@ -357,7 +358,7 @@ mod tests {
 
     #[test]
     fn the_delivery_timeout_stops_retries() {
-        let late = POLICY.delivery_timeout;
+        let late = SimTime::ZERO + POLICY.delivery_timeout;
         assert!(matches!(
             decide(&AttemptResult::TimedOut, &fresh(), &POLICY, late),
             Decision::Info(_)

@@ -26,8 +26,9 @@ use crate::client::outcome::{
     self, decide, may_have_written, AttemptResult, BatchProgress, Decision, RetryPolicy,
 };
 use crate::client::partitioner::{partition_for_key, StickyPartitioner};
-use crate::config::{ms, Acks, ProducerConfig};
+use crate::config::{Acks, ProducerConfig};
 use crate::history::{History, MessageId, Op};
+use crate::os::clock::{self, SimTime};
 use crate::protocol::frame::NetError;
 use crate::protocol::messages::{Produce, Request, Response};
 use crate::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
@@ -37,7 +38,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 #[derive(Clone)]
 pub struct ProducerContext {
@@ -57,39 +57,13 @@ pub struct ProducerContext {
     /// survives a producer's crash so that ids stay unique.
     pub budget: SendBudget,
     /// Run time at which sending stops.
-    pub stop_at: Duration,
+    pub stop_at: SimTime,
     pub seed: u64,
 }
 
 /// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0.
 pub fn message_key(seq: u64, keys: u32) -> Option<Vec<u8>> {
     (keys > 0).then(|| format!("key-{}", seq % u64::from(keys)).into_bytes())
-}
-
-/// The run's clock inside a host: run time (the history's time base) advanced by the
-/// host's tokio clock, so that deadlines can be slept on.
-#[derive(Clone, Copy)]
-struct RunClock {
-    origin: Instant,
-    origin_run: Duration,
-}
-
-impl RunClock {
-    fn start() -> Self {
-        let origin_run = turmoil::sim_elapsed().unwrap_or_else(crate::os::clock::now);
-        RunClock {
-            origin: Instant::now(),
-            origin_run,
-        }
-    }
-
-    fn now(&self) -> Duration {
-        self.origin_run + self.origin.elapsed()
-    }
-
-    fn instant(&self, at: Duration) -> Instant {
-        self.origin + at.saturating_sub(self.origin_run)
-    }
 }
 
 struct Producer {
@@ -101,7 +75,6 @@ struct Producer {
     value_bytes: usize,
     brokers: u32,
     history: History,
-    clock: RunClock,
     policy: RetryPolicy,
     /// Wakes the sender: new records, completions, metadata, connections.
     wake: Notify,
@@ -119,7 +92,7 @@ struct State {
     connections: BTreeMap<BrokerId, Pipeline>,
     connecting: BTreeSet<BrokerId>,
     /// No new connection attempt to a broker before this time (after a failed one).
-    reconnect_at: BTreeMap<BrokerId, Duration>,
+    reconnect_at: BTreeMap<BrokerId, SimTime>,
     /// Batches sent and not yet answered.
     in_flight: usize,
     /// Rotates the broker asked first for metadata and producer ids.
@@ -145,9 +118,7 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
         .cloned()
         .collect();
     for connection in connections {
-        connection
-            .flush(ms(producer.config.request_timeout_ms))
-            .await;
+        connection.flush(producer.config.request_timeout_ms).await;
     }
     tracing::info!(producer = %producer.name, "producer finished");
     finished.map_err(|e| e.to_string().into())
@@ -159,12 +130,12 @@ impl Producer {
         let idempotent = config.idempotent();
         let accumulator = RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
-            linger: ms(config.linger_ms),
+            linger: config.linger_ms,
             idempotent,
         });
         let policy = RetryPolicy {
             retries: config.retries,
-            delivery_timeout: ms(config.delivery_timeout_ms),
+            delivery_timeout: config.delivery_timeout_ms,
         };
         Producer {
             name: HostName::Producer(ctx.index).to_string(),
@@ -174,7 +145,6 @@ impl Producer {
             value_bytes: ctx.value_bytes as usize,
             brokers: ctx.brokers.max(1),
             history: ctx.history.clone(),
-            clock: RunClock::start(),
             policy,
             wake: Notify::new(),
             metadata_wanted: Notify::new(),
@@ -200,7 +170,7 @@ impl Producer {
 
     /// The application's `send`: partition the message, record the invoke, accumulate.
     fn send(&self, id: MessageId) {
-        let now = self.clock.now();
+        let now = clock::now();
         let key = message_key(id.seq, self.keys);
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
@@ -234,7 +204,7 @@ impl Producer {
         );
         let record = PendingRecord {
             id,
-            timestamp_ms: now.as_millis() as i64,
+            timestamp_ms: now.timestamp_ms(),
         };
         let key_len = key.as_ref().map(Vec::len);
         state
@@ -301,7 +271,7 @@ impl Producer {
 
     /// A produce attempt ended: complete the batch or put it back for a retry.
     fn on_attempt(&self, mut batch: ProducerBatch, result: AttemptResult) {
-        let now = self.clock.now();
+        let now = clock::now();
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
         state.accumulator.unmute(batch.partition);
@@ -327,7 +297,7 @@ impl Producer {
                 }
                 state
                     .accumulator
-                    .reenqueue(batch, now, ms(self.config.retry_backoff_ms));
+                    .reenqueue(batch, now, self.config.retry_backoff_ms);
             }
             decision => self.complete(state, &batch, &decision),
         }
@@ -336,8 +306,8 @@ impl Producer {
     }
 
     /// Drain every ready batch that can go now; returns the next time to look again.
-    fn drain_ready(self: &Rc<Self>) -> Option<Duration> {
-        let now = self.clock.now();
+    fn drain_ready(self: &Rc<Self>) -> Option<SimTime> {
+        let now = clock::now();
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
         for batch in state.accumulator.expire(now, self.policy.delivery_timeout) {
@@ -386,8 +356,8 @@ impl Producer {
         self: &Rc<Self>,
         state: &mut State,
         broker: BrokerId,
-        now: Duration,
-        next: &mut Option<Duration>,
+        now: SimTime,
+        next: &mut Option<SimTime>,
     ) -> Option<Pipeline> {
         match state.connections.get(&broker) {
             Some(connection) if !connection.is_closed() => return Some(connection.clone()),
@@ -440,12 +410,12 @@ impl Producer {
         state: &mut State,
         connection: &Pipeline,
         mut batch: ProducerBatch,
-        now: Duration,
+        now: SimTime,
     ) -> bool {
         let request = Request::Produce(Produce {
             tp: self.tp(batch.partition),
             acks: self.config.acks,
-            timeout_ms: self.config.request_timeout_ms,
+            timeout_ms: self.config.request_timeout_ms.as_millis() as u64,
             batch: batch.encoded.clone().unwrap_or_default(),
         });
         let in_flight = match connection.send(request) {
@@ -468,7 +438,7 @@ impl Producer {
             state.accumulator.mute(batch.partition);
         }
         let producer = self.clone();
-        let timeout = ms(self.config.request_timeout_ms);
+        let timeout = self.config.request_timeout_ms;
         tokio::task::spawn_local(async move {
             let result = match in_flight.response(timeout).await {
                 Ok(Response::Produce(response)) => AttemptResult::Response {
@@ -495,11 +465,11 @@ async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
         return;
     }
     let interval = Duration::from_secs(1) / ctx.rate;
-    let start = producer.clock.now();
+    let start = clock::now();
     let mut next = start;
     loop {
-        tokio::time::sleep_until(producer.clock.instant(next)).await;
-        if producer.clock.now() >= ctx.stop_at {
+        clock::sleep_until(next).await;
+        if clock::now() >= ctx.stop_at {
             return;
         }
         let Some(id) = ctx.budget.take(ctx.index) else {
@@ -529,7 +499,7 @@ async fn sender_loop(producer: Rc<Producer>) {
                 tokio::select! {
                     biased;
                     _ = producer.wake.notified() => {}
-                    _ = tokio::time::sleep_until(producer.clock.instant(at)) => {}
+                    _ = clock::sleep_until(at) => {}
                 }
             }
             None => producer.wake.notified().await,
@@ -539,17 +509,17 @@ async fn sender_loop(producer: Rc<Producer>) {
 
 /// Refresh metadata when asked (at most every `retry.backoff.ms`) and every `metadata.max.age.ms`.
 async fn metadata_loop(producer: Rc<Producer>) {
-    let backoff = ms(producer.config.retry_backoff_ms);
-    let max_age = ms(producer.config.metadata_max_age_ms);
-    let timeout = ms(producer.config.request_timeout_ms);
+    let backoff = producer.config.retry_backoff_ms;
+    let max_age = producer.config.metadata_max_age_ms;
+    let timeout = producer.config.request_timeout_ms;
     let mut wanted = true;
     loop {
         if !wanted {
-            let refresh_at = producer.clock.now() + max_age;
+            let refresh_at = clock::now() + max_age;
             tokio::select! {
                 biased;
                 _ = producer.metadata_wanted.notified() => {}
-                _ = tokio::time::sleep_until(producer.clock.instant(refresh_at)) => {}
+                _ = clock::sleep_until(refresh_at) => {}
             }
         }
         let first = {
@@ -575,7 +545,7 @@ async fn metadata_loop(producer: Rc<Producer>) {
 
 async fn connect(producer: Rc<Producer>, broker: BrokerId) {
     let result = Pipeline::connect(HostName::Broker(broker.0), CONNECTION_SETUP_TIMEOUT).await;
-    let now = producer.clock.now();
+    let now = clock::now();
     {
         let mut state = producer.state.borrow_mut();
         state.connecting.remove(&broker);
@@ -588,7 +558,7 @@ async fn connect(producer: Rc<Producer>, broker: BrokerId) {
                 tracing::debug!(producer = %producer.name, %broker, error = %e, "connect failed");
                 state
                     .reconnect_at
-                    .insert(broker, now + ms(producer.config.retry_backoff_ms));
+                    .insert(broker, now + producer.config.retry_backoff_ms);
                 producer.request_metadata();
             }
         }
@@ -598,7 +568,7 @@ async fn connect(producer: Rc<Producer>, broker: BrokerId) {
 
 /// InitProducerId from any broker, retried until one answers.
 async fn init_producer_id(producer: Rc<Producer>) {
-    let timeout = ms(producer.config.request_timeout_ms);
+    let timeout = producer.config.request_timeout_ms;
     let mut broker = producer.state.borrow().next_broker;
     loop {
         let answer =
@@ -620,6 +590,6 @@ async fn init_producer_id(producer: Rc<Producer>) {
             return;
         }
         broker = broker % producer.brokers + 1;
-        tokio::time::sleep(ms(producer.config.retry_backoff_ms)).await;
+        tokio::time::sleep(producer.config.retry_backoff_ms).await;
     }
 }

@@ -10,6 +10,7 @@
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::controller::state::{Change, ControllerState, Snapshot};
 use crate::controller::store;
+use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::protocol::frame::serve;
 use crate::protocol::messages::{
@@ -23,7 +24,6 @@ use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::{watch, Mutex};
-use tokio::time::Instant;
 
 /// How often the liveness timer looks for expired broker sessions.
 pub const LIVENESS_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -63,7 +63,6 @@ struct Controller {
     /// The committed version, for heartbeat long polls.
     committed_version: watch::Sender<u64>,
     view: MetadataView,
-    started: Instant,
     /// Set once a save failed: `run` returns and no request is answered any more.
     halted: watch::Sender<bool>,
 }
@@ -72,23 +71,17 @@ struct Controller {
 /// (a snapshot it cannot write or read: the process exits, as a broker whose log dir
 /// went offline does), `Err` only if its port cannot be bound.
 pub async fn run(ctx: ControllerContext) -> turmoil::Result {
-    let started = Instant::now();
+    let started = clock::now();
     let state = match store::load(&ctx.disk) {
         Ok(Some(snapshot)) => {
             tracing::info!(
                 version = snapshot.metadata.version,
                 "controller loaded its metadata"
             );
-            ControllerState::restore(
-                &ctx.config,
-                ctx.brokers,
-                &ctx.topics,
-                snapshot,
-                Duration::ZERO,
-            )
+            ControllerState::restore(&ctx.config, ctx.brokers, &ctx.topics, snapshot, started)
         }
         Ok(None) => {
-            let state = ControllerState::new(&ctx.config, ctx.brokers, &ctx.topics, Duration::ZERO);
+            let state = ControllerState::new(&ctx.config, ctx.brokers, &ctx.topics, started);
             if let Err(error) = store::save(&ctx.disk, &state.snapshot()).await {
                 tracing::error!(error = %error, "controller halts: cannot write its metadata");
                 return Ok(());
@@ -112,7 +105,6 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
         committed: RefCell::new(snapshot),
         committed_version,
         view: ctx.view,
-        started,
         halted,
     });
     let handler = {
@@ -128,15 +120,10 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
 }
 
 impl Controller {
-    /// Simulated time since this process started: sessions are process-local.
-    fn now(&self) -> Duration {
-        self.started.elapsed()
-    }
-
     async fn liveness(self: Rc<Self>) {
         loop {
             tokio::time::sleep(LIVENESS_CHECK_INTERVAL).await;
-            let changes = self.state.borrow_mut().fence_expired(self.now());
+            let changes = self.state.borrow_mut().fence_expired(clock::now());
             self.commit(changes).await;
         }
     }
@@ -161,7 +148,7 @@ impl Controller {
                 let outcome = self
                     .state
                     .borrow_mut()
-                    .register(broker, incarnation, self.now());
+                    .register(broker, incarnation, clock::now());
                 match outcome {
                     Ok(changes) => {
                         self.commit(changes).await;
@@ -178,7 +165,7 @@ impl Controller {
                 let outcome = self
                     .state
                     .borrow_mut()
-                    .heartbeat(broker, incarnation, self.now());
+                    .heartbeat(broker, incarnation, clock::now());
                 self.commit(outcome.changes).await;
                 self.long_poll(known_version).await;
                 let committed = self.committed.borrow();

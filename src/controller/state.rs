@@ -19,6 +19,7 @@
 
 use crate::config::{BrokerConfig, TopicConfig};
 use crate::controller::election::{elect, Election};
+use crate::os::clock::SimTime;
 use crate::protocol::messages::{
     AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,
 };
@@ -99,7 +100,7 @@ pub struct ControllerState {
     metadata: ClusterMetadata,
     /// Simulated time of each broker's last heartbeat (or registration, or the
     /// controller's start: a new controller gives every broker a fresh session, as KRaft does).
-    last_heartbeat: BTreeMap<BrokerId, Duration>,
+    last_heartbeat: BTreeMap<BrokerId, SimTime>,
     /// Brokers in controlled shutdown: not eligible as leaders or ISR members, and not
     /// unfenced by their heartbeats. Not durable: a broker repeats its request.
     shutting_down: BTreeSet<BrokerId>,
@@ -118,7 +119,7 @@ impl ControllerState {
         config: &BrokerConfig,
         brokers: u32,
         topics: &[(TopicPartition, Vec<BrokerId>, TopicConfig)],
-        now: Duration,
+        now: SimTime,
     ) -> ControllerState {
         let partitions = topics
             .iter()
@@ -151,7 +152,7 @@ impl ControllerState {
         brokers: u32,
         topics: &[(TopicPartition, Vec<BrokerId>, TopicConfig)],
         snapshot: Snapshot,
-        now: Duration,
+        now: SimTime,
     ) -> ControllerState {
         let last_heartbeat = (1..=brokers)
             .map(BrokerId)
@@ -173,7 +174,7 @@ impl ControllerState {
             shutting_down: BTreeSet::new(),
             unclean_leader_election_enable,
             default_unclean_leader_election_enable: config.unclean_leader_election_enable,
-            session_timeout: Duration::from_millis(config.broker_session_timeout_ms),
+            session_timeout: config.broker_session_timeout_ms,
             next_producer_id: snapshot.next_producer_id,
         }
     }
@@ -223,7 +224,7 @@ impl ControllerState {
         &mut self,
         broker: BrokerId,
         incarnation: Incarnation,
-        now: Duration,
+        now: SimTime,
     ) -> Result<Vec<Change>, ErrorCode> {
         let mut changes = Vec::new();
         match self.metadata.brokers.get(&broker).map(|r| r.incarnation) {
@@ -264,7 +265,7 @@ impl ControllerState {
         &mut self,
         broker: BrokerId,
         incarnation: Incarnation,
-        now: Duration,
+        now: SimTime,
     ) -> HeartbeatOutcome {
         let known = self.metadata.brokers.get(&broker).map(|r| r.incarnation);
         let changes = match known {
@@ -285,12 +286,12 @@ impl ControllerState {
     }
 
     /// The liveness timer: fence every broker whose session expired at `now`.
-    pub fn fence_expired(&mut self, now: Duration) -> Vec<Change> {
+    pub fn fence_expired(&mut self, now: SimTime) -> Vec<Change> {
         let expired: Vec<BrokerId> = self
             .last_heartbeat
             .iter()
             .filter(|&(broker, &last)| {
-                now.saturating_sub(last) >= self.session_timeout
+                now - last >= self.session_timeout
                     && !self.metadata.brokers.get(broker).is_some_and(|r| r.fenced)
             })
             .map(|(&broker, _)| broker)
@@ -569,8 +570,8 @@ mod tests {
         raw.iter().copied().map(BrokerId).collect()
     }
 
-    fn ms(value: u64) -> Duration {
-        Duration::from_millis(value)
+    fn at(millis: u64) -> SimTime {
+        SimTime::from_millis(millis)
     }
 
     /// A cluster of `brokers` brokers with partitions of `orders` placed on `replicas`,
@@ -585,10 +586,10 @@ mod tests {
             .enumerate()
             .map(|(p, r)| (tp(p as u32), ids(r), topic_config.clone()))
             .collect();
-        let mut state = ControllerState::new(&BrokerConfig::default(), brokers, &topics, ms(0));
+        let mut state = ControllerState::new(&BrokerConfig::default(), brokers, &topics, at(0));
         for broker in 1..=brokers {
             state
-                .register(BrokerId(broker), Incarnation(1), ms(0))
+                .register(BrokerId(broker), Incarnation(1), at(0))
                 .expect("register");
         }
         state
@@ -605,10 +606,10 @@ mod tests {
         for broker in all {
             if !brokers.contains(&broker.0) {
                 let incarnation = state.metadata().brokers[&broker].incarnation;
-                state.heartbeat(broker, incarnation, ms(*now));
+                state.heartbeat(broker, incarnation, at(*now));
             }
         }
-        state.fence_expired(ms(*now))
+        state.fence_expired(at(*now))
     }
 
     fn alter(state: &ControllerState, p: u32, broker: u32, new_isr: &[u32]) -> AlterPartition {
@@ -641,7 +642,7 @@ mod tests {
     fn a_new_incarnation_is_first_the_failure_of_the_old() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         let changes = state
-            .register(BrokerId(1), Incarnation(2), ms(100))
+            .register(BrokerId(1), Incarnation(2), at(100))
             .expect("register");
         let after = partition(&state, 0);
         assert_eq!(
@@ -679,17 +680,17 @@ mod tests {
     fn a_retried_registration_changes_nothing_and_an_older_one_is_stale() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         assert_eq!(
-            state.register(BrokerId(2), Incarnation(1), ms(5)),
+            state.register(BrokerId(2), Incarnation(1), at(5)),
             Ok(vec![])
         );
         state
-            .register(BrokerId(2), Incarnation(5), ms(6))
+            .register(BrokerId(2), Incarnation(5), at(6))
             .expect("register");
         assert_eq!(
-            state.register(BrokerId(2), Incarnation(4), ms(7)),
+            state.register(BrokerId(2), Incarnation(4), at(7)),
             Err(ErrorCode::StaleBrokerEpoch)
         );
-        let outcome = state.heartbeat(BrokerId(2), Incarnation(4), ms(8));
+        let outcome = state.heartbeat(BrokerId(2), Incarnation(4), at(8));
         assert!(outcome.fenced && outcome.changes.is_empty());
     }
 
@@ -697,10 +698,10 @@ mod tests {
     fn a_broker_is_fenced_exactly_at_the_session_timeout() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         for broker in [2, 3] {
-            state.heartbeat(BrokerId(broker), Incarnation(1), ms(SESSION_MS));
+            state.heartbeat(BrokerId(broker), Incarnation(1), at(SESSION_MS));
         }
-        assert!(state.fence_expired(ms(SESSION_MS - 1)).is_empty());
-        let changes = state.fence_expired(ms(SESSION_MS));
+        assert!(state.fence_expired(at(SESSION_MS - 1)).is_empty());
+        let changes = state.fence_expired(at(SESSION_MS));
         assert_eq!(
             changes[0],
             Change::Fenced {
@@ -718,16 +719,16 @@ mod tests {
     #[test]
     fn a_broker_that_never_registers_is_fenced_after_the_session_timeout() {
         let topics = vec![(tp(0), ids(&[1, 2]), TopicConfig::default())];
-        let mut state = ControllerState::new(&BrokerConfig::default(), 2, &topics, ms(0));
+        let mut state = ControllerState::new(&BrokerConfig::default(), 2, &topics, at(0));
         state
-            .register(BrokerId(2), Incarnation(1), ms(0))
+            .register(BrokerId(2), Incarnation(1), at(0))
             .expect("register");
-        state.heartbeat(BrokerId(2), Incarnation(1), ms(SESSION_MS));
-        state.fence_expired(ms(SESSION_MS));
+        state.heartbeat(BrokerId(2), Incarnation(1), at(SESSION_MS));
+        state.fence_expired(at(SESSION_MS));
         assert_eq!(partition(&state, 0).leader, Some(BrokerId(2)));
         // Its first registration afterwards is not stale.
         state
-            .register(BrokerId(1), Incarnation(1), ms(SESSION_MS + 1))
+            .register(BrokerId(1), Incarnation(1), at(SESSION_MS + 1))
             .expect("register");
         assert!(!state.is_fenced(BrokerId(1), Incarnation(1)));
     }
@@ -747,11 +748,11 @@ mod tests {
         assert_eq!(offline.isr, ids(&[1]), "the last member is kept");
         assert_eq!(offline.leader_epoch, Epoch(before.leader_epoch.0 + 1));
         // Broker 2 returns: it is not in the ISR, unclean election is off.
-        let outcome = state.heartbeat(BrokerId(2), Incarnation(1), ms(now + 1));
+        let outcome = state.heartbeat(BrokerId(2), Incarnation(1), at(now + 1));
         assert!(!outcome.fenced);
         assert_eq!(partition(&state, 0).leader, None);
         // Broker 1 returns with the same incarnation: the clean candidate is elected.
-        let outcome = state.heartbeat(BrokerId(1), Incarnation(1), ms(now + 2));
+        let outcome = state.heartbeat(BrokerId(1), Incarnation(1), at(now + 2));
         let online = partition(&state, 0);
         assert_eq!(online.leader, Some(BrokerId(1)));
         assert_eq!(online.leader_epoch, Epoch(offline.leader_epoch.0 + 1));
@@ -769,7 +770,7 @@ mod tests {
         time_out(&mut state, &[2], &mut now);
         time_out(&mut state, &[1], &mut now);
         state
-            .register(BrokerId(1), Incarnation(2), ms(now))
+            .register(BrokerId(1), Incarnation(2), at(now))
             .expect("register");
         let online = partition(&state, 0);
         assert_eq!((online.leader, online.isr), (Some(BrokerId(1)), ids(&[1])));
@@ -783,7 +784,7 @@ mod tests {
             time_out(&mut state, &[2, 3], &mut now);
             assert_eq!(partition(&state, 0).isr, ids(&[1]));
             // Broker 3 comes back (not in the ISR), then the leader is lost.
-            state.heartbeat(BrokerId(3), Incarnation(1), ms(now));
+            state.heartbeat(BrokerId(3), Incarnation(1), at(now));
             let changes = time_out(&mut state, &[1, 2], &mut now);
             let after = partition(&state, 0);
             if unclean {
@@ -818,16 +819,16 @@ mod tests {
             unclean_leader_election_enable: true,
             ..BrokerConfig::default()
         };
-        let mut state = ControllerState::new(&config, 2, &topics, ms(0));
+        let mut state = ControllerState::new(&config, 2, &topics, at(0));
         state
-            .register(BrokerId(1), Incarnation(1), ms(0))
+            .register(BrokerId(1), Incarnation(1), at(0))
             .expect("register");
         state
-            .register(BrokerId(2), Incarnation(1), ms(0))
+            .register(BrokerId(2), Incarnation(1), at(0))
             .expect("register");
         let mut now = 0;
         time_out(&mut state, &[2], &mut now);
-        state.heartbeat(BrokerId(2), Incarnation(1), ms(now));
+        state.heartbeat(BrokerId(2), Incarnation(1), at(now));
         time_out(&mut state, &[1], &mut now);
         assert_eq!(partition(&state, 0).leader, None);
     }
@@ -837,7 +838,7 @@ mod tests {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         let mut now = 0;
         time_out(&mut state, &[3], &mut now);
-        let outcome = state.heartbeat(BrokerId(3), Incarnation(1), ms(now + 1));
+        let outcome = state.heartbeat(BrokerId(3), Incarnation(1), at(now + 1));
         assert!(!outcome.fenced);
         assert_eq!(
             outcome.changes,
@@ -976,7 +977,7 @@ mod tests {
             })
         );
         // Its heartbeats while it finishes stopping do not unfence it.
-        assert!(state.heartbeat(BrokerId(1), Incarnation(1), ms(10)).fenced);
+        assert!(state.heartbeat(BrokerId(1), Incarnation(1), at(10)).fenced);
     }
 
     #[test]
@@ -1072,15 +1073,15 @@ mod tests {
             for op in ops {
                 match op {
                     Op::Heartbeat(b) => {
-                        state.heartbeat(BrokerId(b), incarnations[b as usize], ms(now));
+                        state.heartbeat(BrokerId(b), incarnations[b as usize], at(now));
                     }
                     Op::Restart(b) => {
                         incarnations[b as usize] = incarnations[b as usize].next();
-                        state.register(BrokerId(b), incarnations[b as usize], ms(now)).expect("register");
+                        state.register(BrokerId(b), incarnations[b as usize], at(now)).expect("register");
                     }
                     Op::Tick(step) => {
                         now += step;
-                        state.fence_expired(ms(now));
+                        state.fence_expired(at(now));
                     }
                     Op::Shrink(p, b) | Op::Expand(p, b) => {
                         let current = partition(&state, p);

@@ -5,12 +5,12 @@
 
 pub mod final_state;
 
+use crate::os::clock::{self, SimTime};
 use crate::types::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::fmt;
 use std::rc::Rc;
-use std::time::Duration;
 
 /// A produced message's unique id: producer number and that producer's send sequence.
 /// It is written at the start of the message value as `producer-2:000417`.
@@ -74,9 +74,9 @@ pub enum Op {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    /// Simulated time since the start of the run.
+    /// When the client saw it happen.
     #[serde(with = "millis")]
-    pub time: Duration,
+    pub time: SimTime,
     /// The host that recorded the event (`producer-1`, `consumer-2`).
     pub process: String,
     #[serde(flatten)]
@@ -91,9 +91,8 @@ pub struct History {
 
 impl History {
     pub fn record(&self, process: &str, op: Op) {
-        let time = crate::os::clock::now();
         self.events.borrow_mut().push(Event {
-            time,
+            time: clock::now(),
             process: process.to_string(),
             op,
         });
@@ -105,16 +104,18 @@ impl History {
     }
 }
 
+/// Event times in JSON: milliseconds since the run began.
 mod millis {
+    use crate::os::clock::SimTime;
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64() * 1000.0)
+    pub fn serialize<S: Serializer>(t: &SimTime, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(t.since_start().as_secs_f64() * 1000.0)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SimTime, D::Error> {
         let ms = f64::deserialize(d)?;
-        Ok(Duration::from_secs_f64(ms / 1000.0))
+        Ok(SimTime::after_start(Duration::from_secs_f64(ms / 1000.0)))
     }
 }

@@ -1,22 +1,135 @@
-//! Simulated time as seen from outside a host's runtime.
+//! The one simulated clock, and the one type for its instants.
 //!
-//! A simulation runs on one thread, so the world publishes "now" in a thread-local before
-//! every step; the disk (which lives outside the hosts) and the trace use it. Tests of
-//! the disk alone set it by hand. Several seeds on several threads each see their own.
+//! Inside a host, "now" is turmoil's clock for that host; outside (the world between
+//! steps, the disk's OS flusher, the trace), it is the time the world published in a
+//! thread-local before the step. The two are equal at every read: turmoil runs a host's
+//! tasks at the time of the step the world published, so broker, producer, controller,
+//! disk, history and trace all see one clock. Reading turmoil's inside a host keeps a bare
+//! turmoil test (no world publishing the time) correct; tests of the disk alone set the
+//! published time by hand. Several seeds on several threads each see their own.
+//!
+//! Durations are `std::time::Duration`; only instants are `SimTime`, so that an instant
+//! and a timeout cannot be mixed up.
 
 use std::cell::Cell;
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
 
+/// An instant of simulated time: the time since the run began.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SimTime(Duration);
+
+impl SimTime {
+    /// The start of the run.
+    pub const ZERO: SimTime = SimTime(Duration::ZERO);
+
+    pub const fn from_millis(millis: u64) -> SimTime {
+        SimTime(Duration::from_millis(millis))
+    }
+
+    /// The instant `elapsed` after the run began.
+    pub const fn after_start(elapsed: Duration) -> SimTime {
+        SimTime(elapsed)
+    }
+
+    /// The time since the run began.
+    pub const fn since_start(self) -> Duration {
+        self.0
+    }
+
+    /// The instant as a Kafka timestamp: RecordBatch timestamps are `i64` milliseconds,
+    /// and this simulation stamps CreateTime (and compares record ages) with the
+    /// simulated clock.
+    pub fn timestamp_ms(self) -> i64 {
+        i64::try_from(self.0.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    /// The time from a record timestamp to this instant, zero if the timestamp is later.
+    pub fn since_timestamp_ms(self, timestamp_ms: i64) -> Duration {
+        let millis = self.timestamp_ms().saturating_sub(timestamp_ms);
+        Duration::from_millis(u64::try_from(millis).unwrap_or(0))
+    }
+
+    /// `self + duration`, at most the last representable instant: Kafka's "never"
+    /// (`Long.MAX_VALUE` ms) added to any instant stays "never".
+    pub fn saturating_add(self, duration: Duration) -> SimTime {
+        SimTime(self.0.saturating_add(duration))
+    }
+}
+
+impl Add<Duration> for SimTime {
+    type Output = SimTime;
+
+    /// Saturating, like [`SimTime::saturating_add`].
+    fn add(self, duration: Duration) -> SimTime {
+        self.saturating_add(duration)
+    }
+}
+
+impl AddAssign<Duration> for SimTime {
+    fn add_assign(&mut self, duration: Duration) {
+        *self = *self + duration;
+    }
+}
+
+impl Sub<SimTime> for SimTime {
+    type Output = Duration;
+
+    /// The time from `earlier` to `self`, zero if `earlier` is later (like tokio's
+    /// `Instant`).
+    fn sub(self, earlier: SimTime) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl fmt::Display for SimTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{:03}s", self.0.as_secs(), self.0.subsec_millis())
+    }
+}
+
 thread_local! {
-    static NOW: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    static NOW: Cell<SimTime> = const { Cell::new(SimTime::ZERO) };
 }
 
 /// The current simulated time of this thread's simulation.
-pub fn now() -> Duration {
-    NOW.with(Cell::get)
+pub fn now() -> SimTime {
+    turmoil::sim_elapsed().map_or_else(|| NOW.with(Cell::get), SimTime)
 }
 
-/// Set the current simulated time; only the world (and tests) call this.
-pub fn set(now: Duration) {
+/// Publish the current simulated time for code outside the hosts; only the world (and
+/// tests) call this.
+pub fn set(now: SimTime) {
     NOW.with(|cell| cell.set(now));
+}
+
+/// Inside a host: sleep until the simulated clock reads `at` (at once if it has passed).
+/// The host's tokio clock runs with the published one, so the wait is the difference.
+pub async fn sleep_until(at: SimTime) {
+    tokio::time::sleep(at - now()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_saturate_instead_of_overflowing() {
+        let never = Duration::from_millis(i64::MAX as u64);
+        let late = SimTime::from_millis(5_000).saturating_add(never);
+        assert!(late > SimTime::from_millis(5_000));
+        let last = SimTime::after_start(Duration::MAX);
+        assert_eq!(last + never, last, "saturates at the last instant");
+        assert_eq!(
+            SimTime::from_millis(3) - SimTime::from_millis(5),
+            Duration::ZERO
+        );
+        assert_eq!(
+            SimTime::from_millis(5) - SimTime::from_millis(3),
+            Duration::from_millis(2)
+        );
+        assert_eq!(late.timestamp_ms(), i64::MAX);
+        assert_eq!(SimTime::from_millis(12_345).to_string(), "12.345s");
+    }
 }

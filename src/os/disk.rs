@@ -52,7 +52,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::os::clock;
+use crate::os::clock::{self, SimTime};
 
 /// What survives a power loss besides the durable image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -139,7 +139,7 @@ struct DiskState {
     full: bool,
     slow: Duration,
     /// When the flusher next wakes; `writeback` is called every tick and must stay cheap.
-    next_writeback: Duration,
+    next_writeback: SimTime,
 }
 
 /// Invariant: outside dirty pages (and pages dropped by a failed fsync), `cached` equals
@@ -149,7 +149,7 @@ struct Inode {
     cached: Vec<u8>,
     durable: Vec<u8>,
     /// Page index -> simulated time the page first became dirty.
-    dirty: BTreeMap<u64, Duration>,
+    dirty: BTreeMap<u64, SimTime>,
     cached_name: Option<String>,
     durable_name: Option<String>,
 }
@@ -169,7 +169,7 @@ impl Inode {
         self.cached.len() as u64
     }
 
-    fn mark_dirty(&mut self, start: u64, end: u64, now: Duration) {
+    fn mark_dirty(&mut self, start: u64, end: u64, now: SimTime) {
         if end <= start {
             return;
         }
@@ -180,7 +180,7 @@ impl Inode {
 
     /// Grow the cached image with zeros. Where the durable image still holds bytes there
     /// (it was shrunk but not synced), the zeros differ from the medium: those pages are dirty.
-    fn extend_to(&mut self, new_len: u64, now: Duration) {
+    fn extend_to(&mut self, new_len: u64, now: SimTime) {
         let old_len = self.len();
         if new_len <= old_len {
             return;
@@ -190,7 +190,7 @@ impl Inode {
         self.cached.resize(new_len as usize, 0);
     }
 
-    fn set_len(&mut self, new_len: u64, now: Duration) {
+    fn set_len(&mut self, new_len: u64, now: SimTime) {
         if new_len < self.len() {
             self.cached.truncate(new_len as usize);
             self.dirty.split_off(&new_len.div_ceil(PAGE_BYTES));
@@ -199,7 +199,7 @@ impl Inode {
         }
     }
 
-    fn write(&mut self, offset: u64, data: &[u8], now: Duration) {
+    fn write(&mut self, offset: u64, data: &[u8], now: SimTime) {
         if data.is_empty() {
             return;
         }
@@ -405,7 +405,7 @@ impl DiskState {
         Ok(())
     }
 
-    fn writeback(&mut self, now: Duration) {
+    fn writeback(&mut self, now: SimTime) {
         if now < self.next_writeback {
             return;
         }
@@ -419,7 +419,7 @@ impl DiskState {
                 ..
             } = inode;
             dirty.retain(|&page, &mut since| {
-                let expired = now.saturating_sub(since) >= expire;
+                let expired = now - since >= expire;
                 if expired {
                     write_back(cached, durable, page, PAGE_BYTES);
                 }
@@ -495,7 +495,7 @@ impl DiskState {
 
 impl Disk {
     pub fn new(config: DiskConfig, seed: u64) -> Disk {
-        let next_writeback = config.writeback;
+        let next_writeback = SimTime::after_start(config.writeback);
         Disk {
             state: Rc::new(RefCell::new(DiskState {
                 config,
@@ -674,7 +674,7 @@ impl Disk {
     }
 
     /// The OS flusher; called by the world every tick, acts every `writeback` interval.
-    pub fn writeback(&self, now: Duration) {
+    pub fn writeback(&self, now: SimTime) {
         self.state.borrow_mut().writeback(now);
     }
 

@@ -1,6 +1,7 @@
 //! Ack latency (invoke to ok, in simulated time) and throughput, from the history.
 
 use crate::history::{Event, MessageId, Op};
+use crate::os::clock::SimTime;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -37,7 +38,7 @@ impl HistoryStats {
             .iter()
             .find(|e| matches!(e.op, Op::Invoke { .. }))
             .map(|e| e.time);
-        let acks: Vec<Duration> = history
+        let acks: Vec<SimTime> = history
             .iter()
             .filter(|e| matches!(e.op, Op::Ok { .. }))
             .map(|e| e.time)
@@ -45,7 +46,7 @@ impl HistoryStats {
         let throughput_per_s = match (first_invoke, acks.iter().max()) {
             (Some(first), Some(&last)) => {
                 // At least a millisecond, so one instant ack does not read as infinite.
-                let span = last.saturating_sub(first).max(Duration::from_millis(1));
+                let span = (last - first).max(Duration::from_millis(1));
                 acks.len() as f64 / span.as_secs_f64()
             }
             _ => 0.0,
@@ -66,7 +67,7 @@ pub fn latency_stats(history: &[Event]) -> LatencyStats {
 
 /// Invoke-to-ok time of every acked send whose invoke is in the history.
 fn ack_latencies(history: &[Event]) -> Vec<Duration> {
-    let mut invokes: Vec<(MessageId, Duration)> = history
+    let mut invokes: Vec<(MessageId, SimTime)> = history
         .iter()
         .filter_map(|e| match &e.op {
             Op::Invoke { id, .. } => Some((*id, e.time)),
@@ -83,7 +84,7 @@ fn ack_latencies(history: &[Event]) -> Vec<Duration> {
                 invokes
                     .get(i)
                     .filter(|&&(other, _)| other == *id)
-                    .map(|&(_, t)| e.time.saturating_sub(t))
+                    .map(|&(_, t)| e.time - t)
             }
             _ => None,
         })
@@ -203,7 +204,7 @@ mod tests {
 
     fn at(ms: u64, op: Op) -> Event {
         Event {
-            time: Duration::from_millis(ms),
+            time: SimTime::from_millis(ms),
             process: "producer-1".into(),
             op,
         }

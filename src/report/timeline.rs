@@ -4,6 +4,7 @@
 //! and where the messages that were later lost had been acknowledged.
 
 use crate::history::{Event, Op};
+use crate::os::clock::SimTime;
 use crate::sim::runner::Timeline;
 use crate::sim::world::Stopped;
 use crate::types::{BrokerId, HostName};
@@ -24,7 +25,7 @@ pub struct TimelineInput<'a> {
     pub timeline: &'a Timeline,
     pub history: &'a [Event],
     /// When each acknowledged-then-lost message had been acknowledged.
-    pub lost_acked_at: &'a [Duration],
+    pub lost_acked_at: &'a [SimTime],
     pub summary: &'a str,
 }
 
@@ -217,8 +218,8 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
     let mut bad = vec![0u32; buckets];
     for event in input.history {
         match event.op {
-            Op::Ok { .. } => ok[bucket(event.time)] += 1,
-            Op::Fail { .. } | Op::Info { .. } => bad[bucket(event.time)] += 1,
+            Op::Ok { .. } => ok[bucket(event.time.since_start())] += 1,
+            Op::Fail { .. } | Op::Info { .. } => bad[bucket(event.time.since_start())] += 1,
             _ => {}
         }
     }
@@ -254,7 +255,7 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
     svg.push_str(&polyline(&ok, "#2ca02c"));
     svg.push_str(&polyline(&bad, "#ff7f0e"));
     for &at in input.lost_acked_at {
-        let x = scale.x(at);
+        let x = scale.x(at.since_start());
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#d62728" stroke-width="1"/>"##,

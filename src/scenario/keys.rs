@@ -186,6 +186,31 @@ macro_rules! int {
     };
 }
 
+/// A Kafka `.ms` key: an integer of milliseconds in TOML, a `Duration` in the config.
+macro_rules! millis {
+    ($name:literal, $field:ident, $min:expr, $max:expr, $meaning:literal) => {
+        Key {
+            name: $name,
+            meaning: $meaning,
+            kind: Kind::Int {
+                min: $min,
+                max: $max,
+                get: |c| c.$field.as_millis() as i64,
+                set: |c, v| c.$field = Duration::from_millis(v.unsigned_abs()),
+            },
+        }
+    };
+}
+
+/// `retention.ms`: milliseconds, or `-1` for "keep forever" (`None`).
+fn retention(millis: i64) -> Option<Duration> {
+    u64::try_from(millis).ok().map(Duration::from_millis)
+}
+
+fn retention_millis(retention: Option<Duration>) -> i64 {
+    retention.map_or(-1, |duration| duration.as_millis() as i64)
+}
+
 macro_rules! boolean {
     ($name:literal, $field:ident, $meaning:literal) => {
         Key {
@@ -207,6 +232,21 @@ macro_rules! duration {
             kind: Kind::Duration {
                 get: |c| c.$field,
                 set: |c, v| c.$field = v,
+            },
+        }
+    };
+}
+
+macro_rules! topic_millis {
+    ($name:literal, $field:ident, $min:expr, $max:expr, $inherits:literal) => {
+        Key {
+            name: $name,
+            meaning: concat!("This topic's `", $inherits, "`."),
+            kind: Kind::OptInt {
+                min: $min,
+                max: $max,
+                inherits: $inherits,
+                set: |c, v| c.$field = Some(Duration::from_millis(v.unsigned_abs())),
             },
         }
     };
@@ -238,41 +278,49 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "Let a replica outside the ISR become leader when no in-sync replica is left: availability over durability, acknowledged writes can be lost."),
         int!("log.flush.interval.messages", log_flush_interval_messages as u64, 1, LONG_MAX,
             "Messages a partition accumulates before the broker fsyncs its log; the default, never, leaves durability to replication and the OS flusher."),
-        int!("log.flush.interval.ms", log_flush_interval_ms as u64, 0, LONG_MAX,
+        millis!("log.flush.interval.ms", log_flush_interval_ms, 0, LONG_MAX,
             "Longest a message stays unflushed before the broker fsyncs its log (checked every log.flush.scheduler.interval.ms)."),
-        int!("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms as u64, 0, LONG_MAX,
+        millis!("log.flush.scheduler.interval.ms", log_flush_scheduler_interval_ms, 0, LONG_MAX,
             "How often the broker checks whether a log is due for a flush by time."),
-        int!("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms as u64, 0, INT_MAX,
+        millis!("log.flush.offset.checkpoint.interval.ms", log_flush_offset_checkpoint_interval_ms, 0, INT_MAX,
             "How often the broker writes recovery-point-offset-checkpoint (below it, logs are known flushed and skip recovery)."),
         int!("log.segment.bytes", log_segment_bytes as u64, 14, INT_MAX,
             "Size at which a partition's active segment is closed and a new one rolled."),
-        int!("log.roll.ms", log_roll_ms as u64, 1, LONG_MAX,
+        millis!("log.roll.ms", log_roll_ms, 1, LONG_MAX,
             "Age at which the active segment is rolled even if it is not full."),
         int!("log.index.interval.bytes", log_index_interval_bytes as u64, 0, INT_MAX,
             "Bytes of log between two entries of the offset index."),
         int!("log.retention.bytes", log_retention_bytes as i64, -1, LONG_MAX,
             "Size a partition's log may reach before its oldest segments are deleted; -1: no limit."),
-        int!("log.retention.ms", log_retention_ms as i64, -1, LONG_MAX,
-            "Age after which closed segments are deleted; -1: keep forever."),
-        int!("log.retention.check.interval.ms", log_retention_check_interval_ms as u64, 1, LONG_MAX,
+        Key {
+            name: "log.retention.ms",
+            meaning: "Age after which closed segments are deleted; -1: keep forever.",
+            kind: Kind::Int {
+                min: -1,
+                max: LONG_MAX,
+                get: |c| retention_millis(c.log_retention_ms),
+                set: |c, v| c.log_retention_ms = retention(v),
+            },
+        },
+        millis!("log.retention.check.interval.ms", log_retention_check_interval_ms, 1, LONG_MAX,
             "How often the broker looks for segments to delete."),
-        int!("replica.lag.time.max.ms", replica_lag_time_max_ms as u64, 0, LONG_MAX,
+        millis!("replica.lag.time.max.ms", replica_lag_time_max_ms, 0, LONG_MAX,
             "A follower that has not caught up with the leader's log end for this long is removed from the ISR."),
-        int!("replica.fetch.wait.max.ms", replica_fetch_wait_max_ms as u64, 0, INT_MAX,
+        millis!("replica.fetch.wait.max.ms", replica_fetch_wait_max_ms, 0, INT_MAX,
             "Longest a follower's fetch waits at the leader for new data."),
         int!("replica.fetch.max.bytes", replica_fetch_max_bytes as u64, 0, INT_MAX,
             "Bytes a follower asks for per partition in one fetch (at least one batch is always returned)."),
         int!("replica.fetch.min.bytes", replica_fetch_min_bytes as u64, 0, INT_MAX,
             "Bytes the leader waits to accumulate before answering a follower's fetch (or replica.fetch.wait.max.ms)."),
-        int!("replica.fetch.backoff.ms", replica_fetch_backoff_ms as u64, 0, INT_MAX,
+        millis!("replica.fetch.backoff.ms", replica_fetch_backoff_ms, 0, INT_MAX,
             "How long a follower waits after a failed fetch before the next."),
-        int!("replica.socket.timeout.ms", replica_socket_timeout_ms as u64, 0, INT_MAX,
+        millis!("replica.socket.timeout.ms", replica_socket_timeout_ms, 0, INT_MAX,
             "Timeout of a follower's fetch request to the leader."),
-        int!("replica.high.watermark.checkpoint.interval.ms", replica_high_watermark_checkpoint_interval_ms as u64, 1, LONG_MAX,
+        millis!("replica.high.watermark.checkpoint.interval.ms", replica_high_watermark_checkpoint_interval_ms, 1, LONG_MAX,
             "How often the broker writes every partition's high watermark to replication-offset-checkpoint."),
-        int!("broker.heartbeat.interval.ms", broker_heartbeat_interval_ms as u64, 1, INT_MAX,
+        millis!("broker.heartbeat.interval.ms", broker_heartbeat_interval_ms, 1, INT_MAX,
             "How often a broker heartbeats to the controller (KRaft)."),
-        int!("broker.session.timeout.ms", broker_session_timeout_ms as u64, 1, INT_MAX,
+        millis!("broker.session.timeout.ms", broker_session_timeout_ms, 1, INT_MAX,
             "A broker whose heartbeats stop this long is fenced: it leaves every ISR and loses its leaderships."),
         Key {
             name: "replication.truncation",
@@ -319,17 +367,17 @@ pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
             "How many times a failed batch is resent (within delivery.timeout.ms)."),
         int!("max.in.flight.requests.per.connection", max_in_flight_requests_per_connection as u32, 1, INT_MAX,
             "Unacknowledged produce requests per broker connection; above 1 without idempotence, retries can reorder messages."),
-        int!("linger.ms", linger_ms as u64, 0, LONG_MAX,
+        millis!("linger.ms", linger_ms, 0, LONG_MAX,
             "How long the producer waits for more messages to fill a batch before sending it."),
         int!("batch.size", batch_size as u64, 0, INT_MAX,
             "Largest batch, in bytes, per partition."),
-        int!("delivery.timeout.ms", delivery_timeout_ms as u64, 0, INT_MAX,
+        millis!("delivery.timeout.ms", delivery_timeout_ms, 0, INT_MAX,
             "Upper bound on the time from send to success or failure, retries included; left unset, raised to linger.ms + request.timeout.ms if below it (as Kafka does)."),
-        int!("request.timeout.ms", request_timeout_ms as u64, 0, INT_MAX,
+        millis!("request.timeout.ms", request_timeout_ms, 0, INT_MAX,
             "How long the producer waits for a response before it retries or fails the request."),
-        int!("retry.backoff.ms", retry_backoff_ms as u64, 0, LONG_MAX,
+        millis!("retry.backoff.ms", retry_backoff_ms, 0, LONG_MAX,
             "How long the producer waits before retrying a failed request."),
-        int!("metadata.max.age.ms", metadata_max_age_ms as u64, 0, LONG_MAX,
+        millis!("metadata.max.age.ms", metadata_max_age_ms, 0, LONG_MAX,
             "Metadata (who leads what) is refreshed at least this often, even without errors."),
     ],
 };
@@ -375,9 +423,9 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
     title: "Kafka consumer configuration (the consumers of [workload] and the final read)",
     defaults: ConsumerConfig::default,
     keys: &[
-        int!(
+        millis!(
             "fetch.max.wait.ms",
-            fetch_max_wait_ms as u64,
+            fetch_max_wait_ms,
             0,
             INT_MAX,
             "Longest the broker holds a fetch waiting for fetch.min.bytes of data."
@@ -396,16 +444,16 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             INT_MAX,
             "Bytes returned per partition per fetch (at least one batch is always returned)."
         ),
-        int!(
+        millis!(
             "request.timeout.ms",
-            request_timeout_ms as u64,
+            request_timeout_ms,
             0,
             INT_MAX,
             "How long the consumer waits for a response before it retries."
         ),
-        int!(
+        millis!(
             "retry.backoff.ms",
-            retry_backoff_ms as u64,
+            retry_backoff_ms,
             0,
             LONG_MAX,
             "How long the consumer waits before retrying a failed request."
@@ -428,11 +476,20 @@ pub(crate) static TOPIC: Section<TopicConfig> = Section {
             },
         },
         topic_int!("flush.messages", flush_messages as u64, 1, LONG_MAX, "log.flush.interval.messages"),
-        topic_int!("flush.ms", flush_ms as u64, 0, LONG_MAX, "log.flush.interval.ms"),
+        topic_millis!("flush.ms", flush_ms, 0, LONG_MAX, "log.flush.interval.ms"),
         topic_int!("segment.bytes", segment_bytes as u64, 14, INT_MAX, "log.segment.bytes"),
-        topic_int!("segment.ms", segment_ms as u64, 1, LONG_MAX, "log.roll.ms"),
+        topic_millis!("segment.ms", segment_ms, 1, LONG_MAX, "log.roll.ms"),
         topic_int!("retention.bytes", retention_bytes as i64, -1, LONG_MAX, "log.retention.bytes"),
-        topic_int!("retention.ms", retention_ms as i64, -1, LONG_MAX, "log.retention.ms"),
+        Key {
+            name: "retention.ms",
+            meaning: "This topic's `log.retention.ms`.",
+            kind: Kind::OptInt {
+                min: -1,
+                max: LONG_MAX,
+                inherits: "log.retention.ms",
+                set: |c, v| c.retention_ms = Some(retention(v)),
+            },
+        },
         topic_int!("index.interval.bytes", index_interval_bytes as u64, 0, INT_MAX, "log.index.interval.bytes"),
     ],
 };

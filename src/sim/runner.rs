@@ -10,6 +10,7 @@ use crate::client::{self, ConsumerContext, ProducerContext};
 use crate::controller::{self, ControllerContext, MetadataView};
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, History};
+use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskFault};
 use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
 use crate::sim::world::{HostChange, World};
@@ -330,7 +331,7 @@ fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &
             brokers: settings.cluster.brokers,
             history: history.clone(),
             budget: budget.clone(),
-            stop_at: settings.duration,
+            stop_at: SimTime::after_start(settings.duration),
             seed: derive_seed(seed, &format!("producer-{n}")),
         };
         world.add_host(HostName::Producer(n), None, move || {

@@ -139,7 +139,7 @@ where
             let mut run = run.borrow_mut();
             let Some(run) = run.as_mut() else { return };
             let meta = event.metadata();
-            let now = crate::os::clock::now();
+            let now = crate::os::clock::now().since_start();
             let scope = ctx.event_scope(event);
             let node = scope.and_then(|scope| {
                 scope

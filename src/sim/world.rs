@@ -24,7 +24,7 @@
 //! - Network faults are kept as a set of cut host pairs and per-link extra latency, so that
 //!   a power cut and a scenario partition on the same link compose and heal independently.
 
-use crate::os::clock;
+use crate::os::clock::{self, SimTime};
 use crate::os::disk::Disk;
 use crate::types::HostName;
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,7 +90,7 @@ impl<'a> World<'a> {
             .simulation_duration(Duration::from_secs(365 * 24 * 3600))
             .tcp_capacity(4096)
             .build();
-        clock::set(Duration::ZERO);
+        clock::set(SimTime::ZERO);
         World {
             sim,
             hosts: Vec::new(),
@@ -137,9 +137,9 @@ impl<'a> World<'a> {
 
     /// Advance one tick: the network, every running host, then the disks' OS flushers.
     pub fn step(&mut self) -> turmoil::Result<()> {
-        clock::set(self.sim.elapsed());
+        clock::set(SimTime::after_start(self.sim.elapsed()));
         self.sim.step()?;
-        let now = self.sim.elapsed();
+        let now = SimTime::after_start(self.sim.elapsed());
         clock::set(now);
         for disk in self.disks.values() {
             disk.writeback(now);

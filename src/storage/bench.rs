@@ -6,6 +6,7 @@
 use std::time::Instant;
 
 use crate::config::LogConfig;
+use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskConfig};
 use crate::record::BatchBuilder;
 use crate::storage::log::{Log, StorageError};
@@ -65,14 +66,22 @@ fn bench_case(
         flush_interval_messages: crate::config::NEVER,
         ..LogConfig::default()
     };
-    let mut log = Log::open(&disk, &tp, config, Offset(0), Offset(0), true, 0)?;
+    let mut log = Log::open(
+        &disk,
+        &tp,
+        config,
+        Offset(0),
+        Offset(0),
+        true,
+        SimTime::ZERO,
+    )?;
     let template = build_batch(records_per_batch);
     let batch_record_bytes = (records_per_batch * RECORD_BYTES) as u64;
     let batches = (total_record_bytes / batch_record_bytes).max(1);
 
     let started = Instant::now();
     for _ in 0..batches {
-        log.append_as_leader(template.clone(), Epoch(0), 0)?;
+        log.append_as_leader(template.clone(), Epoch(0), SimTime::ZERO)?;
     }
     let append = Rate {
         record_bytes: batches * batch_record_bytes,

@@ -42,8 +42,10 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use crate::config::LogConfig;
+use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
 use crate::record::{self, BatchHeader, Record};
 use crate::storage::checkpoint::LEADER_EPOCH;
@@ -145,7 +147,7 @@ pub struct Log {
     recovery_point: Offset,
     epochs: LeaderEpochCache,
     producer_state: ProducerStateManager,
-    last_flush_ms: i64,
+    last_flush: SimTime,
     pending: PendingMetadata,
     /// Truncations so far, and as of the latest plan: a plan taken before a truncation
     /// must not advance the recovery point over data written after it.
@@ -162,7 +164,7 @@ impl Log {
         recovery_point: Offset,
         log_start_offset: Offset,
         clean_shutdown: bool,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<Log, StorageError> {
         let dir = tp.dir_name();
         let mut log = Log {
@@ -176,7 +178,7 @@ impl Log {
             recovery_point,
             epochs: LeaderEpochCache::default(),
             producer_state: ProducerStateManager::default(),
-            last_flush_ms: now_ms,
+            last_flush: now,
             pending: PendingMetadata::default(),
             truncations: 0,
             planned_truncations: Cell::new(0),
@@ -184,17 +186,17 @@ impl Log {
         let bases = log.remove_stray_files()?;
         let mut headers = if bases.is_empty() {
             let base = Offset(log_start_offset.0.max(0));
-            log.add_segment(base, now_ms)?;
+            log.add_segment(base, now)?;
             LoadedHeaders::default()
         } else {
-            log.load_segments(&bases, clean_shutdown, now_ms)?
+            log.load_segments(&bases, clean_shutdown, now)?
         };
         log.log_end_offset = log.active().next_offset();
         log.log_start_offset = log.log_start_offset.max(log.first().base_offset());
         if log.log_start_offset > log.log_end_offset {
             // The log lost everything up to its checkpointed start (a power loss undid
             // the segment files written after a `truncate_fully_and_start_at`).
-            log.truncate_fully_and_start_at(log.log_start_offset, now_ms)?;
+            log.truncate_fully_and_start_at(log.log_start_offset, now)?;
             headers = LoadedHeaders::default();
         }
         log.recovery_point = recovery_point.clamp(log.first().base_offset(), log.log_end_offset);
@@ -259,7 +261,7 @@ impl Log {
         &mut self,
         bases: &[Offset],
         clean_shutdown: bool,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<LoadedHeaders, StorageError> {
         let first_scanned = if clean_shutdown {
             bases.len()
@@ -314,7 +316,7 @@ impl Log {
                 scan,
                 self.config.index_interval_bytes,
                 trust_indexes,
-                now_ms,
+                now,
             )?;
             if truncated || !trust_indexes {
                 for path in segment.paths() {
@@ -406,7 +408,7 @@ impl Log {
         &mut self,
         mut batch: Vec<u8>,
         epoch: Epoch,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
         let mut header =
             record::validate(&batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
@@ -436,7 +438,7 @@ impl Log {
         record::set_partition_leader_epoch(&mut batch, epoch);
         header.base_offset = first_offset;
         header.partition_leader_epoch = epoch;
-        self.append_batch(&batch, &header, now_ms)?;
+        self.append_batch(&batch, &header, now)?;
         if self.epochs.assign(epoch, first_offset) {
             self.write_epoch_checkpoint()?;
         }
@@ -453,7 +455,7 @@ impl Log {
     pub fn append_as_follower(
         &mut self,
         batches: &[u8],
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<Offset, StorageError> {
         let mut checked: Vec<(usize, BatchHeader)> = Vec::new();
         let mut expected = self.log_end_offset;
@@ -474,7 +476,7 @@ impl Log {
             self.append_batch(
                 &batches[position..position + header.size_bytes()],
                 &header,
-                now_ms,
+                now,
             )?;
             if header.partition_leader_epoch >= Epoch(0) {
                 epochs_changed |= self
@@ -498,7 +500,7 @@ impl Log {
         &mut self,
         batch: &[u8],
         header: &BatchHeader,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
         debug_assert_eq!(
             header.base_offset, self.log_end_offset,
@@ -508,8 +510,8 @@ impl Log {
             header.next_offset() > header.base_offset,
             "a batch's offsets must increase"
         );
-        if self.should_roll(batch.len(), header.last_offset(), now_ms) {
-            self.roll(now_ms)?;
+        if self.should_roll(batch.len(), header.last_offset(), now) {
+            self.roll(now)?;
         }
         let interval = self.config.index_interval_bytes;
         let disk = &self.disk;
@@ -526,18 +528,17 @@ impl Log {
     /// Kafka's `shouldRoll`: a non-empty active segment is closed when the batch would
     /// take it past `segment.bytes`, when it is older than `roll.ms`, or when the batch's
     /// offsets or position no longer fit its index entries.
-    fn should_roll(&self, batch_bytes: usize, last_offset: Offset, now_ms: i64) -> bool {
+    fn should_roll(&self, batch_bytes: usize, last_offset: Offset, now: SimTime) -> bool {
         let active = self.active();
         if active.is_empty() {
             return false;
         }
-        let roll_ms = i64::try_from(self.config.roll_ms).unwrap_or(i64::MAX);
         active.size_bytes() + batch_bytes as u64 > self.config.segment_bytes
-            || active.age_ms(now_ms) >= roll_ms
+            || active.age(now) >= self.config.roll_ms
             || !active.fits(last_offset, batch_bytes)
     }
 
-    fn roll(&mut self, now_ms: i64) -> Result<(), StorageError> {
+    fn roll(&mut self, now: SimTime) -> Result<(), StorageError> {
         let disk = &self.disk;
         let active = self
             .segments
@@ -545,11 +546,11 @@ impl Log {
             .next_back()
             .expect("a log always has an active segment");
         active.close(disk)?;
-        self.add_segment(self.log_end_offset, now_ms)
+        self.add_segment(self.log_end_offset, now)
     }
 
-    fn add_segment(&mut self, base: Offset, now_ms: i64) -> Result<(), StorageError> {
-        let segment = Segment::create(&self.disk, &self.dir, base, now_ms)?;
+    fn add_segment(&mut self, base: Offset, now: SimTime) -> Result<(), StorageError> {
+        let segment = Segment::create(&self.disk, &self.dir, base, now)?;
         for path in segment.paths() {
             self.pending.file(path);
         }
@@ -604,13 +605,13 @@ impl Log {
     }
 
     /// Remove every record at or above `offset` (a batch holding it is removed whole).
-    /// `now_ms` stamps the new segment if the truncation starts the log afresh.
-    pub fn truncate_to(&mut self, offset: Offset, now_ms: i64) -> Result<(), StorageError> {
+    /// `now` stamps the new segment if the truncation starts the log afresh.
+    pub fn truncate_to(&mut self, offset: Offset, now: SimTime) -> Result<(), StorageError> {
         if offset >= self.log_end_offset {
             return Ok(());
         }
         if offset < self.log_start_offset {
-            return self.truncate_fully_and_start_at(offset, now_ms);
+            return self.truncate_fully_and_start_at(offset, now);
         }
         self.truncations += 1;
         let doomed: Vec<Offset> = self
@@ -651,14 +652,14 @@ impl Log {
     pub fn truncate_fully_and_start_at(
         &mut self,
         offset: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<(), StorageError> {
         self.truncations += 1;
         let bases = self.segment_bases();
         for base in bases {
             self.delete_segment(base)?;
         }
-        self.add_segment(offset, now_ms)?;
+        self.add_segment(offset, now)?;
         self.log_start_offset = offset;
         self.log_end_offset = offset;
         self.recovery_point = offset;
@@ -713,19 +714,19 @@ impl Log {
     }
 
     /// The latest plan's fsyncs are done: advance the recovery point to `up_to` (unless a
-    /// truncation since the plan rewrote offsets below it). `now_ms`, when the fsyncs
+    /// truncation since the plan rewrote offsets below it). `now`, when the fsyncs
     /// finished, starts the next `log.flush.interval.ms`.
-    pub fn flush_done(&mut self, up_to: Offset, now_ms: i64) {
+    pub fn flush_done(&mut self, up_to: Offset, now: SimTime) {
         self.pending.confirm();
         if self.planned_truncations.get() == self.truncations {
             self.recovery_point = self.recovery_point.max(up_to.min(self.log_end_offset));
         }
-        self.last_flush_ms = now_ms;
+        self.last_flush = now;
     }
 
     /// For `log.flush.interval.ms`: time since the last confirmed flush (or the open).
-    pub fn time_since_flush_ms(&self, now_ms: i64) -> u64 {
-        u64::try_from(now_ms.saturating_sub(self.last_flush_ms)).unwrap_or(0)
+    pub fn time_since_flush(&self, now: SimTime) -> Duration {
+        now - self.last_flush
     }
 
     /// Messages above the recovery point (Kafka's `unflushedMessages`).
@@ -768,15 +769,16 @@ impl Log {
     pub fn enforce_retention(
         &mut self,
         high_watermark: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<usize, StorageError> {
         let mut deleted = 0;
         let mut size = self.size_bytes();
         while let Some((head, next_base)) = self.deletable_head() {
             let below_start = next_base <= self.log_start_offset;
-            let expired = self.config.retention_ms >= 0
-                && head.max_timestamp != i64::MIN
-                && now_ms.saturating_sub(head.max_timestamp) > self.config.retention_ms;
+            let expired = self.config.retention_ms.is_some_and(|retention| {
+                head.max_timestamp != i64::MIN
+                    && now.since_timestamp_ms(head.max_timestamp) > retention
+            });
             let oversized = self.config.retention_bytes >= 0
                 && size.saturating_sub(head.size_bytes) >= self.config.retention_bytes as u64;
             if next_base > high_watermark || !(below_start || expired || oversized) {

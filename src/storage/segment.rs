@@ -5,11 +5,13 @@
 //! also appended to its file, so that a clean shutdown leaves usable index files behind;
 //! after a crash the indexes of the segments recovery scans are rebuilt from the log.
 
+use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
 use crate::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::storage::index::{self, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use crate::storage::recovery::SegmentScan;
 use crate::types::Offset;
+use std::time::Duration;
 
 pub const LOG_SUFFIX: &str = ".log";
 pub const INDEX_SUFFIX: &str = ".index";
@@ -43,14 +45,14 @@ pub struct Segment {
     /// The first batch's max timestamp, which `log.roll.ms` is measured from (Kafka's
     /// `rollingBasedTimestamp`); the creation time when that is unknown.
     rolling_timestamp_ms: Option<i64>,
-    created_ms: i64,
+    created: SimTime,
     log_path: String,
     index_path: String,
     time_index_path: String,
 }
 
 impl Segment {
-    fn empty(dir: &str, base_offset: Offset, now_ms: i64) -> Segment {
+    fn empty(dir: &str, base_offset: Offset, now: SimTime) -> Segment {
         let path = |suffix| format!("{dir}/{}", file_name(base_offset, suffix));
         Segment {
             base_offset,
@@ -62,7 +64,7 @@ impl Segment {
             max_timestamp: i64::MIN,
             offset_of_max_timestamp: base_offset,
             rolling_timestamp_ms: None,
-            created_ms: now_ms,
+            created: now,
             log_path: path(LOG_SUFFIX),
             index_path: path(INDEX_SUFFIX),
             time_index_path: path(TIME_INDEX_SUFFIX),
@@ -74,9 +76,9 @@ impl Segment {
         disk: &Disk,
         dir: &str,
         base_offset: Offset,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<Segment, DiskError> {
-        let segment = Segment::empty(dir, base_offset, now_ms);
+        let segment = Segment::empty(dir, base_offset, now);
         for path in segment.paths() {
             disk.create(path)?;
         }
@@ -93,9 +95,9 @@ impl Segment {
         scan: &SegmentScan,
         index_interval_bytes: u64,
         trust_indexes: bool,
-        now_ms: i64,
+        now: SimTime,
     ) -> Result<Segment, DiskError> {
-        let mut segment = Segment::empty(dir, base_offset, now_ms);
+        let mut segment = Segment::empty(dir, base_offset, now);
         for batch in &scan.batches {
             segment.account(
                 &batch.header,
@@ -173,9 +175,12 @@ impl Segment {
         [&self.log_path, &self.index_path, &self.time_index_path]
     }
 
-    /// Milliseconds this segment has been rolling for, as `log.roll.ms` measures it.
-    pub fn age_ms(&self, now_ms: i64) -> i64 {
-        now_ms.saturating_sub(self.rolling_timestamp_ms.unwrap_or(self.created_ms))
+    /// How long this segment has been rolling for, as `log.roll.ms` measures it.
+    pub fn age(&self, now: SimTime) -> Duration {
+        match self.rolling_timestamp_ms {
+            Some(timestamp_ms) => now.since_timestamp_ms(timestamp_ms),
+            None => now - self.created,
+        }
     }
 
     /// Whether a batch ending at `last_offset` can go in: its offsets must be expressible

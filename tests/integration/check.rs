@@ -8,6 +8,7 @@ use hightide::check::{check, evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId};
+use hightide::os::clock::SimTime;
 use hightide::types::{Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -415,7 +416,7 @@ fn a_history_of_a_million_events_checks() {
         let (producer, part) = ((seq % 2) as u32 + 1, (seq % 4) as usize);
         let m = id(producer, seq);
         let offset = reads[part].len() as i64;
-        let time = Duration::from_micros(seq * 20);
+        let time = SimTime::after_start(Duration::from_micros(seq * 20));
         history = history
             .at(time)
             .send(m, &partitions[part])

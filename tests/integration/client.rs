@@ -6,6 +6,7 @@ use hightide::client::{
 };
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::history::{History, MessageId, Op};
+use hightide::os::clock::SimTime;
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
     ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, OffsetsForLeaderEpochResponse,
@@ -138,7 +139,7 @@ fn run(
         brokers: 1,
         history: history.clone(),
         budget: SendBudget::new(1, Some(messages)),
-        stop_at: Duration::from_secs(30),
+        stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
     };
     sim.client("producer-1", async move {
@@ -157,8 +158,8 @@ fn config(idempotent: bool) -> ProducerConfig {
     ProducerConfig {
         acks: Acks::All,
         enable_idempotence: idempotent,
-        linger_ms: 0,
-        request_timeout_ms: 1_000,
+        linger_ms: Duration::ZERO,
+        request_timeout_ms: Duration::from_millis(1_000),
         ..ProducerConfig::default()
     }
 }
@@ -455,7 +456,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         brokers: 2,
         history: history.clone(),
         budget: SendBudget::new(1, Some(1)),
-        stop_at: Duration::from_secs(30),
+        stop_at: SimTime::after_start(Duration::from_secs(30)),
         // The first metadata answer comes from broker-1 (seed % brokers + 1).
         seed: 0,
     };
@@ -681,7 +682,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
     let ctx = ProducerContext {
         index: 1,
         config: ProducerConfig {
-            delivery_timeout_ms,
+            delivery_timeout_ms: Duration::from_millis(delivery_timeout_ms),
             ..config(true)
         },
         topic: "t".to_string(),
@@ -692,7 +693,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         brokers: 1,
         history: history.clone(),
         budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
-        stop_at: Duration::from_secs(30),
+        stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
     };
     sim.client("producer-1", async move { run_producer(ctx).await });

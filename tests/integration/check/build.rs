@@ -3,31 +3,32 @@
 
 use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId, Op};
+use hightide::os::clock::SimTime;
 use hightide::types::{BrokerId, Offset, TopicPartition};
 use std::time::Duration;
 
 /// A simulated time, in ms since the start of the run.
-pub fn ms(ms: u64) -> Duration {
-    Duration::from_millis(ms)
+pub fn ms(ms: u64) -> SimTime {
+    SimTime::from_millis(ms)
 }
 
 /// A history, its events in the order of the calls. Its clock starts at 0 and moves 1 ms
 /// on after each send, the pace of a steady producer, unless `at` sets it.
 pub struct HistoryBuilder {
     events: Vec<Event>,
-    now: Duration,
+    now: SimTime,
 }
 
 impl HistoryBuilder {
     pub fn new() -> Self {
         HistoryBuilder {
             events: Vec::new(),
-            now: Duration::ZERO,
+            now: SimTime::ZERO,
         }
     }
 
     /// The next send or read happens at `time`.
-    pub fn at(mut self, time: Duration) -> Self {
+    pub fn at(mut self, time: SimTime) -> Self {
         self.now = time;
         self
     }
@@ -36,12 +37,12 @@ impl HistoryBuilder {
     pub fn send(mut self, id: MessageId, tp: &TopicPartition) -> InFlight {
         let invoked = self.now;
         self.push(invoked, producer(id), Op::Invoke { id, tp: tp.clone() });
-        self.now += ms(1);
+        self.now += Duration::from_millis(1);
         InFlight {
             history: self,
             id,
             tp: tp.clone(),
-            completes: invoked + ms(2),
+            completes: invoked + Duration::from_millis(2),
         }
     }
 
@@ -67,7 +68,7 @@ impl HistoryBuilder {
         self.events
     }
 
-    fn push(&mut self, time: Duration, process: String, op: Op) {
+    fn push(&mut self, time: SimTime, process: String, op: Op) {
         self.events.push(Event { time, process, op });
     }
 }
@@ -82,11 +83,11 @@ pub struct InFlight {
     history: HistoryBuilder,
     id: MessageId,
     tp: TopicPartition,
-    completes: Duration,
+    completes: SimTime,
 }
 
 impl InFlight {
-    pub fn completes_at(mut self, time: Duration) -> Self {
+    pub fn completes_at(mut self, time: SimTime) -> Self {
         self.completes = time;
         self
     }

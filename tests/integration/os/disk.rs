@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use hightide::os::clock;
+use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{
     Disk, DiskConfig, DiskError, DiskFault, PowerLossModel, PAGE_BYTES, SECTOR_BYTES,
 };
@@ -29,8 +29,8 @@ fn config(power_loss: PowerLossModel) -> DiskConfig {
     }
 }
 
-fn at(seconds: u64) -> Duration {
-    let now = Duration::from_secs(seconds);
+fn at(seconds: u64) -> SimTime {
+    let now = SimTime::after_start(Duration::from_secs(seconds));
     clock::set(now);
     now
 }
@@ -216,13 +216,13 @@ fn op() -> impl Strategy<Value = Op> {
 struct ModelFile {
     cached: Vec<u8>,
     durable: Vec<u8>,
-    dirty: BTreeMap<u64, Duration>,
+    dirty: BTreeMap<u64, SimTime>,
     /// Pages a failed fsync marked clean without writing them.
     lost: BTreeSet<u64>,
 }
 
 impl ModelFile {
-    fn dirty_range(&mut self, start: usize, end: usize, now: Duration) {
+    fn dirty_range(&mut self, start: usize, end: usize, now: SimTime) {
         if end <= start {
             return;
         }
@@ -233,7 +233,7 @@ impl ModelFile {
     }
 
     /// Zeros past the old end differ from the medium wherever it still holds bytes.
-    fn extend(&mut self, len: usize, now: Duration) {
+    fn extend(&mut self, len: usize, now: SimTime) {
         let old = self.cached.len();
         if len > old {
             self.dirty_range(old, len.min(self.durable.len()), now);
@@ -241,7 +241,7 @@ impl ModelFile {
         }
     }
 
-    fn set_len(&mut self, len: usize, now: Duration) {
+    fn set_len(&mut self, len: usize, now: SimTime) {
         if len < self.cached.len() {
             self.cached.truncate(len);
             self.dirty.retain(|&page, _| (page as usize) * PAGE < len);
@@ -251,7 +251,7 @@ impl ModelFile {
         }
     }
 
-    fn write(&mut self, offset: usize, data: &[u8], now: Duration) {
+    fn write(&mut self, offset: usize, data: &[u8], now: SimTime) {
         if data.is_empty() {
             return;
         }
@@ -289,7 +289,7 @@ struct Model {
     synced: BTreeMap<String, Vec<u8>>,
     fsync_error: bool,
     full: bool,
-    next_writeback: Duration,
+    next_writeback: SimTime,
 }
 
 fn prefix(dir: &str) -> String {
@@ -303,7 +303,7 @@ fn prefix(dir: &str) -> String {
 impl Model {
     fn new(config: DiskConfig) -> Model {
         Model {
-            next_writeback: config.writeback,
+            next_writeback: SimTime::after_start(config.writeback),
             config,
             files: BTreeMap::new(),
             next_id: 0,
@@ -342,7 +342,7 @@ impl Model {
         path: &str,
         offset: usize,
         data: &[u8],
-        now: Duration,
+        now: SimTime,
     ) -> Result<(), DiskError> {
         self.space(path)?;
         self.synced.remove(path);
@@ -350,7 +350,7 @@ impl Model {
         Ok(())
     }
 
-    fn append(&mut self, path: &str, data: &[u8], now: Duration) -> Result<u64, DiskError> {
+    fn append(&mut self, path: &str, data: &[u8], now: SimTime) -> Result<u64, DiskError> {
         self.space(path)?;
         self.synced.remove(path);
         let file = self.open(path);
@@ -359,14 +359,14 @@ impl Model {
         Ok(position as u64)
     }
 
-    fn create(&mut self, path: &str, now: Duration) -> Result<(), DiskError> {
+    fn create(&mut self, path: &str, now: SimTime) -> Result<(), DiskError> {
         self.space(path)?;
         self.synced.remove(path);
         self.open(path).set_len(0, now);
         Ok(())
     }
 
-    fn set_len(&mut self, path: &str, len: usize, now: Duration) -> Result<(), DiskError> {
+    fn set_len(&mut self, path: &str, len: usize, now: SimTime) -> Result<(), DiskError> {
         let id = *self.names.get(path).ok_or_else(|| not_found(path))?;
         self.synced.remove(path);
         self.files.get_mut(&id).unwrap().set_len(len, now);
@@ -466,7 +466,7 @@ impl Model {
         Ok(())
     }
 
-    fn writeback(&mut self, now: Duration) {
+    fn writeback(&mut self, now: SimTime) {
         if now < self.next_writeback {
             return;
         }
@@ -570,10 +570,10 @@ impl Model {
 }
 
 fn run_against_model(config: DiskConfig, seed: u64, ops: &[Op]) -> Result<(), TestCaseError> {
-    clock::set(Duration::ZERO);
+    clock::set(SimTime::ZERO);
     let disk = Disk::new(config.clone(), seed);
     let mut model = Model::new(config);
-    let mut now = Duration::ZERO;
+    let mut now = SimTime::ZERO;
     for (i, op) in ops.iter().enumerate() {
         let tag = (i % 255 + 1) as u8;
         let step = match op.clone() {
@@ -688,10 +688,10 @@ proptest! {
             1..40,
         ),
     ) {
-        clock::set(Duration::ZERO);
+        clock::set(SimTime::ZERO);
         let disk = Disk::new(config(PowerLossModel::DropUnflushed), 7);
         let mut expected: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-        let mut now = Duration::ZERO;
+        let mut now = SimTime::ZERO;
         for (i, &(file, offset, len, advance_ms)) in writes.iter().enumerate() {
             let path = FILES[file];
             let data = vec![(i % 255 + 1) as u8; len];
@@ -728,15 +728,15 @@ proptest! {
         dirtied_s in prop::collection::vec(0..60u64, 1..12),
         wake_s in 60..100u64,
     ) {
-        clock::set(Duration::ZERO);
+        clock::set(SimTime::ZERO);
         let disk = Disk::new(config(PowerLossModel::DropUnflushed), 1);
         disk.create("p").unwrap();
         disk.fsync_dir_now("").unwrap();
         for (page, &second) in dirtied_s.iter().enumerate() {
-            clock::set(Duration::from_secs(second));
+            clock::set(SimTime::after_start(Duration::from_secs(second)));
             disk.write("p", (page * PAGE) as u64, &vec![page as u8 + 1; PAGE]).unwrap();
         }
-        disk.writeback(Duration::from_secs(wake_s));
+        disk.writeback(SimTime::after_start(Duration::from_secs(wake_s)));
         let durable = disk.durable("p").unwrap();
         let mut still_dirty = Vec::new();
         for (page, &second) in dirtied_s.iter().enumerate() {
@@ -766,7 +766,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let build = || {
-            clock::set(Duration::ZERO);
+            clock::set(SimTime::ZERO);
             let disk = Disk::new(config(PowerLossModel::DropUnflushed), seed);
             // Names sort against creation order, so "newest" cannot be "last by name".
             for (i, &size) in sizes.iter().enumerate() {
@@ -899,7 +899,7 @@ fn writeback_acts_only_every_writeback_interval() {
     disk.writeback(at(5));
     assert!(disk.dirty_pages("p").is_empty());
     disk.write("p", 0, &[2; 10]).unwrap();
-    disk.writeback(Duration::from_millis(9_999));
+    disk.writeback(SimTime::from_millis(9_999));
     assert_eq!(disk.dirty_pages("p"), vec![0]);
     disk.writeback(at(10));
     assert!(disk.dirty_pages("p").is_empty());

@@ -143,20 +143,29 @@ fn the_example_parses_into_its_settings() {
     assert_eq!(s.broker.min_insync_replicas, 1);
     assert!(!s.broker.unclean_leader_election_enable);
     assert_eq!(s.broker.log_flush_interval_messages, NEVER);
-    assert_eq!(s.broker.replica_lag_time_max_ms, 10_000);
+    assert_eq!(
+        s.broker.replica_lag_time_max_ms,
+        Duration::from_millis(10_000)
+    );
     assert_eq!(s.broker.log_segment_bytes, 1_048_576);
     assert_eq!(s.broker.replication_truncation, Truncation::LeaderEpoch);
     // Untouched broker keys keep Kafka's defaults.
-    assert_eq!(s.broker.replica_fetch_wait_max_ms, 500);
+    assert_eq!(
+        s.broker.replica_fetch_wait_max_ms,
+        Duration::from_millis(500)
+    );
     assert_eq!(s.broker.log_index_interval_bytes, 4096);
     assert_eq!(s.producer.acks, Acks::Leader);
     assert!(!s.producer.enable_idempotence);
     assert_eq!(s.producer.retries, 5);
     assert_eq!(s.producer.max_in_flight_requests_per_connection, 5);
-    assert_eq!(s.producer.linger_ms, 5);
+    assert_eq!(s.producer.linger_ms, Duration::from_millis(5));
     assert_eq!(s.producer.batch_size, 16_384);
-    assert_eq!(s.producer.delivery_timeout_ms, 30_000);
-    assert_eq!(s.producer.request_timeout_ms, 30_000);
+    assert_eq!(
+        s.producer.delivery_timeout_ms,
+        Duration::from_millis(30_000)
+    );
+    assert_eq!(s.producer.request_timeout_ms, Duration::from_millis(30_000));
     assert_eq!(s.consumer, Default::default());
     assert_eq!(s.workload.producers, 2);
     assert_eq!(s.workload.topic, "orders");
@@ -230,11 +239,12 @@ fn topic_config_dotted_keys_and_seed_forms() {
     let config = &s.cluster.topics[0].config;
     assert_eq!(config.min_insync_replicas, Some(2));
     assert_eq!(config.flush_messages, Some(1));
-    assert_eq!(config.retention_ms, Some(-1));
+    assert_eq!(config.retention_ms, Some(None), "-1: keep forever");
     assert_eq!(config.unclean_leader_election_enable, Some(true));
     assert_eq!(config.segment_bytes, None);
     assert_eq!(
-        s.broker.log_flush_interval_ms, 1000,
+        s.broker.log_flush_interval_ms,
+        Duration::from_millis(1000),
         "unquoted dotted keys mean the Kafka key"
     );
     assert!(!s.producer.enable_idempotence);
@@ -268,7 +278,7 @@ fn kafka_producer_rules_between_keys() {
     .variants
     .remove(0)
     .settings;
-    assert_eq!(s.producer.delivery_timeout_ms, 1000);
+    assert_eq!(s.producer.delivery_timeout_ms, Duration::from_millis(1000));
     let s = ok(&format!(
         "{MINIMAL}[producer]\n\"request.timeout.ms\" = 200000\n"
     ))
@@ -276,7 +286,8 @@ fn kafka_producer_rules_between_keys() {
     .remove(0)
     .settings;
     assert_eq!(
-        s.producer.delivery_timeout_ms, 200_005,
+        s.producer.delivery_timeout_ms,
+        Duration::from_millis(200_005),
         "raised when left at its default"
     );
 }

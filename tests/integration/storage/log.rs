@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hightide::config::LogConfig;
-use hightide::os::clock;
+use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
 use hightide::record::{self, BatchBuilder};
 use hightide::storage::log::{read_records, AppendOutcome, Log, StorageError};
@@ -17,20 +17,24 @@ fn tp() -> TopicPartition {
 fn small_config() -> LogConfig {
     LogConfig {
         segment_bytes: 600,
-        roll_ms: 5_000,
+        roll_ms: Duration::from_millis(5_000),
         index_interval_bytes: 128,
         retention_bytes: 1_500,
-        retention_ms: 20_000,
+        retention_ms: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
-        flush_interval_ms: hightide::config::NEVER,
+        flush_interval_ms: hightide::config::NEVER_MS,
     }
 }
 
-/// A batch of `count` records whose values name the batch `id`, stamped `now_ms`.
-fn batch(id: u64, count: usize, now_ms: i64) -> Vec<u8> {
-    let mut builder = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
+/// A batch of `count` records whose values name the batch `id`, stamped `now`.
+fn batch(id: u64, count: usize, now: SimTime) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(now.timestamp_ms(), ProducerId::NONE, -1, -1);
     for i in 0..count {
-        builder.push(now_ms, Some(b"key"), Some(format!("{id}:{i}").as_bytes()));
+        builder.push(
+            now.timestamp_ms(),
+            Some(b"key"),
+            Some(format!("{id}:{i}").as_bytes()),
+        );
     }
     builder.build()
 }
@@ -54,8 +58,7 @@ fn flush(disk: &Disk, log: &mut Log) -> Offset {
     for dir in &plan.dirs {
         disk.fsync_dir_now(dir).expect("fsync of a planned dir");
     }
-    let now_ms = i64::try_from(clock::now().as_millis()).expect("test times fit");
-    log.flush_done(plan.up_to, now_ms);
+    log.flush_done(plan.up_to, clock::now());
     plan.up_to
 }
 
@@ -81,7 +84,7 @@ enum Op {
     Append { count: usize },
     FollowerAppend { batches: Vec<usize> },
     BumpEpoch,
-    Tick { ms: i64 },
+    Tick { ms: u64 },
     Flush,
     Writeback,
     Truncate { back: i64 },
@@ -98,7 +101,7 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (1usize..5).prop_map(|count| Op::Append { count }),
         2 => prop::collection::vec(1usize..4, 1..4).prop_map(|batches| Op::FollowerAppend { batches }),
         1 => Just(Op::BumpEpoch),
-        2 => (1i64..3_000).prop_map(|ms| Op::Tick { ms }),
+        2 => (1u64..3_000).prop_map(|ms| Op::Tick { ms }),
         3 => Just(Op::Flush),
         1 => Just(Op::Writeback),
         2 => (0i64..12).prop_map(|back| Op::Truncate { back }),
@@ -133,12 +136,12 @@ struct Harness {
     corrupted: bool,
     next_id: u64,
     epoch: i32,
-    now_ms: i64,
+    now: SimTime,
 }
 
 impl Harness {
     fn new(power_loss: PowerLossModel, seed: u64) -> Harness {
-        clock::set(Duration::ZERO);
+        clock::set(SimTime::ZERO);
         let disk = Disk::new(
             DiskConfig {
                 power_loss,
@@ -146,8 +149,16 @@ impl Harness {
             },
             seed,
         );
-        let log =
-            Log::open(&disk, &tp(), small_config(), Offset(0), Offset(0), false, 0).expect("open");
+        let log = Log::open(
+            &disk,
+            &tp(),
+            small_config(),
+            Offset(0),
+            Offset(0),
+            false,
+            SimTime::ZERO,
+        )
+        .expect("open");
         Harness {
             disk,
             log,
@@ -158,7 +169,7 @@ impl Harness {
             corrupted: false,
             next_id: 0,
             epoch: 0,
-            now_ms: 0,
+            now: SimTime::ZERO,
         }
     }
 
@@ -169,11 +180,7 @@ impl Harness {
                 self.next_id += 1;
                 let outcome = self
                     .log
-                    .append_as_leader(
-                        batch(id, *count, self.now_ms),
-                        Epoch(self.epoch),
-                        self.now_ms,
-                    )
+                    .append_as_leader(batch(id, *count, self.now), Epoch(self.epoch), self.now)
                     .map_err(|e| TestCaseError::fail(format!("append: {e}")))?;
                 let AppendOutcome::Appended {
                     first_offset,
@@ -200,7 +207,7 @@ impl Harness {
                 for count in batches {
                     let id = self.next_id;
                     self.next_id += 1;
-                    let mut one = batch(id, *count, self.now_ms);
+                    let mut one = batch(id, *count, self.now);
                     record::set_base_offset(&mut one, Offset(base));
                     record::set_partition_leader_epoch(&mut one, Epoch(self.epoch));
                     bytes.extend_from_slice(&one);
@@ -209,7 +216,7 @@ impl Harness {
                 }
                 let leo = self
                     .log
-                    .append_as_follower(&bytes, self.now_ms)
+                    .append_as_follower(&bytes, self.now)
                     .map_err(|e| TestCaseError::fail(format!("follower append: {e}")))?;
                 for (id, count) in pushed {
                     self.push_model(id, count);
@@ -223,19 +230,19 @@ impl Harness {
                     .map_err(|e| TestCaseError::fail(format!("assign epoch: {e}")))?;
             }
             Op::Tick { ms } => {
-                self.now_ms += ms;
-                clock::set(Duration::from_millis(self.now_ms as u64));
+                self.now += Duration::from_millis(*ms);
+                clock::set(self.now);
             }
             Op::Flush => self.flush(),
             Op::Writeback => {
-                self.now_ms += 40_000;
-                clock::set(Duration::from_millis(self.now_ms as u64));
+                self.now += Duration::from_millis(40_000);
+                clock::set(self.now);
                 self.disk.writeback(clock::now());
             }
             Op::Truncate { back } => {
                 let target = (self.model_leo - back).max(self.log.log_start_offset().0);
                 self.log
-                    .truncate_to(Offset(target), self.now_ms)
+                    .truncate_to(Offset(target), self.now)
                     .map_err(|e| TestCaseError::fail(format!("truncate: {e}")))?;
                 // Batches are atomic: one holding the target goes whole.
                 if let Some(cut) = self.model.iter().find(|b| b.base + b.count > target) {
@@ -248,7 +255,7 @@ impl Harness {
             Op::TruncateFully { ahead } => {
                 let start = self.model_leo + ahead;
                 self.log
-                    .truncate_fully_and_start_at(Offset(start), self.now_ms)
+                    .truncate_fully_and_start_at(Offset(start), self.now)
                     .map_err(|e| TestCaseError::fail(format!("truncate fully: {e}")))?;
                 self.model.clear();
                 self.model_leo = start;
@@ -260,7 +267,7 @@ impl Harness {
                 let before = self.log.segment_bases();
                 let deleted = self
                     .log
-                    .enforce_retention(self.log.log_end_offset(), self.now_ms)
+                    .enforce_retention(self.log.log_end_offset(), self.now)
                     .map_err(|e| TestCaseError::fail(format!("retention: {e}")))?;
                 let after = self.log.segment_bases();
                 prop_assert_eq!(after.len() + deleted, before.len());
@@ -343,7 +350,7 @@ impl Harness {
             recovery_point,
             log_start,
             clean_shutdown,
-            self.now_ms,
+            self.now,
         )
         .map_err(|e| TestCaseError::fail(format!("reopen: {e}")))?;
         let found = self.read_log()?;
@@ -536,17 +543,26 @@ proptest! {
 }
 
 fn open(disk: &Disk, config: LogConfig) -> Log {
-    Log::open(disk, &tp(), config, Offset(0), Offset(0), false, 0).expect("open")
+    Log::open(
+        disk,
+        &tp(),
+        config,
+        Offset(0),
+        Offset(0),
+        false,
+        SimTime::ZERO,
+    )
+    .expect("open")
 }
 
 #[test]
 fn segments_roll_when_the_next_batch_would_not_fit() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, small_config());
-    let one = batch(0, 1, 0).len() as u64;
+    let one = batch(0, 1, SimTime::ZERO).len() as u64;
     let per_segment = 600 / one;
     for id in 0..per_segment + 1 {
-        log.append_as_leader(batch(id, 1, 0), Epoch(0), 0)
+        log.append_as_leader(batch(id, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append");
     }
     assert_eq!(
@@ -582,13 +598,25 @@ fn segments_roll_when_the_next_batch_would_not_fit() {
 fn segments_roll_after_roll_ms() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, small_config());
-    log.append_as_leader(batch(0, 1, 1_000), Epoch(0), 1_000)
-        .expect("append");
-    log.append_as_leader(batch(1, 1, 5_999), Epoch(0), 5_999)
-        .expect("append");
+    log.append_as_leader(
+        batch(0, 1, SimTime::from_millis(1_000)),
+        Epoch(0),
+        SimTime::from_millis(1_000),
+    )
+    .expect("append");
+    log.append_as_leader(
+        batch(1, 1, SimTime::from_millis(5_999)),
+        Epoch(0),
+        SimTime::from_millis(5_999),
+    )
+    .expect("append");
     assert_eq!(log.segment_bases().len(), 1);
-    log.append_as_leader(batch(2, 1, 6_000), Epoch(0), 6_000)
-        .expect("append");
+    log.append_as_leader(
+        batch(2, 1, SimTime::from_millis(6_000)),
+        Epoch(0),
+        SimTime::from_millis(6_000),
+    )
+    .expect("append");
     assert_eq!(log.segment_bases(), vec![Offset(0), Offset(2)]);
 }
 
@@ -612,17 +640,17 @@ fn flush_interval_messages_asks_for_a_flush_in_the_append_path() {
         )
     };
     assert!(!needed(
-        log.append_as_leader(batch(0, 2, 0), Epoch(0), 0)
+        log.append_as_leader(batch(0, 2, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append")
     ));
     assert!(needed(
-        log.append_as_leader(batch(1, 1, 0), Epoch(0), 0)
+        log.append_as_leader(batch(1, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append")
     ));
     flush(&disk, &mut log);
     assert_eq!(log.recovery_point(), Offset(3));
     assert!(!needed(
-        log.append_as_leader(batch(2, 1, 0), Epoch(0), 0)
+        log.append_as_leader(batch(2, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append")
     ));
 }
@@ -632,7 +660,7 @@ fn read_returns_at_least_one_whole_batch_and_respects_the_upper_bound() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, LogConfig::default());
     for id in 0..3 {
-        log.append_as_leader(batch(id, 4, 0), Epoch(0), 0)
+        log.append_as_leader(batch(id, 4, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append");
     }
     let one = log.read(Offset(5), 1, Offset(12)).expect("read");
@@ -660,15 +688,18 @@ fn read_returns_at_least_one_whole_batch_and_respects_the_upper_bound() {
 fn follower_append_must_start_at_the_log_end() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, LogConfig::default());
-    let mut gap = batch(0, 1, 0);
+    let mut gap = batch(0, 1, SimTime::ZERO);
     record::set_base_offset(&mut gap, Offset(1));
     assert!(matches!(
-        log.append_as_follower(&gap, 0),
+        log.append_as_follower(&gap, SimTime::ZERO),
         Err(StorageError::InvalidRecord(_))
     ));
-    let mut ok = batch(0, 2, 0);
+    let mut ok = batch(0, 2, SimTime::ZERO);
     record::set_partition_leader_epoch(&mut ok, Epoch(3));
-    assert_eq!(log.append_as_follower(&ok, 0).expect("append"), Offset(2));
+    assert_eq!(
+        log.append_as_follower(&ok, SimTime::ZERO).expect("append"),
+        Offset(2)
+    );
     assert_eq!(log.epochs().latest_epoch(), Some(Epoch(3)));
 }
 
@@ -676,11 +707,11 @@ fn follower_append_must_start_at_the_log_end() {
 fn corrupt_leader_batch_is_rejected() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, LogConfig::default());
-    let mut bad = batch(0, 1, 0);
+    let mut bad = batch(0, 1, SimTime::ZERO);
     let last = bad.len() - 1;
     bad[last] ^= 1;
     assert!(matches!(
-        log.append_as_leader(bad, Epoch(0), 0),
+        log.append_as_leader(bad, Epoch(0), SimTime::ZERO),
         Err(StorageError::InvalidRecord(_))
     ));
     assert_eq!(log.log_end_offset(), Offset(0));
@@ -691,7 +722,7 @@ fn epoch_checkpoint_change_is_flushed_with_the_log() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, LogConfig::default());
     flush(&disk, &mut log);
-    log.append_as_leader(batch(0, 1, 0), Epoch(4), 0)
+    log.append_as_leader(batch(0, 1, SimTime::ZERO), Epoch(4), SimTime::ZERO)
         .expect("append");
     let plan = log.flush_plan();
     assert!(plan
@@ -715,7 +746,7 @@ fn clean_open_rebuilds_a_torn_index() {
     };
     let mut log = open(&disk, config.clone());
     for id in 0..20 {
-        log.append_as_leader(batch(id, 1, 0), Epoch(0), 0)
+        log.append_as_leader(batch(id, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append");
     }
     flush(&disk, &mut log);
@@ -724,7 +755,16 @@ fn clean_open_rebuilds_a_torn_index() {
     let len = disk.len(index).expect("index exists");
     assert!(len > 16);
     disk.set_len(index, len - 3).expect("tear");
-    let log = Log::open(&disk, &tp(), config, Offset(20), Offset(0), true, 0).expect("open");
+    let log = Log::open(
+        &disk,
+        &tp(),
+        config,
+        Offset(20),
+        Offset(0),
+        true,
+        SimTime::ZERO,
+    )
+    .expect("open");
     assert_eq!(disk.len(index).expect("rebuilt") % 8, 0);
     for offset in 0..20 {
         let bytes = log.read(Offset(offset), 1, Offset(20)).expect("read");
@@ -746,18 +786,19 @@ fn retention_by_bytes_deletes_whole_closed_segments_below_the_high_watermark() {
         },
     );
     for id in 0..30 {
-        log.append_as_leader(batch(id, 1, 0), Epoch(0), 0)
+        log.append_as_leader(batch(id, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append");
     }
     let bases = log.segment_bases();
     assert!(bases.len() >= 3);
     assert_eq!(
-        log.enforce_retention(bases[1], 0).expect("retention"),
+        log.enforce_retention(bases[1], SimTime::ZERO)
+            .expect("retention"),
         1,
         "only below the high watermark"
     );
     let deleted = log
-        .enforce_retention(log.log_end_offset(), 0)
+        .enforce_retention(log.log_end_offset(), SimTime::ZERO)
         .expect("retention");
     assert_eq!(deleted, bases.len() - 2);
     assert_eq!(log.segment_bases(), vec![*bases.last().expect("segments")]);
@@ -779,10 +820,10 @@ fn idempotent_batch(sequence: i32, count: usize) -> Vec<u8> {
 fn idempotent_retries_return_the_original_offsets() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, LogConfig::default());
-    log.append_as_leader(batch(0, 2, 0), Epoch(0), 0)
+    log.append_as_leader(batch(0, 2, SimTime::ZERO), Epoch(0), SimTime::ZERO)
         .expect("append");
     let first = log
-        .append_as_leader(idempotent_batch(0, 3), Epoch(0), 0)
+        .append_as_leader(idempotent_batch(0, 3), Epoch(0), SimTime::ZERO)
         .expect("append");
     assert!(matches!(
         first,
@@ -793,7 +834,7 @@ fn idempotent_retries_return_the_original_offsets() {
         }
     ));
     let retry = log
-        .append_as_leader(idempotent_batch(0, 3), Epoch(0), 0)
+        .append_as_leader(idempotent_batch(0, 3), Epoch(0), SimTime::ZERO)
         .expect("retry");
     assert_eq!(
         retry,
@@ -803,14 +844,14 @@ fn idempotent_retries_return_the_original_offsets() {
         }
     );
     assert!(matches!(
-        log.append_as_leader(idempotent_batch(5, 1), Epoch(0), 0),
+        log.append_as_leader(idempotent_batch(5, 1), Epoch(0), SimTime::ZERO),
         Err(StorageError::OutOfOrderSequence)
     ));
     assert_eq!(log.log_end_offset(), Offset(5));
     drop(log);
     let mut log = open(&disk, LogConfig::default());
     let retry = log
-        .append_as_leader(idempotent_batch(0, 3), Epoch(0), 0)
+        .append_as_leader(idempotent_batch(0, 3), Epoch(0), SimTime::ZERO)
         .expect("retry");
     assert_eq!(
         retry,
@@ -820,7 +861,7 @@ fn idempotent_retries_return_the_original_offsets() {
         }
     );
     assert!(matches!(
-        log.append_as_leader(idempotent_batch(3, 1), Epoch(0), 0)
+        log.append_as_leader(idempotent_batch(3, 1), Epoch(0), SimTime::ZERO)
             .expect("next"),
         AppendOutcome::Appended {
             first_offset: Offset(5),
@@ -840,19 +881,19 @@ fn retention_by_time_deletes_segments_whose_newest_record_expired() {
         },
     );
     for id in 0..10 {
-        let now_ms = id as i64 * 1_000;
-        log.append_as_leader(batch(id, 1, now_ms), Epoch(0), now_ms)
+        let now = SimTime::from_millis(id * 1_000);
+        log.append_as_leader(batch(id, 1, now), Epoch(0), now)
             .expect("append");
     }
     let bases = log.segment_bases();
     assert!(bases.len() >= 2, "roll.ms of 5 s rolled the log: {bases:?}");
     assert_eq!(
-        log.enforce_retention(log.log_end_offset(), 20_000)
+        log.enforce_retention(log.log_end_offset(), SimTime::from_millis(20_000))
             .expect("retention"),
         0
     );
     let deleted = log
-        .enforce_retention(log.log_end_offset(), 100_000)
+        .enforce_retention(log.log_end_offset(), SimTime::from_millis(100_000))
         .expect("retention");
     assert_eq!(
         deleted,
@@ -874,12 +915,12 @@ fn power_loss_cuts_a_torn_tail_back_to_the_flushed_prefix() {
     );
     let mut log = open(&disk, LogConfig::default());
     for id in 0..5 {
-        log.append_as_leader(batch(id, 3, 0), Epoch(0), 0)
+        log.append_as_leader(batch(id, 3, SimTime::ZERO), Epoch(0), SimTime::ZERO)
             .expect("append");
     }
     flush(&disk, &mut log);
     for id in 5..60 {
-        log.append_as_leader(batch(id, 3, 0), Epoch(1), 0)
+        log.append_as_leader(batch(id, 3, SimTime::ZERO), Epoch(1), SimTime::ZERO)
             .expect("append");
     }
     disk.power_loss();
@@ -890,7 +931,7 @@ fn power_loss_cuts_a_torn_tail_back_to_the_flushed_prefix() {
         Offset(15),
         Offset(0),
         false,
-        0,
+        SimTime::ZERO,
     )
     .expect("open");
     let leo = log.log_end_offset();
