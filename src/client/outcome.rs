@@ -3,10 +3,16 @@
 //! line between the history's `fail` and `info`, so it is decided here, in one place:
 //!
 //! - A response without error is an ack at `base_offset`.
-//! - Errors the broker returns *before* appending (NOT_LEADER_OR_FOLLOWER, the epoch
-//!   fencing errors, NOT_ENOUGH_REPLICAS, ...) prove that this attempt wrote nothing.
-//! - REQUEST_TIMED_OUT (acks=all waited too long for the ISR), NOT_ENOUGH_REPLICAS_AFTER_APPEND
-//!   and KAFKA_STORAGE_ERROR come after the leader may have appended: unknown.
+//! - An error is a proof that this attempt wrote nothing only if Kafka never returns it
+//!   after an append (the epoch fencing errors, NOT_ENOUGH_REPLICAS, CORRUPT_MESSAGE, ...).
+//!   Kafka's `DelayedProduce.tryComplete` answers a parked acks=all produce, whose records
+//!   the leader has already appended, with REQUEST_TIMED_OUT when it expires, with
+//!   NOT_LEADER_OR_FOLLOWER or NOT_ENOUGH_REPLICAS_AFTER_APPEND from
+//!   `Partition.checkEnoughReplicasReachOffset` (the leader moved, or the ISR shrank below
+//!   `min.insync.replicas`), and with KAFKA_STORAGE_ERROR, NOT_LEADER_OR_FOLLOWER or
+//!   UNKNOWN_TOPIC_OR_PARTITION from `ReplicaManager.getPartitionOrError`. The same codes
+//!   also reject produces before any append, and the client cannot tell which it got, so
+//!   each of them leaves the outcome unknown.
 //! - A request timeout or a disconnect after sending: unknown.
 //! - A batch is a definite failure only if *no* attempt may have written it.
 //! - DUPLICATE_SEQUENCE_NUMBER: the broker saw the batch before but no longer knows where
@@ -77,12 +83,15 @@ impl RetryPolicy {
     }
 }
 
-/// Errors a broker returns before it appends anything.
+/// Errors that Kafka returns only before it appends anything (see the module doc for the
+/// ones it can return after an append).
 pub fn rejected_before_append(error: ErrorCode) -> bool {
     !matches!(
         error,
         ErrorCode::RequestTimedOut
             | ErrorCode::NotEnoughReplicasAfterAppend
+            | ErrorCode::NotLeaderOrFollower
+            | ErrorCode::UnknownTopicOrPartition
             | ErrorCode::KafkaStorageError
             | ErrorCode::DuplicateSequenceNumber
     )
@@ -280,8 +289,8 @@ mod tests {
     fn errors_before_append_fail_definitely_when_retries_run_out() {
         for e in [
             ErrorCode::NotEnoughReplicas,
-            ErrorCode::NotLeaderOrFollower,
             ErrorCode::FencedLeaderEpoch,
+            ErrorCode::UnknownLeaderEpoch,
         ] {
             assert_eq!(
                 decide(&error(e), &exhausted(), &POLICY, now()),
@@ -290,12 +299,17 @@ mod tests {
         }
     }
 
+    /// Regression: NOT_LEADER_OR_FOLLOWER from the purgatory (the leader moved after the
+    /// append, or shut down) was taken as a definite failure, so a message the final read
+    /// held was recorded as failed.
     #[test]
-    fn errors_after_append_are_unknown() {
+    fn errors_kafka_can_return_after_an_append_are_unknown() {
         for e in [
             ErrorCode::NotEnoughReplicasAfterAppend,
             ErrorCode::RequestTimedOut,
             ErrorCode::KafkaStorageError,
+            ErrorCode::NotLeaderOrFollower,
+            ErrorCode::UnknownTopicOrPartition,
         ] {
             assert_eq!(
                 decide(&error(e), &exhausted(), &POLICY, now()),
