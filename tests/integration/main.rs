@@ -26,6 +26,7 @@ mod scenario {
 
 mod sim {
     mod determinism;
+    mod latency;
     mod outcomes;
     mod world;
 }
