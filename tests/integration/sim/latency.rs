@@ -7,8 +7,9 @@
 //! the broker reads a connection's next request only once it has answered the last one
 //! (Kafka's `SocketServer` mutes the channel), so with `max.in.flight.requests.per.connection`
 //! requests pipelined a send waits for up to that many follower round trips. Both tests hold
-//! the one-round-trip cost; they fail if a wake-up is lost (a parked fetch answered only at
-//! `replica.fetch.wait.max.ms`) or the HW lags a round more.
+//! the one-round-trip cost (bounds of 1.5 round trips): they fail if a request costs two, or
+//! if the append no longer wakes the parked fetch (answered only at
+//! `replica.fetch.wait.max.ms`).
 
 use hightide::history::{Event, Op};
 use hightide::os::clock::SimTime;
