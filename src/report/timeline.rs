@@ -45,8 +45,8 @@ struct Scale {
 }
 
 impl Scale {
-    fn x(&self, t: Duration) -> f64 {
-        LEFT + (t.as_secs_f64() / self.end).min(1.0) * (WIDTH - LEFT - 10.0)
+    fn x(&self, t: SimTime) -> f64 {
+        LEFT + (t.since_start().as_secs_f64() / self.end).min(1.0) * (WIDTH - LEFT - 10.0)
     }
 }
 
@@ -72,7 +72,7 @@ pub fn html(input: &TimelineInput<'_>) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="sans-serif" font-size="11">"#
     );
     // The heal phase.
-    let heal_x = scale.x(t.duration);
+    let heal_x = scale.x(SimTime::after_start(t.duration));
     let _ = write!(
         svg,
         r##"<rect x="{heal_x:.1}" y="10" width="{:.1}" height="{:.1}" fill="#f3f3f3"/><text x="{:.1}" y="22" fill="#888">heal phase</text>"##,
@@ -95,7 +95,7 @@ pub fn html(input: &TimelineInput<'_>) -> String {
             svg,
             r##"<line x1="{x:.1}" y1="26" x2="{x:.1}" y2="{:.1}" stroke="#d62728" stroke-dasharray="3,3" stroke-width="1"><title>{:.3}s {}</title></line>"##,
             lanes_height + 30.0 + CHART,
-            at.as_secs_f64(),
+            at.since_start().as_secs_f64(),
             escape(what)
         );
     }
@@ -106,7 +106,13 @@ pub fn html(input: &TimelineInput<'_>) -> String {
     let faults: String = t
         .faults
         .iter()
-        .map(|(at, what)| format!("<li><b>{:.3}s</b> {}</li>", at.as_secs_f64(), escape(what)))
+        .map(|(at, what)| {
+            format!(
+                "<li><b>{:.3}s</b> {}</li>",
+                at.since_start().as_secs_f64(),
+                escape(what)
+            )
+        })
         .collect();
     format!(
         r#"<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>
@@ -139,8 +145,8 @@ fn label(svg: &mut String, y: f64, text: &str) {
 fn host_lane(svg: &mut String, scale: &Scale, t: &Timeline, host: HostName, y: f64) {
     label(svg, y, &host.to_string());
     let mut state: Option<Stopped> = None;
-    let mut since = Duration::ZERO;
-    let end = t.duration + t.heal;
+    let mut since = SimTime::ZERO;
+    let end = SimTime::after_start(t.duration + t.heal);
     let changes = t.host_changes.iter().filter(|c| c.host == host);
     let mut segments = Vec::new();
     for change in changes {
@@ -176,7 +182,7 @@ fn leadership_lane(
 ) {
     label(svg, y, &format!("leader {tp}"));
     let changes: Vec<_> = t.leadership.iter().filter(|c| &c.tp == tp).collect();
-    let end = t.duration + t.heal;
+    let end = SimTime::after_start(t.duration + t.heal);
     for (i, change) in changes.iter().enumerate() {
         let to = changes.get(i + 1).map_or(end, |next| next.time);
         let (x0, x1) = (scale.x(change.time), scale.x(to));
@@ -191,7 +197,7 @@ fn leadership_lane(
             y + 3.0,
             (x1 - x0).max(0.5),
             LANE - 6.0,
-            change.time.as_secs_f64(),
+            change.time.since_start().as_secs_f64(),
             change.leader_epoch,
             isr.join(",")
         );
@@ -242,7 +248,9 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let x = scale.x(Duration::from_secs_f64((i as f64 + 0.5) * width));
+                let x = scale.x(SimTime::after_start(Duration::from_secs_f64(
+                    (i as f64 + 0.5) * width,
+                )));
                 let y = top + CHART - (n as f64 / max).min(1.0) * CHART;
                 format!("{x:.1},{y:.1}")
             })
@@ -255,7 +263,7 @@ fn send_chart(svg: &mut String, scale: &Scale, input: &TimelineInput<'_>, top: f
     svg.push_str(&polyline(&ok, "#2ca02c"));
     svg.push_str(&polyline(&bad, "#ff7f0e"));
     for &at in input.lost_acked_at {
-        let x = scale.x(at.since_start());
+        let x = scale.x(at);
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#d62728" stroke-width="1"/>"##,
@@ -290,7 +298,7 @@ fn axis(svg: &mut String, scale: &Scale, y: f64) {
     };
     let mut s = 0.0;
     while s <= scale.end + 1e-9 {
-        let x = scale.x(Duration::from_secs_f64(s));
+        let x = scale.x(SimTime::after_start(Duration::from_secs_f64(s)));
         let _ = write!(
             svg,
             r##"<line x1="{x:.1}" y1="{y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#444"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{s}s</text>"##,

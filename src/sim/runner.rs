@@ -44,14 +44,14 @@ pub struct Timeline {
     pub hosts: Vec<HostName>,
     pub host_changes: Vec<HostChange>,
     /// Each fault as it fired, described as in the scenario file.
-    pub faults: Vec<(Duration, String)>,
+    pub faults: Vec<(SimTime, String)>,
     /// Each change of a partition's leader, leader epoch or ISR, as the controller saw it.
     pub leadership: Vec<LeadershipChange>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeadershipChange {
-    pub time: Duration,
+    pub time: SimTime,
     pub tp: TopicPartition,
     pub leader: Option<BrokerId>,
     pub leader_epoch: Epoch,
@@ -120,7 +120,7 @@ type Simulated = (Vec<Event>, FinalState, Timeline);
 /// Steps the world to a time, sampling the controller's view on the way.
 fn advance(
     world: &mut World<'_>,
-    until: Duration,
+    until: SimTime,
     view: &MetadataView,
     timeline: &mut Timeline,
 ) -> Result<(), RunError> {
@@ -134,6 +134,7 @@ fn advance(
             .map_err(|e| RunError::Simulation(e.to_string()))?;
         let now = world.elapsed();
         if !now
+            .since_start()
             .as_millis()
             .is_multiple_of(LEADERSHIP_SAMPLE.as_millis())
         {
@@ -194,16 +195,18 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         ..Timeline::default()
     };
     for fault in &schedule {
-        advance(&mut world, fault.at, &harness.view, &mut timeline)?;
-        timeline.faults.push((fault.at, fault.action.to_string()));
+        let at = SimTime::after_start(fault.at);
+        advance(&mut world, at, &harness.view, &mut timeline)?;
+        timeline.faults.push((at, fault.action.to_string()));
         apply(&mut world, &mut harness, settings, fault);
     }
-    advance(&mut world, settings.duration, &harness.view, &mut timeline)?;
+    let end = SimTime::after_start(settings.duration);
+    advance(&mut world, end, &harness.view, &mut timeline)?;
 
     heal(&mut world);
     advance(
         &mut world,
-        settings.duration + settings.heal,
+        end + settings.heal,
         &harness.view,
         &mut timeline,
     )?;

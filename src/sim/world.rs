@@ -39,7 +39,7 @@ pub const EPOCH_SECS: u64 = 1_704_067_200;
 /// A change of a host's state, for the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostChange {
-    pub time: Duration,
+    pub time: SimTime,
     pub host: HostName,
     /// `None`: the host (re)started.
     pub stopped: Option<Stopped>,
@@ -131,15 +131,15 @@ impl<'a> World<'a> {
         &self.disks
     }
 
-    pub fn elapsed(&self) -> Duration {
-        self.sim.elapsed()
+    pub fn elapsed(&self) -> SimTime {
+        SimTime::after_start(self.sim.elapsed())
     }
 
     /// Advance one tick: the network, every running host, then the disks' OS flushers.
     pub fn step(&mut self) -> turmoil::Result<()> {
-        clock::set(SimTime::after_start(self.sim.elapsed()));
+        clock::set(self.elapsed());
         self.sim.step()?;
-        let now = SimTime::after_start(self.sim.elapsed());
+        let now = self.elapsed();
         clock::set(now);
         for disk in self.disks.values() {
             disk.writeback(now);
@@ -149,8 +149,8 @@ impl<'a> World<'a> {
     }
 
     /// Step until simulated time `until`.
-    pub fn run_until(&mut self, until: Duration) -> turmoil::Result<()> {
-        while self.sim.elapsed() < until {
+    pub fn run_until(&mut self, until: SimTime) -> turmoil::Result<()> {
+        while self.elapsed() < until {
             self.step()?;
         }
         Ok(())
@@ -163,7 +163,7 @@ impl<'a> World<'a> {
                 tracing::info!(host = %host, "host exited");
                 self.stopped.insert(host, Stopped::Exited);
                 self.changes.push(HostChange {
-                    time: self.sim.elapsed(),
+                    time: self.elapsed(),
                     host,
                     stopped: Some(Stopped::Exited),
                 });
@@ -240,7 +240,7 @@ impl<'a> World<'a> {
             None => self.stopped.remove(&host),
         };
         self.changes.push(HostChange {
-            time: self.sim.elapsed(),
+            time: self.elapsed(),
             host,
             stopped,
         });

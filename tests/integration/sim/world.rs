@@ -2,6 +2,7 @@
 //! fsync files, and suffer seeded kills and power losses, must produce the same trace hash
 //! for the same seed, and different hashes for different seeds.
 
+use hightide::os::clock::SimTime;
 use hightide::os::disk::{Disk, DiskConfig, PowerLossModel};
 use hightide::sim::world::World;
 use hightide::sim::{derive_seed, trace};
@@ -78,7 +79,7 @@ fn run(seed: u64) -> u64 {
         let mut rng = StdRng::seed_from_u64(derive_seed(seed, "faults"));
         for step in 1..=8u64 {
             world
-                .run_until(Duration::from_millis(step * 500))
+                .run_until(SimTime::from_millis(step * 500))
                 .expect("the world runs");
             let victim = HostName::Broker(rng.random_range(1..=HOSTS));
             match rng.random_range(0..3) {
@@ -95,7 +96,7 @@ fn run(seed: u64) -> u64 {
             .into_iter()
             .for_each(|h| world.restart(h));
         world
-            .run_until(Duration::from_secs(6))
+            .run_until(SimTime::from_millis(6_000))
             .expect("the world runs");
     });
     assert!(
