@@ -55,7 +55,7 @@ macro_rules! counts {
 }
 
 counts! {
-    /// Every count of CHECKERS.md.
+    /// Every checker count (docs/checkers.md).
     ///
     /// Sends are keyed by message id; a well-formed history has one invoke and at most one
     /// completion per id. Defensively, an id with several completions takes the strongest

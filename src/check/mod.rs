@@ -3,7 +3,7 @@
 //! Model: the checkers know only what a client was told (the history), what a consumer
 //! reads after healing (the final read) and what each replica's disk holds (the replica
 //! logs); never a broker's memory, so that a broker bug cannot hide itself. The counts
-//! are defined in CHECKERS.md; the precise rules for edge cases are on [`Counts`].
+//! are defined in docs/checkers.md; the precise rules for edge cases are on [`Counts`].
 //!
 //! Cost: O(n log n) in the number of events and records (two sorts and a merge join),
 //! so that histories of a million events check in well under a second.
