@@ -48,6 +48,13 @@ pub struct Cluster {
     pub topics: Vec<Topic>,
 }
 
+impl Cluster {
+    /// The topics' names, in file order, for messages that list them.
+    pub fn topic_names(&self) -> Vec<&str> {
+        self.topics.iter().map(|t| t.name.as_str()).collect()
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Topic {
     pub name: String,

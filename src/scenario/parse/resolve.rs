@@ -136,12 +136,7 @@ fn resolve_workload_topic(
     settings: &mut Settings,
     span: Option<&Range<usize>>,
 ) -> Result<(), Error> {
-    let names: Vec<&str> = settings
-        .cluster
-        .topics
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
+    let names = settings.cluster.topic_names();
     match span {
         None => match names.as_slice() {
             [only] => {

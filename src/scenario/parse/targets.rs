@@ -132,12 +132,7 @@ pub(super) fn check_target(
             }
         }
         Target::Leader(tp) | Target::Follower(tp) | Target::Followers(tp) => {
-            let names: Vec<&str> = settings
-                .cluster
-                .topics
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect();
+            let names = settings.cluster.topic_names();
             let Some(topic) = settings.cluster.topics.iter().find(|t| t.name == tp.topic) else {
                 return Err(format!(
                     "{} (in target `{}`)",
