@@ -3,6 +3,8 @@
 
 pub mod batch;
 pub mod faults;
+pub mod network;
+pub mod retransmit;
 pub mod runner;
 pub mod trace;
 pub mod world;

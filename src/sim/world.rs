@@ -6,30 +6,25 @@
 //!   timestamps do not depend on the wall clock), a 1 ms tick and the scenario's message
 //!   latency. The world steps it tick by tick, so faults fire at exact simulated times, and
 //!   publishes the simulated time to [`clock`] before every step.
-//! - `kill` is turmoil's `crash`: the process's runtime is dropped and, as the kernel of a
-//!   living machine would, its sockets send FIN. The disk is untouched.
-//! - `power_loss` must not look like a clean close: before crashing, the host's links are
-//!   cut, which drops in-flight messages and the FINs its sockets send while dying; they stay
-//!   cut until it restarts, so peers see silence and time out, as with a machine that lost
-//!   power. Then its disk loses its page cache per the power-loss model.
-//! - turmoil holds messages to a crashed host until it restarts, so `connect` to it hangs:
-//!   every network wait in hightide has a timeout.
-//! - A network partition (`partition`, `isolate`) *holds* messages on the cut links, in
-//!   flight and new, and delivers them when the cut heals. That is what TCP does for a
-//!   connection across a partition that heals: it retransmits until the segments get
-//!   through. turmoil has no retransmission, and a plain turmoil partition drops messages
-//!   for good, which would leave a fetch or produce request unanswered until its 30 s
-//!   request timeout, long after the network came back. A dead machine answers nothing, so
-//!   a power cut drops instead.
-//! - Network faults are kept as a set of cut host pairs and per-link extra latency, so that
-//!   a power cut and a scenario partition on the same link compose and heal independently.
+//! - A host is a machine with a kernel and at most one process. `kill` ends the process
+//!   (turmoil's `crash`): its sockets send FIN, as a living kernel closes them, and until
+//!   it restarts the kernel answers RST to segments for them and refuses connections. A
+//!   server whose software returned (a controlled shutdown, a log dir gone offline) is the
+//!   same. The disk is untouched.
+//! - `power_loss` stops the machine: see [`network`](super::network) for what its links do,
+//!   then its disk loses its page cache per the power-loss model. A restart boots it again.
+//! - Network faults (`partition`, `isolate`, `slow-link`) and power cuts are kept by the
+//!   [`Network`], so that they compose on one link and heal independently.
 
+use super::network::Network;
 use crate::os::clock::{self, SimTime};
 use crate::os::disk::Disk;
 use crate::types::HostName;
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::IpAddr;
+use std::rc::Rc;
 use std::time::{Duration, SystemTime};
 use turmoil::{Builder, Sim};
 
@@ -59,24 +54,13 @@ pub struct World<'a> {
     hosts: Vec<HostName>,
     /// Each host's address, to ask turmoil about it without a name lookup per tick.
     addrs: Vec<IpAddr>,
+    /// Whether each host's process runs: when it does not, the host boots into a kernel
+    /// with no process, which answers what arrives for the sockets that died.
+    process: Vec<Rc<Cell<bool>>>,
     disks: BTreeMap<HostName, Disk>,
     stopped: BTreeMap<HostName, Stopped>,
-    /// Links cut by scenario faults (`partition`, `isolate`), as ordered pairs (a < b).
-    cut: BTreeSet<(HostName, HostName)>,
-    /// Hosts that lost power: all their links are down until they restart.
-    unpowered: BTreeSet<HostName>,
-    /// Extra latency on links slowed by `slow-link`.
-    slow: BTreeMap<(HostName, HostName), Duration>,
-    base_latency: (Duration, Duration),
+    network: Network,
     changes: Vec<HostChange>,
-}
-
-fn pair(a: HostName, b: HostName) -> (HostName, HostName) {
-    if a <= b {
-        (a, b)
-    } else {
-        (b, a)
-    }
 }
 
 impl<'a> World<'a> {
@@ -95,12 +79,10 @@ impl<'a> World<'a> {
             sim,
             hosts: Vec::new(),
             addrs: Vec::new(),
+            process: Vec::new(),
             disks: BTreeMap::new(),
             stopped: BTreeMap::new(),
-            cut: BTreeSet::new(),
-            unpowered: BTreeSet::new(),
-            slow: BTreeMap::new(),
-            base_latency: (latency_min, latency_max),
+            network: Network::new(latency_min, latency_max),
             changes: Vec::new(),
         }
     }
@@ -111,9 +93,22 @@ impl<'a> World<'a> {
         F: Fn() -> Fut + 'a,
         Fut: Future<Output = turmoil::Result> + 'static,
     {
-        self.sim.host(name.to_string(), software);
+        let process = Rc::new(Cell::new(true));
+        let runs = process.clone();
+        self.sim.host(name.to_string(), move || {
+            let software = runs.get().then(&software);
+            async move {
+                match software {
+                    Some(software) => software.await,
+                    None => std::future::pending().await,
+                }
+            }
+        });
+        let addr = self.sim.lookup(name.to_string());
         self.hosts.push(name);
-        self.addrs.push(self.sim.lookup(name.to_string()));
+        self.addrs.push(addr);
+        self.process.push(process);
+        self.network.add_host(name, addr);
         if let Some(disk) = disk {
             self.disks.insert(name, disk);
         }
@@ -141,6 +136,7 @@ impl<'a> World<'a> {
         self.sim.step()?;
         let now = self.elapsed();
         clock::set(now);
+        self.network.tick(&self.sim, now);
         for disk in self.disks.values() {
             disk.writeback(now);
         }
@@ -156,11 +152,14 @@ impl<'a> World<'a> {
         Ok(())
     }
 
-    /// Hosts whose software returned on its own are stopped (`Exited`).
+    /// Hosts whose software returned on its own are stopped (`Exited`); their kernels go on.
     fn note_exits(&mut self) {
-        for (&host, &addr) in self.hosts.iter().zip(&self.addrs) {
+        for i in 0..self.hosts.len() {
+            let (host, addr) = (self.hosts[i], self.addrs[i]);
             if !self.stopped.contains_key(&host) && !self.sim.is_host_running(addr) {
                 tracing::info!(host = %host, "host exited");
+                self.process[i].set(false);
+                self.sim.bounce(addr);
                 self.stopped.insert(host, Stopped::Exited);
                 self.changes.push(HostChange {
                     time: self.elapsed(),
@@ -189,24 +188,36 @@ impl<'a> World<'a> {
             .collect()
     }
 
-    /// Process crash (SIGKILL): the page cache survives.
+    fn index(&self, host: HostName) -> usize {
+        self.hosts
+            .iter()
+            .position(|&h| h == host)
+            .expect("registered host")
+    }
+
+    /// Process crash (SIGKILL): the machine, its kernel and its page cache live on.
     pub fn kill(&mut self, host: HostName) {
         if !self.is_running(host) {
             return;
         }
         tracing::info!(host = %host, "kill");
-        self.sim.crash(host.to_string());
+        let i = self.index(host);
+        self.sim.crash(self.addrs[i]);
+        self.process[i].set(false);
+        self.sim.bounce(self.addrs[i]);
         self.mark(host, Some(Stopped::Killed));
     }
 
-    /// Machine crash: silence on the network, then the page cache is lost.
+    /// Machine crash: what it sent arrives, then silence; the page cache is lost.
     pub fn power_loss(&mut self, host: HostName) {
-        tracing::info!(host = %host, "power loss");
-        self.unpowered.insert(host);
-        self.apply_links_of(host);
-        if self.is_running(host) {
-            self.sim.crash(host.to_string());
+        if self.stopped.get(&host) == Some(&Stopped::PowerLost) {
+            return;
         }
+        tracing::info!(host = %host, "power loss");
+        let i = self.index(host);
+        self.network.power_off(&self.sim, self.elapsed(), host);
+        self.process[i].set(false);
+        self.sim.crash(self.addrs[i]);
         if let Some(disk) = self.disks.get(&host) {
             disk.power_loss();
         }
@@ -220,13 +231,13 @@ impl<'a> World<'a> {
         }
         tracing::info!(host = %host, "restart");
         self.mark(host, None);
-        if self.unpowered.remove(&host) {
-            self.apply_links_of(host);
+        let i = self.index(host);
+        self.network.power_on(&self.sim, self.elapsed(), host);
+        self.process[i].set(true);
+        if self.sim.is_host_running(self.addrs[i]) {
+            self.sim.crash(self.addrs[i]);
         }
-        if self.sim.is_host_running(host.to_string()) {
-            self.sim.crash(host.to_string());
-        }
-        self.sim.bounce(host.to_string());
+        self.sim.bounce(self.addrs[i]);
     }
 
     /// Every start and stop of a host so far.
@@ -249,76 +260,24 @@ impl<'a> World<'a> {
     /// Cut every link between hosts of different groups.
     pub fn partition(&mut self, groups: &[Vec<HostName>]) {
         tracing::info!(groups = ?groups, "partition");
-        for (i, a_group) in groups.iter().enumerate() {
-            for b_group in &groups[i + 1..] {
-                for &a in a_group {
-                    for &b in b_group {
-                        if a != b {
-                            self.cut.insert(pair(a, b));
-                            self.apply_link(a, b);
-                        }
-                    }
-                }
-            }
-        }
+        self.network.partition(&self.sim, self.elapsed(), groups);
     }
 
     /// Cut every link of `host`.
     pub fn isolate(&mut self, host: HostName) {
         tracing::info!(host = %host, "isolate");
-        for other in self.hosts.clone() {
-            if other != host {
-                self.cut.insert(pair(host, other));
-                self.apply_link(host, other);
-            }
-        }
+        self.network.isolate(&self.sim, self.elapsed(), host);
     }
 
     /// Restore every link cut by a fault and end every slowdown (power cuts stay).
     pub fn heal_network(&mut self) {
         tracing::info!("heal network");
-        let cut = std::mem::take(&mut self.cut);
-        for (a, b) in cut {
-            self.apply_link(a, b);
-        }
-        let slow = std::mem::take(&mut self.slow);
-        let (min, max) = self.base_latency;
-        for (a, b) in slow.into_keys() {
-            self.sim.set_link_latency(a.to_string(), b.to_string(), min);
-            self.sim
-                .set_link_max_message_latency(a.to_string(), b.to_string(), max);
-        }
+        self.network.heal(&self.sim, self.elapsed());
     }
 
     /// Add latency to one link (a lagging follower).
     pub fn slow_link(&mut self, a: HostName, b: HostName, latency: Duration) {
         tracing::info!(a = %a, b = %b, latency_ms = latency.as_millis() as u64, "slow link");
-        self.slow.insert(pair(a, b), latency);
-        self.sim
-            .set_link_latency(a.to_string(), b.to_string(), latency);
-        let max = latency + self.base_latency.1;
-        self.sim
-            .set_link_max_message_latency(a.to_string(), b.to_string(), max);
-    }
-
-    /// Make turmoil's link match the faults: dropped while either end has no power, held
-    /// while cut, open (delivering what was held) otherwise.
-    fn apply_link(&mut self, a: HostName, b: HostName) {
-        let (x, y) = (a.to_string(), b.to_string());
-        if self.unpowered.contains(&a) || self.unpowered.contains(&b) {
-            self.sim.partition(x, y);
-        } else if self.cut.contains(&pair(a, b)) {
-            self.sim.hold(x, y);
-        } else {
-            self.sim.release(x, y);
-        }
-    }
-
-    fn apply_links_of(&mut self, host: HostName) {
-        for other in self.hosts.clone() {
-            if other != host {
-                self.apply_link(host, other);
-            }
-        }
+        self.network.slow_link(&self.sim, a, b, latency);
     }
 }

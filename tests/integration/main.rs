@@ -27,6 +27,7 @@ mod scenario {
 mod sim {
     mod determinism;
     mod latency;
+    mod network;
     mod outcomes;
     mod world;
 }
