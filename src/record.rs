@@ -30,6 +30,7 @@
 //! set them, and a batch that claims them is still stored and CRC-checked like any other.
 
 use crate::types::{Epoch, Offset, ProducerId};
+use std::borrow::Cow;
 
 pub const MAGIC: i8 = 2;
 /// baseOffset i64 + batchLength i32: the part of a batch not counted by `batchLength`.
@@ -557,6 +558,86 @@ fn read_record(r: &mut Reader<'_>) -> Result<Record, RecordError> {
     })
 }
 
+/// The records of `bytes` (concatenated batches) at and above `offset`, a batch that
+/// starts below it cut down to its tail.
+///
+/// A pre-0.11 log (message format v0/v1) addressed every message by its own offset, so a
+/// follower fetching from its LEO got exactly the messages from there. A v2 log serves the
+/// whole batch holding the offset. The high-watermark truncation rule can leave a
+/// follower's LEO inside a batch of its new leader's (their logs diverged there), and
+/// this gives it what 0.10 would have: the leader's records from the LEO on. The cut batch
+/// keeps the producer, its epoch and the leader epoch; its base sequence and timestamps
+/// move with its first record.
+pub fn records_from(bytes: &[u8], offset: Offset) -> Result<Cow<'_, [u8]>, RecordError> {
+    let mut out: Option<Vec<u8>> = None;
+    for item in batches(bytes) {
+        let (position, header, batch) = item?;
+        let cut = if header.next_offset() <= offset {
+            Some(Vec::new())
+        } else if header.base_offset < offset {
+            Some(batch_tail(batch, &header, offset)?)
+        } else {
+            None
+        };
+        match (cut, &mut out) {
+            (Some(cut), None) => {
+                let mut bytes_so_far = bytes[..position].to_vec();
+                bytes_so_far.extend_from_slice(&cut);
+                out = Some(bytes_so_far);
+            }
+            (Some(cut), Some(out)) => out.extend_from_slice(&cut),
+            (None, Some(out)) => out.extend_from_slice(batch),
+            (None, None) => {}
+        }
+    }
+    Ok(out.map_or(Cow::Borrowed(bytes), Cow::Owned))
+}
+
+/// `batch`'s records from `offset` (inside it) on, as one batch starting there.
+fn batch_tail(batch: &[u8], header: &BatchHeader, offset: Offset) -> Result<Vec<u8>, RecordError> {
+    let skip = i32::try_from(offset.0 - header.base_offset.0)
+        .map_err(|_| RecordError::Malformed(format!("offset {offset} is not in the batch")))?;
+    let base_sequence = match header.base_sequence {
+        NO_SEQUENCE => NO_SEQUENCE,
+        sequence => increment_sequence(sequence, skip),
+    };
+    let kept: Vec<Record> = records(batch)?
+        .into_iter()
+        .filter(|r| r.offset_delta >= skip)
+        .collect();
+    let first_timestamp = kept.first().map_or(header.base_timestamp, |r| {
+        header.base_timestamp + r.timestamp_delta
+    });
+    let mut builder = BatchBuilder::new(
+        first_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        base_sequence,
+    );
+    for (i, record) in kept.iter().enumerate() {
+        if i64::from(record.offset_delta) != i64::from(skip) + i as i64 {
+            return Err(RecordError::Malformed(format!(
+                "offset delta {} where {} was expected",
+                record.offset_delta,
+                i64::from(skip) + i as i64
+            )));
+        }
+        builder.push_with_headers(
+            header.base_timestamp + record.timestamp_delta,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+    }
+    let mut tail = builder.build();
+    set_base_offset(&mut tail, offset);
+    set_partition_leader_epoch(&mut tail, header.partition_leader_epoch);
+    tail[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&header.attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&tail[ATTRIBUTES_AT..]);
+    tail[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
+    Ok(tail)
+}
+
 /// Iterate over concatenated batches (a segment file, a fetch response), validating each
 /// (CRC included). Yields `(position, header, batch bytes)`; on the first error yields it
 /// and stops, with `position()` telling where the bad batch starts.
@@ -886,6 +967,61 @@ mod tests {
                 prop_assert_eq!(&d.value, v);
                 prop_assert_eq!(&d.headers, hs);
             }
+        }
+
+        #[test]
+        fn records_from_keeps_exactly_the_records_at_and_above_the_offset(
+            sizes in proptest::collection::vec(1usize..6, 1..5),
+            seq in prop_oneof![Just(NO_SEQUENCE), 0i32..1000, Just(i32::MAX - 2)],
+            cut in 0usize..30,
+        ) {
+            // Batches of `sizes` records from offset 100, each record stamped with its offset.
+            let mut bytes = Vec::new();
+            let mut offset = 100i64;
+            for size in &sizes {
+                let mut b = BatchBuilder::new(offset * 10, ProducerId(7), 3, seq);
+                for i in 0..*size as i64 {
+                    let o = offset + i;
+                    b.push((o * 10) + 1, Some(o.to_string().as_bytes()), Some(b"v"));
+                }
+                let mut batch = b.build();
+                set_base_offset(&mut batch, Offset(offset));
+                set_partition_leader_epoch(&mut batch, Epoch(5));
+                bytes.extend_from_slice(&batch);
+                offset += *size as i64;
+            }
+            let from = 100 + (cut as i64 % (offset - 100));
+            let out = records_from(&bytes, Offset(from)).unwrap();
+            let starts: Vec<i64> = sizes.iter().scan(100i64, |start, size| {
+                let this = *start;
+                *start += *size as i64;
+                Some(this)
+            }).collect();
+            prop_assert_eq!(matches!(out, Cow::Borrowed(_)), starts.contains(&from));
+            let mut expected = from;
+            for item in batches(&out) {
+                let (_, h, batch) = item.unwrap();
+                prop_assert_eq!(h.base_offset, Offset(expected));
+                prop_assert_eq!((h.producer_id, h.producer_epoch, h.partition_leader_epoch), (ProducerId(7), 3, Epoch(5)));
+                for r in records(batch).unwrap() {
+                    let o = h.base_offset.0 + i64::from(r.offset_delta);
+                    prop_assert_eq!(o, expected);
+                    prop_assert_eq!(r.key, Some(o.to_string().into_bytes()));
+                    prop_assert_eq!(h.base_timestamp + r.timestamp_delta, o * 10 + 1);
+                    expected += 1;
+                }
+                let sequence_of_first = |base: i64| if seq == NO_SEQUENCE { NO_SEQUENCE } else { increment_sequence(seq, (h.base_offset.0 - base) as i32) };
+                let batch_start = {
+                    let mut start = 100i64;
+                    for size in &sizes {
+                        if h.base_offset.0 < start + *size as i64 { break; }
+                        start += *size as i64;
+                    }
+                    start
+                };
+                prop_assert_eq!(h.base_sequence, sequence_of_first(batch_start));
+            }
+            prop_assert_eq!(expected, offset);
         }
 
         #[test]

@@ -132,9 +132,12 @@ async fn apply_fetch(
         if partition.log().log_end_offset() != fetch_offset {
             return Ok(());
         }
-        if let Err(e) =
-            partition.on_fetch_response(&response.records, response.high_watermark, clock::now())
-        {
+        if let Err(e) = partition.on_fetch_response(
+            &response.records,
+            response.high_watermark,
+            rm.config.replication_truncation,
+            clock::now(),
+        ) {
             drop(partitions);
             // An I/O error takes the log dir offline; bad bytes from the leader do not:
             // Kafka's fetcher logs them and retries after the backoff.

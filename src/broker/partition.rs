@@ -11,8 +11,10 @@ use super::truncation::{self, TruncationState};
 use crate::config::Truncation;
 use crate::os::clock::SimTime;
 use crate::protocol::messages::PartitionState;
+use crate::record;
 use crate::storage::log::{AppendOutcome, Log, StorageError};
 use crate::types::{BrokerId, Epoch, EpochEndOffset, Offset, PartitionEpoch, TopicPartition};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
@@ -416,10 +418,19 @@ impl Partition {
         &mut self,
         records: &[u8],
         leader_hw: Offset,
+        rule: Truncation,
         now: SimTime,
     ) -> Result<(), StorageError> {
         if !records.is_empty() {
-            self.log.append_as_follower(records, now)?;
+            let leo = self.log.log_end_offset();
+            let records = match rule {
+                // Our LEO may sit inside a leader's batch: take its records from there, as
+                // 0.10's per-message offsets served them (`record::records_from`).
+                Truncation::HighWatermark => record::records_from(records, leo)
+                    .map_err(|e| StorageError::InvalidRecord(e.to_string()))?,
+                Truncation::LeaderEpoch => Cow::Borrowed(records),
+            };
+            self.log.append_as_follower(&records, now)?;
             self.notify.notify_waiters();
         }
         let leo = self.log.log_end_offset();
@@ -722,6 +733,67 @@ mod tests {
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
+    }
+
+    /// The leader's batch [0, 5) in epoch 1, as a fetch from offset 3 would return it.
+    fn leader_batch() -> Vec<u8> {
+        let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for i in 0..5 {
+            batch.push(0, None, Some(format!("new{i}").as_bytes()));
+        }
+        let mut bytes = batch.build();
+        record::set_partition_leader_epoch(&mut bytes, Epoch(1));
+        bytes
+    }
+
+    /// KIP-101 scenario 2 under the HW rule: the follower kept offsets 0-2 from the old
+    /// leader, where the new leader wrote a batch of its own. It takes the leader's records
+    /// from its LEO on, as 0.10 did, and its log diverges below (it does not wedge).
+    #[test]
+    fn a_legacy_follower_whose_leo_is_inside_a_leader_batch_takes_its_tail() {
+        let mut p = partition_with(3);
+        p.hw = Offset(3);
+        p.apply(
+            &state(2, 1, 1, &[1, 2]),
+            Truncation::HighWatermark,
+            SimTime::ZERO,
+        )
+        .expect("become follower");
+        p.on_fetch_response(
+            &leader_batch(),
+            Offset(0),
+            Truncation::HighWatermark,
+            SimTime::ZERO,
+        )
+        .expect("the tail of the leader's batch is appended");
+        assert_eq!(p.log.log_end_offset(), Offset(5));
+        let bytes = p.log.read(Offset(0), u64::MAX, Offset(5)).expect("read");
+        let values: Vec<String> = record::batches(&bytes)
+            .flat_map(|b| record::records(b.expect("valid batch").2).expect("records"))
+            .map(|r| String::from_utf8(r.value.expect("a value")).expect("utf-8"))
+            .collect();
+        assert_eq!(values, ["m0", "m1", "m2", "new3", "new4"]);
+    }
+
+    /// Under leader epochs the follower has truncated to a batch boundary of the leader's
+    /// before it fetches: a batch starting below its LEO is refused, as Kafka's v2 path does.
+    #[test]
+    fn a_leader_epoch_follower_refuses_a_batch_starting_below_its_leo() {
+        let mut p = partition_with(3);
+        p.apply(
+            &state(2, 1, 1, &[1, 2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become follower");
+        let refused = p.on_fetch_response(
+            &leader_batch(),
+            Offset(0),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        );
+        assert!(refused.is_err(), "appended over offsets 0-2");
+        assert_eq!(p.log.log_end_offset(), Offset(3));
     }
 
     /// The invariant checks can fail: metadata the controller never sends (a leader outside
