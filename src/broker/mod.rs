@@ -31,6 +31,11 @@
 //!   the same truncation, reached by the same rule ([`truncation::leader_epoch_truncation`]).
 //!   Under the high-watermark rule followers send no last fetched epoch, as pre-0.11
 //!   followers had none, so only the HW (and OFFSET_OUT_OF_RANGE) decide truncation.
+//! - **A pre-KIP-101 follower whose LEO is inside a leader's batch takes the batch's tail**
+//!   (`record::records_from`): 0.10's message formats gave every message its own offset,
+//!   so a fetch from the LEO returned exactly the messages from there; v2 serves whole
+//!   batches. The leader-epoch rule never needs this, and refuses such a batch as Kafka's
+//!   v2 follower does.
 //! - **Pre-KIP-101 truncation happens on becoming follower only** (with the checkpointed
 //!   HW after a restart, since a restarted broker first follows); a restarted broker that
 //!   becomes leader at once keeps its log, as Kafka 0.10 did.

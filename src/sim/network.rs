@@ -148,34 +148,37 @@ impl Network {
     /// way, everything else of its is silenced.
     pub fn power_off(&mut self, sim: &Sim, now: SimTime, host: HostName) {
         self.unpowered.insert(host);
-        self.unacked
-            .retain(|(src, _), _| self.names[&src.ip()] != host);
-        self.due
-            .retain(|(_, (src, _))| self.names[&src.ip()] != host);
+        let names = &self.names;
+        self.unacked.retain(|(src, _), _| names[&src.ip()] != host);
+        self.due.retain(|(_, (src, _))| names[&src.ip()] != host);
+        // On links that were open, what it sent is on the wire; on links already cut, its
+        // retransmissions die with it.
+        let mut open = BTreeSet::new();
         for other in self.hosts.clone() {
             if other == host {
                 continue;
             }
-            let on_the_wire = !self.closed.contains(&link(host, other));
-            if on_the_wire {
-                self.apply(sim, now, host, other);
-            } else {
+            if self.closed.contains(&link(host, other)) {
                 purge_from(sim, host, other);
+            } else {
+                open.insert(link(host, other));
+                self.apply(sim, now, host, other);
             }
-            let (src, dst) = (self.addr(host), self.addr(other));
-            sim.links(|links| {
-                for segments in links {
-                    let pair = segments.pair();
-                    if on_the_wire && (pair == (src, dst) || pair == (dst, src)) {
-                        for segment in segments {
-                            if segment.pair().0.ip() == src {
-                                segment.deliver();
-                            }
-                        }
+        }
+        let names = &self.names;
+        sim.links(|links| {
+            for segments in links {
+                let (a, b) = segments.pair();
+                if !open.contains(&link(names[&a], names[&b])) {
+                    continue;
+                }
+                for segment in segments {
+                    if names[&segment.pair().0.ip()] == host {
+                        segment.deliver();
                     }
                 }
-            });
-        }
+            }
+        });
     }
 
     /// `host` has power again, before its software boots: the FINs and retransmissions of
@@ -190,15 +193,6 @@ impl Network {
                 self.apply(sim, now, host, other);
             }
         }
-    }
-
-    fn addr(&self, host: HostName) -> IpAddr {
-        *self
-            .names
-            .iter()
-            .find(|(_, name)| **name == host)
-            .map(|(addr, _)| addr)
-            .expect("registered host")
     }
 
     fn latency_min(&self, l: Link) -> Duration {
