@@ -88,6 +88,9 @@ counts! {
         divergent: Divergent,
         /// Partitions without a leader after the heal phase.
         offline: Offline,
+        /// Sends that completed with a definite failure yet are in the final read: the
+        /// client was told "not written", and it was.
+        false_failures: FalseFailures,
     }
     report_only {
         /// Attempted ids with at least one copy in the final read.
@@ -109,7 +112,7 @@ mod tests {
             json,
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
-             \"divergent\":0,\"offline\":0,\"delivered\":0,\"missing\":0}"
+             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"delivered\":0,\"missing\":0}"
         );
     }
 
@@ -128,11 +131,12 @@ mod tests {
             dirty_reads: 10,
             divergent: 11,
             offline: 12,
-            delivered: 13,
-            missing: 14,
+            false_failures: 13,
+            delivered: 14,
+            missing: 15,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=12).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=13).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -144,7 +148,8 @@ mod tests {
                 "reordered",
                 "dirty_reads",
                 "divergent",
-                "offline"
+                "offline",
+                "false_failures"
             ]
         );
     }

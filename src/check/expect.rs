@@ -21,6 +21,31 @@ pub struct Expectation {
     pub value: u64,
 }
 
+/// Counts every scenario expects to be 0 unless it names them itself (in `[expect]` or
+/// `[expect_some]`, which then replaces the default): each is a checker that must never
+/// be silent by omission. `moved` is here rather than folded into `lost`: a moved send
+/// still exists, and what went wrong (its acknowledged offset now holds another record)
+/// is a different failure, shown with its own examples.
+pub const DEFAULT_ZERO: &[Count] = &[Count::Moved, Count::Unexpected, Count::FalseFailures];
+
+/// `expect` with the [`DEFAULT_ZERO`] expectations the scenario did not replace.
+pub fn with_defaults(
+    mut expect: Vec<Expectation>,
+    expect_some: &[Expectation],
+) -> Vec<Expectation> {
+    for &count in DEFAULT_ZERO {
+        let named = expect.iter().chain(expect_some).any(|e| e.count == count);
+        if !named {
+            expect.push(Expectation {
+                count,
+                comparison: Comparison::Eq,
+                value: 0,
+            });
+        }
+    }
+    expect
+}
+
 pub fn comparison_symbol(comparison: Comparison) -> &'static str {
     match comparison {
         Comparison::Eq => "==",

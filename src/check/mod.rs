@@ -17,7 +17,10 @@ mod replicas;
 mod sends;
 
 pub use counts::{count_name, Count, Counts, ANOMALIES};
-pub use expect::{comparison_symbol, evaluate, evaluate_some, holds, Comparison, Expectation};
+pub use expect::{
+    comparison_symbol, evaluate, evaluate_some, holds, with_defaults, Comparison, Expectation,
+    DEFAULT_ZERO,
+};
 
 use crate::history::final_state::FinalState;
 use crate::history::{Event, Op};
@@ -180,8 +183,15 @@ impl<'a> Tally<'a> {
                 });
             }
         }
+        let failed = matches!(send.outcome, Outcome::Failed { .. });
+        if failed && !copies.is_empty() {
+            counts.false_failures += 1;
+            examples.add(Count::FalseFailures, || {
+                describe::send_status(send, index, copies)
+            });
+        }
         if copies.is_empty() {
-            if !matches!(send.outcome, Outcome::Failed { .. }) {
+            if !failed {
                 counts.missing += 1;
             }
         } else {

@@ -1,7 +1,7 @@
 //! A parsed, validated scenario: plain data the runner executes. Every variant carries
 //! its fully resolved settings, so the runner never looks at TOML.
 
-use crate::check::Expectation;
+use crate::check::{self, Expectation};
 use crate::config::{BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig};
 use crate::os::disk::DiskConfig;
 use crate::types::{HostName, TopicPartition};
@@ -22,8 +22,25 @@ pub struct Scenario {
 pub struct Variant {
     pub name: String,
     pub settings: Settings,
+    /// What the file expects of every seed, plus the default zeros it did not replace.
     pub expect: Vec<Expectation>,
     pub expect_some: Vec<Expectation>,
+}
+
+impl Variant {
+    pub fn new(
+        name: String,
+        settings: Settings,
+        expect: Vec<Expectation>,
+        expect_some: Vec<Expectation>,
+    ) -> Variant {
+        Variant {
+            name,
+            settings,
+            expect: check::with_defaults(expect, &expect_some),
+            expect_some,
+        }
+    }
 }
 
 /// Everything one run needs besides the seed.

@@ -369,6 +369,29 @@ fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
 }
 
 #[test]
+fn a_send_told_it_failed_that_is_in_the_final_read_is_a_false_failure() {
+    let tp = orders(0);
+    let history = HistoryBuilder::new()
+        .send(id(1, 0), &tp)
+        .acked_at(0)
+        .send(id(1, 1), &tp)
+        .completes_at(ms(5))
+        .failed("NOT_ENOUGH_REPLICAS")
+        .send(id(1, 2), &tp)
+        .completes_at(ms(6))
+        .failed("NOT_ENOUGH_REPLICAS")
+        .build();
+    let read = vec![record(0, id(1, 0)), record(1, id(1, 1))];
+    let verdict = check(&history, &final_state([partition(tp, read)]));
+    assert_eq!(verdict.counts.false_failures, 1);
+    assert_eq!(verdict.counts.failed, 2);
+    assert_eq!(
+        examples(&verdict, Count::FalseFailures),
+        vec!["producer-1:000001 to orders/0 failed at t=0.005s (NOT_ENOUGH_REPLICAS); in the final read at orders/0@1"]
+    );
+}
+
+#[test]
 fn examples_stop_at_five_per_count_while_counts_go_on() {
     let tp = orders(0);
     let mut history = HistoryBuilder::new();
@@ -505,7 +528,7 @@ fn clean_run(
     (history.build(), state, acked_at)
 }
 
-fn anomalies(c: &Counts) -> [u64; 8] {
+fn anomalies(c: &Counts) -> [u64; 9] {
     [
         c.lost,
         c.moved,
@@ -515,6 +538,7 @@ fn anomalies(c: &Counts) -> [u64; 8] {
         c.dirty_reads,
         c.divergent,
         c.offline,
+        c.false_failures,
     ]
 }
 
@@ -528,7 +552,7 @@ proptest! {
         let (history, mut state, acked_at) = clean_run(&sends, reads_every);
         let verdict = check(&history, &state);
         let c = verdict.counts.clone();
-        prop_assert_eq!(anomalies(&c), [0; 8], "{:?}", verdict.examples);
+        prop_assert_eq!(anomalies(&c), [0; 9], "{:?}", verdict.examples);
         prop_assert_eq!(c.attempted, sends.len() as u64);
         prop_assert_eq!(c.acked + c.failed + c.indeterminate, c.attempted);
         prop_assert_eq!(c.missing, c.attempted - c.delivered - c.failed);

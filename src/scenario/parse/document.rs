@@ -13,12 +13,12 @@ pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
     let (doc, base) = document(text)?;
     let stem = file_stem(path);
     let variants = if doc.variants.is_empty() {
-        vec![Variant {
-            name: stem.clone(),
-            settings: base,
-            expect: doc.expect.clone(),
-            expect_some: doc.expect_some.clone(),
-        }]
+        vec![Variant::new(
+            stem.clone(),
+            base,
+            doc.expect.clone(),
+            doc.expect_some.clone(),
+        )]
     } else {
         resolve_variants(&doc, &doc.variants)?
     };

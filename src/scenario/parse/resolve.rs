@@ -24,12 +24,12 @@ pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Var
         expect.extend(raw.expect.iter().copied());
         let mut expect_some = doc.expect_some.clone();
         expect_some.extend(raw.expect_some.iter().copied());
-        variants.push(Variant {
-            name: raw.name.clone(),
+        variants.push(Variant::new(
+            raw.name.clone(),
             settings,
             expect,
             expect_some,
-        });
+        ));
     }
     Ok(variants)
 }

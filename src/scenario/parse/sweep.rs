@@ -101,12 +101,12 @@ pub(crate) fn sweep_base(text: &str, path: &Path) -> Result<(Base, Scenario), Er
         description: doc.description.clone(),
         path: path.to_owned(),
         seeds: doc.seeds.clone().unwrap_or_else(|| vec![1]),
-        variants: vec![Variant {
-            name: file_stem(path),
+        variants: vec![Variant::new(
+            file_stem(path),
             settings,
-            expect: doc.expect.clone(),
-            expect_some: doc.expect_some.clone(),
-        }],
+            doc.expect.clone(),
+            doc.expect_some.clone(),
+        )],
     };
     Ok((Base(doc), scenario))
 }

@@ -191,7 +191,7 @@ fn the_example_parses_into_its_settings() {
     assert_eq!(s.nemesis, None);
     assert_eq!(
         variant.expect,
-        vec![eq(Count::Duplicates, 0), eq(Count::Divergent, 0)]
+        with_default_zeros(vec![eq(Count::Duplicates, 0), eq(Count::Divergent, 0)])
     );
     assert_eq!(
         variant.expect_some,
@@ -346,7 +346,7 @@ fn variants_resolve_and_add_expectations() {
         a.settings.faults[0].action,
         FaultAction::Kill(Target::Leader(TopicPartition::new("orders", 0)))
     );
-    assert_eq!(a.expect, vec![eq(Count::Duplicates, 0)]);
+    assert_eq!(a.expect, with_default_zeros(vec![eq(Count::Duplicates, 0)]));
     assert_eq!(
         a.expect_some,
         vec![Expectation {
@@ -379,8 +379,55 @@ fn variants_resolve_and_add_expectations() {
             Target::Host(HostName::Broker(3)),
         ]))
     );
-    assert_eq!(b.expect, vec![eq(Count::Duplicates, 0), eq(Count::Lost, 0)]);
+    assert_eq!(
+        b.expect,
+        with_default_zeros(vec![eq(Count::Duplicates, 0), eq(Count::Lost, 0)])
+    );
     assert!(b.expect_some.is_empty());
+}
+
+/// `expected` followed by the zeros every scenario expects unless it names the count.
+fn with_default_zeros(mut expected: Vec<Expectation>) -> Vec<Expectation> {
+    expected.extend([
+        eq(Count::Moved, 0),
+        eq(Count::Unexpected, 0),
+        eq(Count::FalseFailures, 0),
+    ]);
+    expected
+}
+
+#[test]
+fn a_count_the_scenario_names_replaces_its_default_zero() {
+    let text = format!(
+        "{MINIMAL}\n[expect]\nmoved = \"<= 3\"\n\n[expect_some]\nfalse_failures = \"> 0\"\n"
+    );
+    let scenario = ok(&text);
+    let variant = &scenario.variants[0];
+    assert_eq!(
+        variant.expect,
+        vec![
+            Expectation {
+                count: Count::Moved,
+                comparison: Comparison::Le,
+                value: 3
+            },
+            eq(Count::Unexpected, 0),
+        ]
+    );
+    assert_eq!(
+        variant.expect_some,
+        vec![Expectation {
+            count: Count::FalseFailures,
+            comparison: Comparison::Gt,
+            value: 0
+        }]
+    );
+}
+
+#[test]
+fn a_scenario_without_expectations_still_expects_the_default_zeros() {
+    let scenario = ok(MINIMAL);
+    assert_eq!(scenario.variants[0].expect, with_default_zeros(Vec::new()));
 }
 
 #[test]
@@ -918,7 +965,10 @@ seeds = 4
     assert_eq!(variants[11].settings.producer.acks, Acks::All);
     assert_eq!(variants[11].settings.broker.min_insync_replicas, 2);
     assert_eq!(variants[11].settings.faults[0].action, FaultAction::Heal);
-    assert_eq!(variants[0].expect, vec![eq(Count::Duplicates, 0)]);
+    assert_eq!(
+        variants[0].expect,
+        with_default_zeros(vec![eq(Count::Duplicates, 0)])
+    );
 
     // A bad value points into the matrix; a bad base points into the base.
     std::fs::write(&matrix_path, matrix.replace("[1, 2]", "[1, 0]")).unwrap();
