@@ -84,13 +84,16 @@ counts! {
         /// Read events (one per consumer read) whose id the final read does not hold at that
         /// partition and offset.
         dirty_reads: DirtyReads,
-        /// Partitions whose in-ISR replicas hold different records below the HW.
+        /// Partitions where some replica holds different records from the leader below
+        /// min(HW, that replica's LEO).
         divergent: Divergent,
         /// Partitions without a leader after the heal phase.
         offline: Offline,
         /// Sends that completed with a definite failure yet are in the final read: the
         /// client was told "not written", and it was.
         false_failures: FalseFailures,
+        /// Partitions whose final ISR is smaller than their replica set.
+        under_replicated: UnderReplicated,
     }
     report_only {
         /// Attempted ids with at least one copy in the final read.
@@ -112,7 +115,7 @@ mod tests {
             json,
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
-             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"delivered\":0,\"missing\":0}"
+             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"delivered\":0,\"missing\":0}"
         );
     }
 
@@ -132,11 +135,12 @@ mod tests {
             divergent: 11,
             offline: 12,
             false_failures: 13,
-            delivered: 14,
-            missing: 15,
+            under_replicated: 14,
+            delivered: 15,
+            missing: 16,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=13).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=14).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -149,7 +153,8 @@ mod tests {
                 "dirty_reads",
                 "divergent",
                 "offline",
-                "false_failures"
+                "false_failures",
+                "under_replicated"
             ]
         );
     }

@@ -5,7 +5,7 @@ use super::final_read::{FinalIndex, Located};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
 use super::sends::{Outcome, Send};
-use crate::history::final_state::{PartitionFinal, ReadRecord};
+use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
 use crate::os::clock::SimTime;
 use crate::types::{Offset, TopicPartition};
@@ -206,17 +206,55 @@ pub fn dirty_read(
 }
 
 pub fn divergent(partition: &PartitionFinal, d: &Divergence) -> String {
+    let isr = if d.other_in_isr {
+        "in the ISR"
+    } else {
+        "out of the ISR"
+    };
     format!(
-        "{}: in-ISR replicas {} and {} differ below HW {}, first at offset {}: {} holds {}, {} holds {}",
+        "{}: {} ({isr}) differs from {} below {}, first at offset {}: {} holds {}, {} holds {}",
         partition.tp,
-        d.reference,
         d.other,
-        partition.high_watermark,
+        d.reference,
+        bound(partition, d.end),
         d.offset,
         d.reference,
         record_id(d.reference_holds),
         d.other,
         record_id(d.other_holds)
+    )
+}
+
+/// `HW 500`, or `its LEO 480` when the replica's log ends first.
+fn bound(partition: &PartitionFinal, end: Offset) -> String {
+    if end < partition.high_watermark {
+        format!("its LEO {end}")
+    } else {
+        format!("HW {end}")
+    }
+}
+
+pub fn under_replicated(partition: &PartitionFinal, out: &[&ReplicaLog]) -> String {
+    let leader_leo = partition
+        .replicas
+        .iter()
+        .find(|r| Some(r.broker) == partition.leader)
+        .map(|r| r.log_end_offset);
+    let leader = match (partition.leader, leader_leo) {
+        (Some(leader), Some(leo)) => format!("the leader {leader}'s LEO {leo}"),
+        _ => "no leader".to_string(),
+    };
+    let out: Vec<String> = out
+        .iter()
+        .map(|r| format!("{} (LEO {})", r.broker, r.log_end_offset))
+        .collect();
+    format!(
+        "{}: {} of {} replicas out of the ISR after healing: {}; against {leader}, HW {}",
+        partition.tp,
+        out.len(),
+        partition.replicas.len(),
+        out.join(", "),
+        partition.high_watermark
     )
 }
 

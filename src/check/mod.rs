@@ -249,12 +249,19 @@ fn check_reads(
     }
 }
 
-/// Divergent and offline partitions.
+/// Divergent, under-replicated and offline partitions.
 fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mut Examples) {
     for partition in &final_state.partitions {
         if partition.leader.is_none() {
             counts.offline += 1;
             examples.add(Count::Offline, || describe::offline(partition));
+        }
+        let out = replicas::out_of_isr(partition);
+        if !out.is_empty() {
+            counts.under_replicated += 1;
+            examples.add(Count::UnderReplicated, || {
+                describe::under_replicated(partition, &out)
+            });
         }
         if let Some(divergence) = replicas::divergence(partition) {
             counts.divergent += 1;

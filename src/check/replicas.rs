@@ -1,5 +1,5 @@
-//! What the replicas' own logs say: where a lost message still lives, and whether the
-//! in-sync replicas agree below the high watermark.
+//! What the replicas' own logs say: where a lost message still lives, whether every
+//! replica agrees with the leader below the high watermark, and which are out of the ISR.
 
 use super::sends::Send;
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
@@ -41,52 +41,68 @@ pub fn holders<'a>(state: &'a FinalState, sends: &[Send]) -> Vec<Vec<Holder<'a>>
     found
 }
 
-/// The first place two in-sync replicas disagree below the HW.
+/// The first place a replica disagrees with the reference below the HW.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence<'a> {
-    /// The reference replica (the leader when it is in the ISR).
+    /// The reference replica: the leader, or without one the first in-ISR replica.
     pub reference: BrokerId,
     pub other: BrokerId,
+    /// Whether `other` is in the final ISR.
+    pub other_in_isr: bool,
+    /// The end of the compared range: the HW, or `other`'s LEO if it is out of the ISR and
+    /// ends first.
+    pub end: Offset,
     pub offset: Offset,
     pub reference_holds: Option<&'a ReadRecord>,
     pub other_holds: Option<&'a ReadRecord>,
 }
 
-/// Compare every in-ISR replica with the reference over `[start, HW)`, where `start` is the
-/// largest log start offset among them (retention may have deleted different prefixes).
+/// Compare every replica with the reference from `start`, the larger of the two log start
+/// offsets (retention may have deleted different prefixes): an ISR member up to the HW,
+/// which it must hold whole; a replica out of the ISR up to min(HW, its LEO). One that
+/// never rejoined must not hide a divergence, and one that lags is only checked over
+/// what it has.
 pub fn divergence<'a>(partition: &'a PartitionFinal) -> Option<Divergence<'a>> {
-    let in_isr: Vec<&ReplicaLog> = partition.replicas.iter().filter(|r| r.in_isr).collect();
-    let reference = in_isr
+    let reference = partition
+        .replicas
         .iter()
-        .copied()
         .find(|r| Some(r.broker) == partition.leader)
-        .or_else(|| in_isr.first().copied())?;
-    let start = in_isr
-        .iter()
-        .map(|r| r.log_start_offset)
-        .chain(std::iter::once(partition.log_start_offset))
-        .max()
-        .unwrap_or(partition.log_start_offset);
-    let end = partition.high_watermark;
-    let below_hw = move |r: &'a ReplicaLog| {
-        r.records
-            .iter()
-            .filter(move |rec| rec.offset >= start && rec.offset < end)
-    };
-    in_isr
+        .or_else(|| partition.replicas.iter().find(|r| r.in_isr))?;
+    partition
+        .replicas
         .iter()
         .filter(|r| r.broker != reference.broker)
         .find_map(|other| {
-            first_difference(below_hw(reference), below_hw(other)).map(|(offset, a, b)| {
-                Divergence {
-                    reference: reference.broker,
-                    other: other.broker,
-                    offset,
-                    reference_holds: a,
-                    other_holds: b,
-                }
+            let start = reference
+                .log_start_offset
+                .max(other.log_start_offset)
+                .max(partition.log_start_offset);
+            // An ISR member must hold everything below the HW; others only what they have.
+            let end = if other.in_isr {
+                partition.high_watermark
+            } else {
+                partition.high_watermark.min(other.log_end_offset)
+            };
+            let range = move |r: &'a ReplicaLog| {
+                r.records
+                    .iter()
+                    .filter(move |rec| rec.offset >= start && rec.offset < end)
+            };
+            first_difference(range(reference), range(other)).map(|(offset, a, b)| Divergence {
+                reference: reference.broker,
+                other: other.broker,
+                other_in_isr: other.in_isr,
+                end,
+                offset,
+                reference_holds: a,
+                other_holds: b,
             })
         })
+}
+
+/// The replicas outside the final ISR, when there are any.
+pub fn out_of_isr(partition: &PartitionFinal) -> Vec<&ReplicaLog> {
+    partition.replicas.iter().filter(|r| !r.in_isr).collect()
 }
 
 type Difference<'a> = (Offset, Option<&'a ReadRecord>, Option<&'a ReadRecord>);

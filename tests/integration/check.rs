@@ -50,6 +50,7 @@ fn an_ack_absent_from_the_final_read_is_lost_and_its_example_names_the_replica_h
             acked: 1,
             lost: 1,
             missing: 1,
+            under_replicated: 1,
             ..Counts::default()
         }
     );
@@ -266,20 +267,41 @@ fn a_read_of_a_record_later_rolled_back_is_dirty() {
 }
 
 #[test]
-fn in_sync_replicas_that_differ_below_the_hw_are_divergent() {
-    let (t0, t1) = (orders(0), orders(1));
+fn replicas_that_differ_from_the_leader_below_the_hw_are_divergent_in_the_isr_or_not() {
+    let (t0, t1, t2) = (orders(0), orders(1), orders(2));
     let (a, b, c, d) = (id(1, 0), id(1, 1), id(1, 2), id(2, 0));
     let p0 = partition(t0.clone(), vec![record(0, a), record(1, b), record(2, c)])
         .replica(in_isr(2, vec![record(0, a), record(1, b), record(2, d)]));
-    // orders/1: a difference at or above the HW, and one on a replica out of the ISR: fine.
+    // orders/1: a difference at or above the HW is no divergence.
     let p1 = partition(t1.clone(), vec![record(0, a)])
-        .replica(in_isr(2, vec![record(0, a), record(1, b)]))
+        .replica(in_isr(2, vec![record(0, a), record(1, b)]));
+    // orders/2: a replica that never rejoined the ISR, holding another record below its LEO
+    // (the follower a legacy truncation wedged looked like this).
+    let p2 = partition(t2.clone(), vec![record(0, a), record(1, b)])
         .replica(out_of_isr(3, vec![record(0, d)]));
-    let verdict = check(&[], &final_state([p0, p1]));
-    assert_eq!(verdict.counts.divergent, 1);
+    let verdict = check(&[], &final_state([p0, p1, p2]));
+    assert_eq!(verdict.counts.divergent, 2);
     assert_eq!(
         examples(&verdict, Count::Divergent),
-        vec!["orders/0: in-ISR replicas broker-1 and broker-2 differ below HW 3, first at offset 2: broker-1 holds producer-1:000002, broker-2 holds producer-2:000000"]
+        vec![
+            "orders/0: broker-2 (in the ISR) differs from broker-1 below HW 3, first at offset 2: broker-1 holds producer-1:000002, broker-2 holds producer-2:000000",
+            "orders/2: broker-3 (out of the ISR) differs from broker-1 below its LEO 1, first at offset 0: broker-1 holds producer-1:000000, broker-3 holds producer-2:000000",
+        ]
+    );
+    assert_eq!(verdict.counts.under_replicated, 1);
+}
+
+#[test]
+fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
+    let (a, b, c) = (id(1, 0), id(1, 1), id(1, 2));
+    let p = partition(orders(0), vec![record(0, a), record(1, b), record(2, c)])
+        .replica(out_of_isr(3, vec![record(0, a)]));
+    let verdict = check(&[], &final_state([p]));
+    assert_eq!(verdict.counts.divergent, 0);
+    assert_eq!(verdict.counts.under_replicated, 1);
+    assert_eq!(
+        examples(&verdict, Count::UnderReplicated),
+        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1); against the leader broker-1's LEO 3, HW 3"]
     );
 }
 
@@ -292,7 +314,7 @@ fn a_replica_in_the_isr_missing_records_below_the_hw_is_divergent() {
     assert_eq!(verdict.counts.divergent, 1);
     assert_eq!(
         examples(&verdict, Count::Divergent),
-        vec!["orders/0: in-ISR replicas broker-1 and broker-3 differ below HW 2, first at offset 1: broker-1 holds producer-1:000001, broker-3 holds nothing"]
+        vec!["orders/0: broker-3 (in the ISR) differs from broker-1 below HW 2, first at offset 1: broker-1 holds producer-1:000001, broker-3 holds nothing"]
     );
 }
 
@@ -313,6 +335,7 @@ fn a_partition_without_a_leader_is_offline() {
         verdict.counts,
         Counts {
             offline: 1,
+            under_replicated: 1,
             ..Counts::default()
         }
     );
@@ -528,7 +551,7 @@ fn clean_run(
     (history.build(), state, acked_at)
 }
 
-fn anomalies(c: &Counts) -> [u64; 9] {
+fn anomalies(c: &Counts) -> [u64; 10] {
     [
         c.lost,
         c.moved,
@@ -539,6 +562,7 @@ fn anomalies(c: &Counts) -> [u64; 9] {
         c.divergent,
         c.offline,
         c.false_failures,
+        c.under_replicated,
     ]
 }
 
@@ -552,7 +576,7 @@ proptest! {
         let (history, mut state, acked_at) = clean_run(&sends, reads_every);
         let verdict = check(&history, &state);
         let c = verdict.counts.clone();
-        prop_assert_eq!(anomalies(&c), [0; 9], "{:?}", verdict.examples);
+        prop_assert_eq!(anomalies(&c), [0; 10], "{:?}", verdict.examples);
         prop_assert_eq!(c.attempted, sends.len() as u64);
         prop_assert_eq!(c.acked + c.failed + c.indeterminate, c.attempted);
         prop_assert_eq!(c.missing, c.attempted - c.delivered - c.failed);

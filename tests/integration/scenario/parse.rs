@@ -392,6 +392,7 @@ fn with_default_zeros(mut expected: Vec<Expectation>) -> Vec<Expectation> {
         eq(Count::Moved, 0),
         eq(Count::Unexpected, 0),
         eq(Count::FalseFailures, 0),
+        eq(Count::UnderReplicated, 0),
     ]);
     expected
 }
@@ -412,6 +413,7 @@ fn a_count_the_scenario_names_replaces_its_default_zero() {
                 value: 3
             },
             eq(Count::Unexpected, 0),
+            eq(Count::UnderReplicated, 0),
         ]
     );
     assert_eq!(
