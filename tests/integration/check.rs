@@ -415,6 +415,91 @@ fn a_send_told_it_failed_that_is_in_the_final_read_is_a_false_failure() {
 }
 
 #[test]
+fn an_empty_history_over_an_empty_cluster_counts_nothing() {
+    let verdict = check(&[], &final_state([]));
+    assert_eq!(verdict.counts, Counts::default());
+    assert!(verdict.examples.is_empty());
+}
+
+#[test]
+fn a_partition_with_no_records_is_no_anomaly() {
+    let (t0, t1) = (orders(0), orders(1));
+    let a = id(1, 0);
+    let history = HistoryBuilder::new().send(a, &t0).acked_at(0).build();
+    let state = final_state([partition(t0, vec![record(0, a)]), partition(t1, vec![])]);
+    let verdict = check(&history, &state);
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 1,
+            acked: 1,
+            delivered: 1,
+            ..Counts::default()
+        }
+    );
+}
+
+#[test]
+fn one_id_in_two_partitions_is_a_duplicate_and_one_only_in_another_partition_moved() {
+    let (t0, t1) = (orders(0), orders(1));
+    let (a, b) = (id(1, 0), id(1, 1));
+    let history = HistoryBuilder::new()
+        .send(a, &t0)
+        .acked_at(0)
+        .send(b, &t0)
+        .acked_at(1)
+        .build();
+    // a sits where its ack said and again in orders/1; b only in orders/1.
+    let state = final_state([
+        partition(t0, vec![record(0, a)]),
+        partition(t1, vec![record(0, a), record(1, b)]),
+    ]);
+    let verdict = check(&history, &state);
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 2,
+            acked: 2,
+            delivered: 2,
+            duplicates: 1,
+            moved: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Moved),
+        vec!["producer-1:000001 acked at orders/0@1 (t=0.003s); in the final read at orders/1@1"]
+    );
+}
+
+#[test]
+fn an_acknowledged_offset_holding_another_id_is_a_loss_not_a_move() {
+    let tp = orders(0);
+    let (a, b) = (id(1, 0), id(2, 0));
+    let history = HistoryBuilder::new()
+        .send(a, &tp)
+        .acked_at(0)
+        .send(b, &tp)
+        .completes_at(ms(3_000))
+        .indeterminate("REQUEST_TIMED_OUT")
+        .build();
+    // The new leader wrote b where a was acknowledged; a is nowhere.
+    let verdict = check(&history, &final_state([partition(tp, vec![record(0, b)])]));
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 2,
+            acked: 1,
+            indeterminate: 1,
+            lost: 1,
+            delivered: 1,
+            missing: 1,
+            ..Counts::default()
+        }
+    );
+}
+
+#[test]
 fn examples_stop_at_five_per_count_while_counts_go_on() {
     let tp = orders(0);
     let mut history = HistoryBuilder::new();
