@@ -71,6 +71,7 @@ pub mod server;
 pub mod truncation;
 
 use crate::config::{BrokerConfig, TopicConfig};
+use crate::history::facts::{Fact, Facts};
 use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::storage::checkpoint;
@@ -90,6 +91,8 @@ pub struct BrokerContext {
     pub disk: Disk,
     /// Set by the world for the `shutdown` action: controlled shutdown, then `run` returns Ok.
     pub shutdown: Rc<Cell<bool>>,
+    /// Where the broker records its follower truncations and log recoveries.
+    pub facts: Facts,
 }
 
 /// How many times a controlled shutdown asks the controller to move leadership away
@@ -109,6 +112,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         ctx.config,
         ctx.topic_configs,
         ctx.disk,
+        ctx.facts,
     ));
     tracing::info!(
         broker = rm.id.0,
@@ -189,6 +193,12 @@ async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
                     broker = rm.id.0, %tp, log_start = %log.log_start_offset(), leo = %log.log_end_offset(),
                     recovery_point = %log.recovery_point(), hw = %at(&hws), "log loaded"
                 );
+                if !clean_shutdown {
+                    rm.facts.record(Fact::Recovery {
+                        tp: tp.clone(),
+                        broker: rm.id,
+                    });
+                }
                 rm.host(log, at(&hws));
             }
             Err(e) => {

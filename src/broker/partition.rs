@@ -9,6 +9,7 @@ use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
 use crate::config::Truncation;
+use crate::history::facts::{Fact, Facts};
 use crate::os::clock::SimTime;
 use crate::protocol::messages::PartitionState;
 use crate::record;
@@ -68,10 +69,18 @@ pub struct Partition {
     notify: Rc<Notify>,
     /// Serialises this log's flushes: a flush plan is confirmed only by its own fsyncs.
     flush_lock: Rc<Mutex<()>>,
+    /// Where truncations are recorded as cluster facts.
+    facts: Facts,
 }
 
 impl Partition {
-    pub fn new(me: BrokerId, log: Log, hw: Offset, min_insync_replicas: u32) -> Partition {
+    pub fn new(
+        me: BrokerId,
+        log: Log,
+        hw: Offset,
+        min_insync_replicas: u32,
+        facts: Facts,
+    ) -> Partition {
         let hw = hw.clamp(log.log_start_offset(), log.log_end_offset());
         let partition = Partition {
             me,
@@ -90,6 +99,7 @@ impl Partition {
             truncation_pending: false,
             notify: Rc::new(Notify::new()),
             flush_lock: Rc::new(Mutex::new(())),
+            facts,
         };
         partition.check_invariants();
         partition
@@ -256,6 +266,7 @@ impl Partition {
                 if to < leo {
                     tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
                     self.log.truncate_to(to, now)?;
+                    self.record_truncation(leo);
                 }
                 self.truncation_pending = false;
             }
@@ -488,10 +499,22 @@ impl Partition {
         if offset < leo {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
             self.log.truncate_to(offset, now)?;
+            self.record_truncation(leo);
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
         self.check_invariants();
         Ok(())
+    }
+
+    /// A truncation from `from` happened: the records it removed are a cluster fact. (A
+    /// batch holding the target offset goes whole, so the log may end below the target.)
+    fn record_truncation(&self, from: Offset) {
+        let records = u64::try_from(from.0 - self.log.log_end_offset().0).unwrap_or(0);
+        self.facts.record(Fact::Truncation {
+            tp: self.tp().clone(),
+            broker: self.me,
+            records,
+        });
     }
 
     /// Follower: our LEO is below the leader's log start (retention deleted what we would
@@ -593,7 +616,7 @@ mod tests {
             SimTime::ZERO,
         )
         .expect("a new log opens");
-        let mut partition = Partition::new(ME, log, Offset(0), 1);
+        let mut partition = Partition::new(ME, log, Offset(0), 1, Facts::default());
         for i in 0..records {
             let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
             batch.push(0, None, Some(format!("m{i}").as_bytes()));
@@ -722,6 +745,16 @@ mod tests {
         )
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(1));
+        let truncations: Vec<Fact> = p.facts.events().into_iter().map(|e| e.fact).collect();
+        assert_eq!(
+            truncations,
+            [Fact::Truncation {
+                tp: TopicPartition::new("orders", 0),
+                broker: ME,
+                records: 2
+            }],
+            "the truncation is a cluster fact, with the records it removed"
+        );
 
         let mut p = partition_with(3);
         p.hw = Offset(1);

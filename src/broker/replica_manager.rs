@@ -12,6 +12,7 @@ use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::{Acks, BrokerConfig, LogConfig, TopicConfig};
+use crate::history::facts::Facts;
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{
@@ -34,6 +35,8 @@ pub struct ReplicaManager {
     pub config: BrokerConfig,
     pub topic_configs: BTreeMap<String, TopicConfig>,
     pub disk: Disk,
+    /// Where follower truncations and log recoveries are recorded.
+    pub facts: Facts,
     pub partitions: RefCell<BTreeMap<TopicPartition, Partition>>,
     /// The latest metadata image from the controller.
     pub metadata: RefCell<ClusterMetadata>,
@@ -78,6 +81,7 @@ impl ReplicaManager {
         config: BrokerConfig,
         topic_configs: BTreeMap<String, TopicConfig>,
         disk: Disk,
+        facts: Facts,
     ) -> ReplicaManager {
         ReplicaManager {
             id,
@@ -85,6 +89,7 @@ impl ReplicaManager {
             config,
             topic_configs,
             disk,
+            facts,
             partitions: RefCell::new(BTreeMap::new()),
             metadata: RefCell::new(ClusterMetadata::default()),
             offline: Cell::new(false),
@@ -113,9 +118,10 @@ impl ReplicaManager {
     pub fn host(&self, log: Log, hw: Offset) {
         let min_isr = self.min_insync_replicas(&log.tp().topic);
         let tp = log.tp().clone();
-        self.partitions
-            .borrow_mut()
-            .insert(tp, Partition::new(self.id, log, hw, min_isr));
+        self.partitions.borrow_mut().insert(
+            tp,
+            Partition::new(self.id, log, hw, min_isr, self.facts.clone()),
+        );
     }
 
     /// The log dir failed (Kafka's LogDirFailureChannel): nothing is acknowledged from now
@@ -622,6 +628,7 @@ mod tests {
             BrokerConfig::default(),
             BTreeMap::new(),
             disk,
+            Facts::default(),
         ));
         rm.apply_metadata(image(1, Epoch(0)));
         for value in [b"m0", b"m1"] {

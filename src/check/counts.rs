@@ -10,6 +10,7 @@ macro_rules! counts {
         $(#[$doc:meta])*
         tallies { $($(#[$tally_doc:meta])* $tally:ident: $Tally:ident,)* }
         anomalies { $($(#[$anomaly_doc:meta])* $anomaly:ident: $Anomaly:ident,)* }
+        facts { $($(#[$fact_doc:meta])* $fact:ident: $Fact:ident,)* }
         report_only { $($(#[$other_doc:meta])* $other:ident,)* }
     ) => {
         $(#[$doc])*
@@ -17,6 +18,7 @@ macro_rules! counts {
         pub struct Counts {
             $($(#[$tally_doc])* pub $tally: u64,)*
             $($(#[$anomaly_doc])* pub $anomaly: u64,)*
+            $($(#[$fact_doc])* pub $fact: u64,)*
             $($(#[$other_doc])* pub $other: u64,)*
         }
 
@@ -25,11 +27,13 @@ macro_rules! counts {
         pub enum Count {
             $($Tally,)*
             $($Anomaly,)*
+            $($Fact,)*
         }
 
         impl Count {
             /// Every count, in the order errors list them.
-            pub const ALL: &'static [Count] = &[$(Count::$Tally,)* $(Count::$Anomaly,)*];
+            pub const ALL: &'static [Count] =
+                &[$(Count::$Tally,)* $(Count::$Anomaly,)* $(Count::$Fact,)*];
         }
 
         /// The counts that are anomalies, in the order the report explains them.
@@ -40,6 +44,7 @@ macro_rules! counts {
             match count {
                 $(Count::$Tally => stringify!($tally),)*
                 $(Count::$Anomaly => stringify!($anomaly),)*
+                $(Count::$Fact => stringify!($fact),)*
             }
         }
 
@@ -48,6 +53,7 @@ macro_rules! counts {
                 match count {
                     $(Count::$Tally => self.$tally,)*
                     $(Count::$Anomaly => self.$anomaly,)*
+                    $(Count::$Fact => self.$fact,)*
                 }
             }
         }
@@ -95,6 +101,20 @@ counts! {
         /// Partitions whose final ISR is smaller than their replica set.
         under_replicated: UnderReplicated,
     }
+    facts {
+        /// Leaders the controller elected (clean or unclean), after the initial ones.
+        elections: Elections,
+        /// Of those, leaders elected from outside the ISR.
+        unclean_elections: UncleanElections,
+        /// ISR changes the controller committed that removed a replica.
+        isr_shrinks: IsrShrinks,
+        /// ISR changes the controller committed that added a replica.
+        isr_expands: IsrExpands,
+        /// Records followers removed from their logs' ends to match a leader.
+        truncated: Truncated,
+        /// Logs opened after an unclean stop, which recovery scanned.
+        recoveries: Recoveries,
+    }
     report_only {
         /// Attempted ids with at least one copy in the final read.
         delivered,
@@ -115,7 +135,8 @@ mod tests {
             json,
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
-             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"delivered\":0,\"missing\":0}"
+             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0}"
         );
     }
 
@@ -136,11 +157,17 @@ mod tests {
             offline: 12,
             false_failures: 13,
             under_replicated: 14,
-            delivered: 15,
-            missing: 16,
+            elections: 15,
+            unclean_elections: 16,
+            isr_shrinks: 17,
+            isr_expands: 18,
+            truncated: 19,
+            recoveries: 20,
+            delivered: 21,
+            missing: 22,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=14).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=20).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,

@@ -22,6 +22,7 @@ pub use expect::{
     DEFAULT_ZERO,
 };
 
+use crate::history::facts::{Fact, FactEvent};
 use crate::history::final_state::FinalState;
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
@@ -133,6 +134,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     });
     check_reads(history, &index, &mut counts, &mut examples);
     check_partitions(final_state, &mut counts, &mut examples);
+    count_facts(&final_state.facts, &mut counts);
 
     let lost_acked_at = lost
         .iter()
@@ -245,6 +247,22 @@ fn check_reads(
             examples.add(Count::DirtyReads, || {
                 describe::dirty_read(event, tp, *offset, *id, index)
             });
+        }
+    }
+}
+
+/// The cluster facts: what the controller and the brokers recorded doing.
+fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
+    for event in facts {
+        match &event.fact {
+            Fact::Election { unclean, .. } => {
+                counts.elections += 1;
+                counts.unclean_elections += u64::from(*unclean);
+            }
+            Fact::IsrShrink { .. } => counts.isr_shrinks += 1,
+            Fact::IsrExpand { .. } => counts.isr_expands += 1,
+            Fact::Truncation { records, .. } => counts.truncated += records,
+            Fact::Recovery { .. } => counts.recoveries += 1,
         }
     }
 }

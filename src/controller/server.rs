@@ -8,8 +8,10 @@
 //! and the connections it leaves behind never answer again.
 
 use crate::config::{BrokerConfig, TopicConfig};
+use crate::controller::election::Election;
 use crate::controller::state::{Change, ControllerState, Snapshot};
 use crate::controller::store;
+use crate::history::facts::{Fact, Facts};
 use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::protocol::frame::serve;
@@ -36,6 +38,8 @@ pub struct ControllerContext {
     /// Every partition with its placement and its topic's configuration.
     pub topics: Vec<(TopicPartition, Vec<BrokerId>, TopicConfig)>,
     pub view: MetadataView,
+    /// Where committed elections and ISR changes are recorded.
+    pub facts: Facts,
 }
 
 /// The controller's latest committed metadata, readable by the world (to resolve
@@ -63,6 +67,7 @@ struct Controller {
     /// The committed version, for heartbeat long polls.
     committed_version: watch::Sender<u64>,
     view: MetadataView,
+    facts: Facts,
     /// Set once a save failed: `run` returns and no request is answered any more.
     halted: watch::Sender<bool>,
 }
@@ -105,6 +110,7 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
         committed: RefCell::new(snapshot),
         committed_version,
         view: ctx.view,
+        facts: ctx.facts,
         halted,
     });
     let handler = {
@@ -263,6 +269,11 @@ impl Controller {
             trace_change(change);
         }
         self.save().await;
+        if !*self.halted.borrow() {
+            for change in &changes {
+                record_fact(&self.facts, change);
+            }
+        }
     }
 
     /// Persist the newest state, then publish it. A failed save halts the controller.
@@ -325,6 +336,35 @@ fn not_served_here(request: Request) -> Response {
     }
 }
 
+/// The cluster facts a committed change makes: an election, an ISR shrink or expansion.
+fn record_fact(facts: &Facts, change: &Change) {
+    let Change::Partition {
+        tp,
+        election,
+        state,
+        previous_isr,
+    } = change
+    else {
+        return;
+    };
+    match election {
+        Some(Election::Clean(_)) => facts.record(Fact::Election {
+            tp: tp.clone(),
+            unclean: false,
+        }),
+        Some(Election::Unclean(_)) => facts.record(Fact::Election {
+            tp: tp.clone(),
+            unclean: true,
+        }),
+        Some(Election::Offline) | None => {}
+    }
+    if state.isr.len() < previous_isr.len() {
+        facts.record(Fact::IsrShrink { tp: tp.clone() });
+    } else if state.isr.len() > previous_isr.len() {
+        facts.record(Fact::IsrExpand { tp: tp.clone() });
+    }
+}
+
 /// One `info` event per change, with stable fields only (names and numbers, no
 /// addresses), because the run's trace hash is built from these events.
 fn trace_change(change: &Change) {
@@ -343,6 +383,7 @@ fn trace_change(change: &Change) {
             tp,
             election,
             state,
+            ..
         } => {
             let leader = state
                 .leader
@@ -382,4 +423,61 @@ fn brokers_list(brokers: &[BrokerId]) -> String {
     }
     text.push(']');
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::messages::PartitionState;
+    use crate::types::PartitionEpoch;
+
+    fn change(election: Option<Election>, previous_isr: &[u32], isr: &[u32]) -> Change {
+        let ids = |ids: &[u32]| ids.iter().map(|&b| BrokerId(b)).collect::<Vec<_>>();
+        Change::Partition {
+            tp: TopicPartition::new("orders", 0),
+            election,
+            state: PartitionState {
+                replicas: ids(&[1, 2, 3]),
+                leader: Some(BrokerId(isr[0])),
+                leader_epoch: Epoch(1),
+                partition_epoch: PartitionEpoch(1),
+                isr: ids(isr),
+            },
+            previous_isr: ids(previous_isr),
+        }
+    }
+
+    fn facts_of(changes: &[Change]) -> Vec<Fact> {
+        let facts = Facts::default();
+        for change in changes {
+            record_fact(&facts, change);
+        }
+        facts.events().into_iter().map(|e| e.fact).collect()
+    }
+
+    #[test]
+    fn committed_changes_become_elections_shrinks_and_expansions() {
+        let tp = TopicPartition::new("orders", 0);
+        let facts = facts_of(&[
+            change(Some(Election::Unclean(BrokerId(3))), &[1], &[3]),
+            change(Some(Election::Clean(BrokerId(2))), &[1, 2], &[2]),
+            change(None, &[2], &[2, 3]),
+            change(Some(Election::Offline), &[2, 3], &[2, 3]),
+        ]);
+        assert_eq!(
+            facts,
+            [
+                Fact::Election {
+                    tp: tp.clone(),
+                    unclean: true
+                },
+                Fact::Election {
+                    tp: tp.clone(),
+                    unclean: false
+                },
+                Fact::IsrShrink { tp: tp.clone() },
+                Fact::IsrExpand { tp },
+            ]
+        );
+    }
 }

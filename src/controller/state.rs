@@ -68,6 +68,8 @@ pub enum Change {
         tp: TopicPartition,
         election: Option<Election>,
         state: PartitionState,
+        /// The ISR before the change.
+        previous_isr: Vec<BrokerId>,
     },
 }
 
@@ -536,7 +538,7 @@ impl ControllerState {
             state.leader_epoch = Epoch(state.leader_epoch.0 + 1);
         }
         state.leader = leader;
-        state.isr = isr;
+        let previous_isr = std::mem::replace(&mut state.isr, isr);
         state.partition_epoch = state.partition_epoch.next();
         let state = state.clone();
         self.record(
@@ -544,6 +546,7 @@ impl ControllerState {
                 tp: tp.clone(),
                 election,
                 state,
+                previous_isr,
             },
             changes,
         );
@@ -656,6 +659,7 @@ mod tests {
                     tp: tp(0),
                     election: Some(Election::Clean(BrokerId(2))),
                     state: after.clone(),
+                    previous_isr: ids(&[1, 2, 3]),
                 },
                 Change::Registered {
                     broker: BrokerId(1),
@@ -756,11 +760,14 @@ mod tests {
         let online = partition(&state, 0);
         assert_eq!(online.leader, Some(BrokerId(1)));
         assert_eq!(online.leader_epoch, Epoch(offline.leader_epoch.0 + 1));
-        assert!(outcome.changes.contains(&Change::Partition {
-            tp: tp(0),
-            election: Some(Election::Clean(BrokerId(1))),
-            state: online,
-        }));
+        assert!(outcome.changes.iter().any(|c| matches!(
+            c,
+            Change::Partition {
+                election: Some(Election::Clean(BrokerId(1))),
+                state,
+                ..
+            } if *state == online
+        )));
     }
 
     #[test]

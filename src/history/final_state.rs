@@ -1,6 +1,8 @@
 //! What the checkers read besides the history: the final read and each replica's log,
-//! taken after the heal phase. Nothing here comes from a broker's in-memory state.
+//! taken after the heal phase, and the facts the cluster recorded. Nothing here comes from
+//! a broker's in-memory state.
 
+use super::facts::FactEvent;
 use crate::types::{BrokerId, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 
@@ -39,4 +41,7 @@ pub struct PartitionFinal {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinalState {
     pub partitions: Vec<PartitionFinal>,
+    /// What the cluster did along the way, as its programs recorded it.
+    #[serde(default)]
+    pub facts: Vec<FactEvent>,
 }

@@ -3,6 +3,7 @@
 //! erase what the clients were told) and is all the checkers know of the clients.
 //! `final_state` holds the rest of what they read: the final read and each replica's log.
 
+pub mod facts;
 pub mod final_state;
 
 use crate::os::clock::{self, SimTime};
@@ -105,7 +106,7 @@ impl History {
 }
 
 /// Event times in JSON: milliseconds since the run began.
-mod millis {
+pub(crate) mod millis {
     use crate::os::clock::SimTime;
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;

@@ -8,6 +8,7 @@ use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
 use crate::client::{self, ConsumerContext, ProducerContext};
 use crate::controller::{self, ControllerContext, MetadataView};
+use crate::history::facts::Facts;
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, History};
 use crate::os::clock::SimTime;
@@ -111,6 +112,8 @@ pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutc
 /// operator and of Jepsen's control node, not of any process).
 struct Harness {
     view: MetadataView,
+    /// What the cluster's programs record doing (elections, truncations, ...).
+    facts: Facts,
     shutdown: BTreeMap<u32, Rc<Cell<bool>>>,
     rng: StdRng,
 }
@@ -171,13 +174,20 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     let history = History::default();
     let mut harness = Harness {
         view: MetadataView::default(),
+        facts: Facts::default(),
         shutdown: BTreeMap::new(),
         rng: StdRng::seed_from_u64(derive_seed(seed, "targets")),
     };
     let partitions = topic_partitions(settings);
-    add_controller(&mut world, settings, seed, &harness.view, &partitions);
+    add_controller(
+        &mut world,
+        settings,
+        seed,
+        (&harness.view, &harness.facts),
+        &partitions,
+    );
     for n in 1..=settings.cluster.brokers {
-        let flag = add_broker(&mut world, settings, seed, n);
+        let flag = add_broker(&mut world, settings, seed, n, &harness.facts);
         harness.shutdown.insert(n, flag);
     }
     add_clients(&mut world, settings, seed, &history);
@@ -212,7 +222,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     )?;
 
     let read = final_read(&mut world, settings, &partitions)?;
-    let final_state = collect_final_state(&world, &harness.view, &partitions, read);
+    let final_state = collect_final_state(&world, &harness, &partitions, read);
     if let Some(dir) = &options.dump_disks {
         for (host, disk) in world.disks() {
             disk.dump_to(&dir.join(host.to_string()))?;
@@ -249,7 +259,7 @@ fn add_controller(
     world: &mut World<'_>,
     settings: &Settings,
     seed: u64,
-    view: &MetadataView,
+    (view, facts): (&MetadataView, &Facts),
     partitions: &[(TopicPartition, Vec<BrokerId>)],
 ) {
     let disk = disk_for(settings, seed, HostName::Controller);
@@ -272,6 +282,7 @@ fn add_controller(
     let config = settings.broker.clone();
     let brokers = settings.cluster.brokers;
     let view = view.clone();
+    let facts = facts.clone();
     let host_disk = disk.clone();
     world.add_host(HostName::Controller, Some(disk), move || {
         controller::run(ControllerContext {
@@ -280,11 +291,19 @@ fn add_controller(
             brokers,
             topics: topics.clone(),
             view: view.clone(),
+            facts: facts.clone(),
         })
     });
 }
 
-fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> Rc<Cell<bool>> {
+fn add_broker(
+    world: &mut World<'_>,
+    settings: &Settings,
+    seed: u64,
+    n: u32,
+    facts: &Facts,
+) -> Rc<Cell<bool>> {
+    let facts = facts.clone();
     let host = HostName::Broker(n);
     let disk = disk_for(settings, seed, host);
     let shutdown = Rc::new(Cell::new(false));
@@ -308,6 +327,7 @@ fn add_broker(world: &mut World<'_>, settings: &Settings, seed: u64, n: u32) -> 
             topic_configs: topic_configs.clone(),
             disk: host_disk.clone(),
             shutdown: flag.clone(),
+            facts: facts.clone(),
         })
     });
     shutdown
@@ -527,11 +547,11 @@ fn final_read(
 
 fn collect_final_state(
     world: &World<'_>,
-    view: &MetadataView,
+    harness: &Harness,
     partitions: &[(TopicPartition, Vec<BrokerId>)],
     read: FinalRead,
 ) -> FinalState {
-    let metadata = view.get();
+    let metadata = harness.view.get();
     let mut by_tp: BTreeMap<TopicPartition, client::PartitionRead> =
         read.into_iter().map(|r| (r.0.clone(), r)).collect();
     let partitions = partitions
@@ -563,7 +583,10 @@ fn collect_final_state(
             }
         })
         .collect();
-    FinalState { partitions }
+    FinalState {
+        partitions,
+        facts: harness.facts.events(),
+    }
 }
 
 fn replica_log(

@@ -4,6 +4,7 @@ use crate::support;
 use hightide::broker::{self, BrokerContext};
 use hightide::config::{Acks, BrokerConfig, TopicConfig};
 use hightide::controller::{self, ControllerContext, MetadataView};
+use hightide::history::facts::Facts;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
@@ -56,6 +57,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
             brokers: BROKERS,
             topics: vec![(tp(), placement.clone(), TopicConfig::default())],
             view: MetadataView::default(),
+            facts: Facts::default(),
         })
     });
     let mut disks = Vec::new();
@@ -76,6 +78,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
                 topic_configs: BTreeMap::from([("orders".to_string(), TopicConfig::default())]),
                 disk: disk.clone(),
                 shutdown: shutdown.clone(),
+                facts: Facts::default(),
             })
         });
     }

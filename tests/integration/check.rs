@@ -6,10 +6,11 @@ mod build;
 use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder};
 use hightide::check::{check, evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
+use hightide::history::facts::{Fact, FactEvent};
 use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId};
 use hightide::os::clock::SimTime;
-use hightide::types::{Offset, TopicPartition};
+use hightide::types::{BrokerId, Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -496,6 +497,69 @@ fn an_acknowledged_offset_holding_another_id_is_a_loss_not_a_move() {
             missing: 1,
             ..Counts::default()
         }
+    );
+}
+
+#[test]
+fn cluster_facts_are_counted_as_recorded() {
+    let tp = orders(0);
+    let fact = |time, fact| FactEvent {
+        time: ms(time),
+        fact,
+    };
+    let mut state = final_state([partition(tp.clone(), vec![])]);
+    state.facts = vec![
+        fact(10, Fact::IsrShrink { tp: tp.clone() }),
+        fact(
+            20,
+            Fact::Election {
+                tp: tp.clone(),
+                unclean: true,
+            },
+        ),
+        fact(
+            30,
+            Fact::Election {
+                tp: tp.clone(),
+                unclean: false,
+            },
+        ),
+        fact(
+            40,
+            Fact::Truncation {
+                tp: tp.clone(),
+                broker: BrokerId(2),
+                records: 7,
+            },
+        ),
+        fact(
+            50,
+            Fact::Truncation {
+                tp: tp.clone(),
+                broker: BrokerId(3),
+                records: 5,
+            },
+        ),
+        fact(
+            60,
+            Fact::Recovery {
+                tp: tp.clone(),
+                broker: BrokerId(2),
+            },
+        ),
+        fact(70, Fact::IsrExpand { tp }),
+    ];
+    let c = check(&[], &state).counts;
+    assert_eq!(
+        (
+            c.elections,
+            c.unclean_elections,
+            c.isr_shrinks,
+            c.isr_expands,
+            c.truncated,
+            c.recoveries
+        ),
+        (2, 1, 1, 1, 12, 1)
     );
 }
 

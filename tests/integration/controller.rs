@@ -4,6 +4,7 @@
 use crate::support;
 use hightide::config::{BrokerConfig, TopicConfig};
 use hightide::controller::{placement, run, ControllerContext, MetadataView};
+use hightide::history::facts::Facts;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
 use hightide::protocol::frame::Connection;
 use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
@@ -33,6 +34,7 @@ fn start_controller(sim: &mut turmoil::Sim<'_>, disk: Disk, view: MetadataView) 
             brokers: BROKERS,
             topics: topics(),
             view: view.clone(),
+            facts: Facts::default(),
         };
         run(ctx)
     });
