@@ -11,7 +11,7 @@ macro_rules! counts {
         tallies { $($(#[$tally_doc:meta])* $tally:ident: $Tally:ident,)* }
         anomalies { $($(#[$anomaly_doc:meta])* $anomaly:ident: $Anomaly:ident,)* }
         facts { $($(#[$fact_doc:meta])* $fact:ident: $Fact:ident,)* }
-        report_only { $($(#[$other_doc:meta])* $other:ident,)* }
+        deliveries { $($(#[$other_doc:meta])* $other:ident: $Other:ident,)* }
     ) => {
         $(#[$doc])*
         #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -28,12 +28,13 @@ macro_rules! counts {
             $($Tally,)*
             $($Anomaly,)*
             $($Fact,)*
+            $($Other,)*
         }
 
         impl Count {
             /// Every count, in the order errors list them.
             pub const ALL: &'static [Count] =
-                &[$(Count::$Tally,)* $(Count::$Anomaly,)* $(Count::$Fact,)*];
+                &[$(Count::$Tally,)* $(Count::$Anomaly,)* $(Count::$Fact,)* $(Count::$Other,)*];
         }
 
         /// The counts that are anomalies, in the order the report explains them.
@@ -45,6 +46,7 @@ macro_rules! counts {
                 $(Count::$Tally => stringify!($tally),)*
                 $(Count::$Anomaly => stringify!($anomaly),)*
                 $(Count::$Fact => stringify!($fact),)*
+                $(Count::$Other => stringify!($other),)*
             }
         }
 
@@ -54,6 +56,7 @@ macro_rules! counts {
                     $(Count::$Tally => self.$tally,)*
                     $(Count::$Anomaly => self.$anomaly,)*
                     $(Count::$Fact => self.$fact,)*
+                    $(Count::$Other => self.$other,)*
                 }
             }
         }
@@ -115,12 +118,13 @@ counts! {
         /// Logs opened after an unclean stop, which recovery scanned.
         recoveries: Recoveries,
     }
-    report_only {
+    deliveries {
         /// Attempted ids with at least one copy in the final read.
-        delivered,
+        delivered: Delivered,
         /// Attempted ids neither delivered nor failed; equals `attempted - delivered - failed`
-        /// unless a send that definitely failed shows up in the final read anyway.
-        missing,
+        /// unless a send that definitely failed shows up in the final read anyway. With
+        /// acks=0 nothing is acknowledged, so this is what a fault cost.
+        missing: Missing,
     }
 }
 
@@ -167,7 +171,7 @@ mod tests {
             missing: 22,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=20).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=22).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
