@@ -103,6 +103,9 @@ counts! {
         false_failures: FalseFailures,
         /// Partitions whose final ISR is smaller than their replica set.
         under_replicated: UnderReplicated,
+        /// Partitions the final read could not read completely; acknowledged sends it did not
+        /// reach there are neither lost nor moved, but unknown.
+        unreadable: Unreadable,
     }
     facts {
         /// Leaders the controller elected (clean or unclean), after the initial ones.
@@ -125,6 +128,9 @@ counts! {
         /// unless a send that definitely failed shows up in the final read anyway. With
         /// acks=0 nothing is acknowledged, so this is what a fault cost.
         missing: Missing,
+        /// Of the indeterminate sends, those still without any outcome when the heal phase
+        /// (lengthened while producers could still answer them) ended.
+        unresolved: Unresolved,
     }
 }
 
@@ -139,8 +145,8 @@ mod tests {
             json,
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
-             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
-             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0}"
+             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0}"
         );
     }
 
@@ -161,17 +167,19 @@ mod tests {
             offline: 12,
             false_failures: 13,
             under_replicated: 14,
-            elections: 15,
-            unclean_elections: 16,
-            isr_shrinks: 17,
-            isr_expands: 18,
-            truncated: 19,
-            recoveries: 20,
-            delivered: 21,
-            missing: 22,
+            unreadable: 15,
+            elections: 16,
+            unclean_elections: 17,
+            isr_shrinks: 18,
+            isr_expands: 19,
+            truncated: 20,
+            recoveries: 21,
+            delivered: 22,
+            missing: 23,
+            unresolved: 24,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=22).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=24).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -185,7 +193,8 @@ mod tests {
                 "divergent",
                 "offline",
                 "false_failures",
-                "under_replicated"
+                "under_replicated",
+                "unreadable"
             ]
         );
     }

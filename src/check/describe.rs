@@ -234,6 +234,21 @@ fn bound(partition: &PartitionFinal, end: Offset) -> String {
     }
 }
 
+pub fn unreadable(partition: &PartitionFinal) -> String {
+    let leader = partition
+        .leader
+        .map_or_else(|| "no leader".to_string(), |l| format!("leader {l}"));
+    let last = partition.read.last().map(|r| r.offset);
+    let got = match last {
+        Some(last) => format!("read up to offset {last}"),
+        None => "read nothing".to_string(),
+    };
+    format!(
+        "{}: the final read {got} of log start {} to HW {} ({leader}) before time ran out; the acknowledged sends it did not reach are unknown, not lost",
+        partition.tp, partition.log_start_offset, partition.high_watermark
+    )
+}
+
 pub fn under_replicated(partition: &PartitionFinal, out: &[&ReplicaLog]) -> String {
     let leader_leo = partition
         .replicas

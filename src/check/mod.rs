@@ -180,6 +180,7 @@ impl<'a> Tally<'a> {
             }
             Outcome::Indeterminate { .. } | Outcome::Pending => {
                 counts.indeterminate += 1;
+                counts.unresolved += u64::from(matches!(send.outcome, Outcome::Pending));
                 examples.add(Count::Indeterminate, || {
                     describe::send_status(send, index, copies)
                 });
@@ -208,6 +209,12 @@ impl<'a> Tally<'a> {
         let Outcome::Acked { tp, offset, .. } = send.outcome else {
             return;
         };
+        let part = index.partition_index(tp);
+        let at_ack = |c: &final_read::Located| Some(c.part) == part && c.offset == offset;
+        if !copies.iter().any(at_ack) && index.partition_of(tp).is_some_and(|p| !p.complete) {
+            // The final read did not get all of that partition: where it is, is unknown.
+            return;
+        }
         if copies.is_empty() {
             counts.lost += 1;
             if self.lost.len() < EXAMPLES_PER_COUNT {
@@ -215,11 +222,7 @@ impl<'a> Tally<'a> {
             }
             return;
         }
-        let part = index.partition_index(tp);
-        if !copies
-            .iter()
-            .any(|c| Some(c.part) == part && c.offset == offset)
-        {
+        if !copies.iter().any(at_ack) {
             counts.moved += 1;
             examples.add(Count::Moved, || describe::moved(send, index, copies));
         }
@@ -267,12 +270,16 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
     }
 }
 
-/// Divergent, under-replicated and offline partitions.
+/// Divergent, under-replicated, unreadable and offline partitions.
 fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mut Examples) {
     for partition in &final_state.partitions {
         if partition.leader.is_none() {
             counts.offline += 1;
             examples.add(Count::Offline, || describe::offline(partition));
+        }
+        if !partition.complete {
+            counts.unreadable += 1;
+            examples.add(Count::Unreadable, || describe::unreadable(partition));
         }
         let out = replicas::out_of_isr(partition);
         if !out.is_empty() {

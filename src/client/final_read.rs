@@ -17,19 +17,38 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
 const FETCH_MAX_BYTES: u64 = 1_048_576;
 
-/// One partition's final read: leader (`None`: offline), log start offset, high watermark
-/// (both `Offset::NONE` when offline) and the records in between.
-pub type PartitionRead = (
-    TopicPartition,
-    Option<BrokerId>,
-    Offset,
-    Offset,
-    Vec<ReadRecord>,
-);
+/// One partition's final read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionRead {
+    pub tp: TopicPartition,
+    /// `None`: no leader could be found (offline).
+    pub leader: Option<BrokerId>,
+    /// Both `Offset::NONE` when no leader answered.
+    pub log_start_offset: Offset,
+    pub high_watermark: Offset,
+    /// The records between them, or those read before time ran out.
+    pub records: Vec<ReadRecord>,
+    /// Whether every record from the log start offset to the HW was read.
+    pub complete: bool,
+}
+
+impl PartitionRead {
+    fn unread(tp: TopicPartition) -> PartitionRead {
+        PartitionRead {
+            tp,
+            leader: None,
+            log_start_offset: Offset::NONE,
+            high_watermark: Offset::NONE,
+            records: Vec::new(),
+            complete: false,
+        }
+    }
+}
 
 /// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
 /// A partition whose leader cannot be found in time is reported offline with no records;
-/// one whose read does not finish in time keeps the records read so far.
+/// one whose read does not finish in time keeps the records read so far, marked
+/// incomplete: what it did not read is unknown, not absent.
 pub async fn final_read(
     topics: Vec<TopicPartition>,
     brokers: u32,
@@ -76,7 +95,7 @@ async fn read_partition(tp: TopicPartition, brokers: u32, timeout: Duration) -> 
         tokio::time::sleep(RETRY_BACKOFF).await;
     }
     tracing::warn!(%tp, complete = false, "final read ran out of time");
-    partial.unwrap_or((tp, None, Offset::NONE, Offset::NONE, Vec::new()))
+    partial.unwrap_or_else(|| PartitionRead::unread(tp))
 }
 
 async fn read_from_leader(
@@ -114,7 +133,14 @@ async fn read_from_leader(
             min_bytes: 0,
         });
         let partial = |records: Vec<ReadRecord>| {
-            Some((tp.clone(), Some(leader), start, high_watermark, records))
+            Some(PartitionRead {
+                tp: tp.clone(),
+                leader: Some(leader),
+                log_start_offset: start,
+                high_watermark,
+                records,
+                complete: false,
+            })
         };
         let Ok(Response::Fetch(response)) = connection.call(&request, remaining()).await else {
             return Attempt::Failed(partial(records));
@@ -137,7 +163,14 @@ async fn read_from_leader(
             return Attempt::Failed(partial(records));
         }
     }
-    Attempt::Done((tp.clone(), Some(leader), start, high_watermark, records))
+    Attempt::Done(PartitionRead {
+        tp: tp.clone(),
+        leader: Some(leader),
+        log_start_offset: start,
+        high_watermark,
+        records,
+        complete: true,
+    })
 }
 
 async fn list_offset(

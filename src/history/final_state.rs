@@ -35,6 +35,9 @@ pub struct PartitionFinal {
     pub log_start_offset: Offset,
     /// The final read: a consumer's read from the log start offset up to the HW.
     pub read: Vec<ReadRecord>,
+    /// Whether the final read got all of it; if not, what it lacks is unknown, not absent.
+    #[serde(default = "read_whole")]
+    pub complete: bool,
     pub replicas: Vec<ReplicaLog>,
 }
 
@@ -44,4 +47,8 @@ pub struct FinalState {
     /// What the cluster did along the way, as its programs recorded it.
     #[serde(default)]
     pub facts: Vec<FactEvent>,
+}
+
+fn read_whole() -> bool {
+    true
 }

@@ -9,7 +9,7 @@ pub mod final_state;
 use crate::os::clock::{self, SimTime};
 use crate::types::{Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 
@@ -88,15 +88,30 @@ pub struct Event {
 #[derive(Clone, Default)]
 pub struct History {
     events: Rc<RefCell<Vec<Event>>>,
+    /// Sends invoked and not yet completed, so the harness can wait for them cheaply.
+    unresolved: Rc<Cell<u64>>,
 }
 
 impl History {
     pub fn record(&self, process: &str, op: Op) {
+        let unresolved = self.unresolved.get();
+        match op {
+            Op::Invoke { .. } => self.unresolved.set(unresolved + 1),
+            Op::Ok { .. } | Op::Fail { .. } | Op::Info { .. } => {
+                self.unresolved.set(unresolved.saturating_sub(1))
+            }
+            Op::Read { .. } => {}
+        }
         self.events.borrow_mut().push(Event {
             time: clock::now(),
             process: process.to_string(),
             op,
         });
+    }
+
+    /// Sends invoked so far that have no outcome yet.
+    pub fn unresolved(&self) -> u64 {
+        self.unresolved.get()
     }
 
     /// The events so far, in order.

@@ -17,7 +17,7 @@ use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
 use crate::sim::world::{HostChange, World};
 use crate::sim::{derive_seed, faults, trace};
 use crate::storage;
-use crate::types::{BrokerId, Epoch, HostName, Incarnation, TopicPartition};
+use crate::types::{BrokerId, Epoch, HostName, Incarnation, Offset, TopicPartition};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
@@ -58,6 +58,9 @@ pub struct LeadershipChange {
     pub leader_epoch: Epoch,
     pub isr: Vec<BrokerId>,
 }
+
+/// How often the runner looks again whether every send has its outcome, after the heal.
+const UNRESOLVED_POLL: Duration = Duration::from_millis(100);
 
 /// How often the runner samples the controller's view for the timeline.
 const LEADERSHIP_SAMPLE: Duration = Duration::from_millis(10);
@@ -220,6 +223,22 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         &harness.view,
         &mut timeline,
     )?;
+    // Producers finish first: the heal phase goes on while sends are unresolved, up to the
+    // longest a producer can take to give up on the last of them. A producer that was
+    // killed never answers its own, so then there is nothing to wait for.
+    let producer = &settings.producer;
+    let give_up = end + producer.delivery_timeout_ms + producer.request_timeout_ms;
+    let producers_run = |world: &World<'_>| {
+        !world
+            .stopped_hosts()
+            .iter()
+            .any(|h| matches!(h, HostName::Producer(_)))
+    };
+    while history.unresolved() > 0 && world.elapsed() < give_up && producers_run(&world) {
+        let next = (world.elapsed() + UNRESOLVED_POLL).min(give_up);
+        advance(&mut world, next, &harness.view, &mut timeline)?;
+    }
+    timeline.heal = world.elapsed() - end;
 
     let read = final_read(&mut world, settings, &partitions)?;
     let final_state = collect_final_state(&world, &harness, &partitions, read);
@@ -553,7 +572,7 @@ fn collect_final_state(
 ) -> FinalState {
     let metadata = harness.view.get();
     let mut by_tp: BTreeMap<TopicPartition, client::PartitionRead> =
-        read.into_iter().map(|r| (r.0.clone(), r)).collect();
+        read.into_iter().map(|r| (r.tp.clone(), r)).collect();
     let partitions = partitions
         .iter()
         .map(|(tp, replicas)| {
@@ -562,23 +581,22 @@ fn collect_final_state(
                 .get(tp)
                 .map(|p| p.isr.clone())
                 .unwrap_or_default();
-            let (_, leader, log_start_offset, high_watermark, read) = by_tp.remove(tp).unwrap_or((
-                tp.clone(),
-                None,
-                Default::default(),
-                Default::default(),
-                Vec::new(),
-            ));
+            let read = by_tp.remove(tp);
             let replicas = replicas
                 .iter()
                 .map(|&broker| replica_log(world, tp, broker, isr.contains(&broker)))
                 .collect();
             PartitionFinal {
                 tp: tp.clone(),
-                leader,
-                high_watermark,
-                log_start_offset,
-                read,
+                leader: read.as_ref().and_then(|r| r.leader),
+                high_watermark: read
+                    .as_ref()
+                    .map_or(Offset::default(), |r| r.high_watermark),
+                log_start_offset: read
+                    .as_ref()
+                    .map_or(Offset::default(), |r| r.log_start_offset),
+                complete: read.as_ref().is_some_and(|r| r.complete),
+                read: read.map(|r| r.records).unwrap_or_default(),
                 replicas,
             }
         })

@@ -379,6 +379,7 @@ fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
             indeterminate: 5,
             delivered: 3,
             missing: 2,
+            unresolved: 1,
             ..Counts::default()
         }
     );
@@ -564,6 +565,40 @@ fn cluster_facts_are_counted_as_recorded() {
 }
 
 #[test]
+fn sends_the_final_read_did_not_reach_are_unknown_not_lost() {
+    let tp = orders(0);
+    let (a, b, c) = (id(1, 0), id(1, 1), id(1, 2));
+    let history = HistoryBuilder::new()
+        .send(a, &tp)
+        .acked_at(0)
+        .send(b, &tp)
+        .acked_at(1)
+        .send(c, &tp)
+        .acked_at(2)
+        .build();
+    // The read got offset 0 of HW 3, then ran out of time.
+    let p = partition(tp, vec![record(0, a)])
+        .high_watermark(3)
+        .unreadable();
+    let verdict = check(&history, &final_state([p]));
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 3,
+            acked: 3,
+            delivered: 1,
+            missing: 2,
+            unreadable: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Unreadable),
+        vec!["orders/0: the final read read up to offset 0 of log start 0 to HW 3 (leader broker-1) before time ran out; the acknowledged sends it did not reach are unknown, not lost"]
+    );
+}
+
+#[test]
 fn examples_stop_at_five_per_count_while_counts_go_on() {
     let tp = orders(0);
     let mut history = HistoryBuilder::new();
@@ -700,7 +735,7 @@ fn clean_run(
     (history.build(), state, acked_at)
 }
 
-fn anomalies(c: &Counts) -> [u64; 10] {
+fn anomalies(c: &Counts) -> [u64; 11] {
     [
         c.lost,
         c.moved,
@@ -712,6 +747,7 @@ fn anomalies(c: &Counts) -> [u64; 10] {
         c.offline,
         c.false_failures,
         c.under_replicated,
+        c.unreadable,
     ]
 }
 
@@ -725,7 +761,7 @@ proptest! {
         let (history, mut state, acked_at) = clean_run(&sends, reads_every);
         let verdict = check(&history, &state);
         let c = verdict.counts.clone();
-        prop_assert_eq!(anomalies(&c), [0; 10], "{:?}", verdict.examples);
+        prop_assert_eq!(anomalies(&c), [0; 11], "{:?}", verdict.examples);
         prop_assert_eq!(c.attempted, sends.len() as u64);
         prop_assert_eq!(c.acked + c.failed + c.indeterminate, c.attempted);
         prop_assert_eq!(c.missing, c.attempted - c.delivered - c.failed);

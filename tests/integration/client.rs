@@ -314,13 +314,15 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
     sim.run().expect("the simulation completes");
     let reads = reads.borrow();
     assert_eq!(reads.len(), 1);
-    let (tp, leader, start, high_watermark, records) = &reads[0];
-    assert_eq!(tp, &TopicPartition::new("t", 0));
+    let read = &reads[0];
+    assert_eq!(read.tp, TopicPartition::new("t", 0));
     assert_eq!(
-        (*leader, *start, *high_watermark),
+        (read.leader, read.log_start_offset, read.high_watermark),
         (Some(BrokerId(1)), Offset(0), Offset(4))
     );
-    let ids: Vec<(i64, u64)> = records
+    assert!(read.complete);
+    let ids: Vec<(i64, u64)> = read
+        .records
         .iter()
         .map(|r| {
             (
@@ -350,8 +352,9 @@ fn final_read_reports_an_offline_partition() {
     sim.run().expect("the simulation completes");
     let reads = reads.borrow();
     assert_eq!(reads.len(), 1);
-    assert_eq!(reads[0].1, None);
-    assert!(reads[0].4.is_empty());
+    assert_eq!(reads[0].leader, None);
+    assert!(reads[0].records.is_empty());
+    assert!(!reads[0].complete, "an offline partition is not read");
 }
 
 /// A consumer records each record below the high watermark once, with its id.

@@ -176,6 +176,7 @@ pub fn partition(tp: TopicPartition, read: Vec<ReadRecord>) -> PartitionBuilder 
         high_watermark: hw,
         log_start_offset: Offset(0),
         read,
+        complete: true,
         replicas,
     })
 }
@@ -195,6 +196,12 @@ impl PartitionBuilder {
 
     pub fn high_watermark(mut self, offset: i64) -> Self {
         self.0.high_watermark = Offset(offset);
+        self
+    }
+
+    /// The final read ran out of time: what it holds is all it got.
+    pub fn unreadable(mut self) -> Self {
+        self.0.complete = false;
         self
     }
 

@@ -393,6 +393,7 @@ fn with_default_zeros(mut expected: Vec<Expectation>) -> Vec<Expectation> {
         eq(Count::Unexpected, 0),
         eq(Count::FalseFailures, 0),
         eq(Count::UnderReplicated, 0),
+        eq(Count::Unreadable, 0),
     ]);
     expected
 }
@@ -414,6 +415,7 @@ fn a_count_the_scenario_names_replaces_its_default_zero() {
             },
             eq(Count::Unexpected, 0),
             eq(Count::UnderReplicated, 0),
+            eq(Count::Unreadable, 0),
         ]
     );
     assert_eq!(

@@ -6,6 +6,7 @@ use hightide::scenario;
 use hightide::sim::runner::{self, RunOptions};
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 /// Regression: a controlled shutdown of the leader answers the produces parked in its
 /// purgatory with NOT_LEADER_OR_FOLLOWER after their records were appended (as Kafka's
@@ -49,5 +50,60 @@ fn a_send_recorded_as_failed_is_not_in_the_final_read() {
     assert!(
         not_leader_outcomes > 0,
         "no send ended on NOT_LEADER_OR_FOLLOWER: the scenario no longer exercises the case"
+    );
+}
+
+/// Every broker loses power at 10 s while the leader holds produce requests waiting on
+/// their fsync. Those requests had reached its kernel, so the producer has nothing to
+/// retransmit and learns nothing from the reboot at 12 s: it waits for its 30 s request
+/// timeout, long after the 5 s heal phase. The heal phase waits for those outcomes before
+/// the final read, so none is left unresolved.
+#[test]
+fn the_final_read_waits_for_every_send_to_be_resolved() {
+    let text = r#"
+name = "sends outlive the heal phase"
+seeds = 1
+duration = "15s"
+heal = "5s"
+
+[cluster]
+brokers = 3
+topics = [{ name = "orders", partitions = 1, replication_factor = 3 }]
+
+[broker]
+"log.flush.interval.messages" = 1
+"min.insync.replicas" = 2
+
+[producer]
+acks = "all"
+
+[workload]
+producers = 1
+topic = "orders"
+rate = 500
+
+[disk]
+power_loss = "torn-tail"
+
+[[faults]]
+at = "10s"
+action = "power-loss"
+target = "brokers"
+
+[[faults]]
+at = "12s"
+action = "restart"
+target = "crashed"
+"#;
+    let scenario =
+        scenario::parse(text, Path::new("outlive.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let outcome = runner::run(&scenario.variants[0], 1, &RunOptions::default()).expect("run");
+    let counts = &outcome.verdict.counts;
+    assert!(counts.attempted > 0);
+    assert_eq!(counts.unresolved, 0, "{counts:?}");
+    assert!(
+        outcome.sim_time > Duration::from_secs(40),
+        "the heal phase did not wait for the request timeout: {:?}",
+        outcome.sim_time
     );
 }
