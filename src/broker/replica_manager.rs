@@ -559,14 +559,19 @@ impl ReplicaManager {
         &self,
         tp: &TopicPartition,
         spec: OffsetSpec,
+        current_leader_epoch: Epoch,
     ) -> (Option<ErrorCode>, Offset) {
         let partitions = self.partitions.borrow();
-        match self.leader_gate(partitions.get(tp), AfterShutdown::Answer) {
-            Err(e) => (Some(e), Offset::NONE),
-            Ok(p) => match spec {
-                OffsetSpec::Earliest => (None, p.log().log_start_offset()),
-                OffsetSpec::Latest => (None, p.hw()),
-            },
+        let p = match self.leader_gate(partitions.get(tp), AfterShutdown::Answer) {
+            Ok(p) => p,
+            Err(e) => return (Some(e), Offset::NONE),
+        };
+        if let Some(e) = check_epoch(current_leader_epoch, p.leader_epoch()) {
+            return (Some(e), Offset::NONE);
+        }
+        match spec {
+            OffsetSpec::Earliest => (None, p.log().log_start_offset()),
+            OffsetSpec::Latest => (None, p.hw()),
         }
     }
 
@@ -712,6 +717,25 @@ mod tests {
             panic!()
         };
         assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
+    }
+
+    /// ListOffsets v4+ carries the reader's leader epoch (KIP-320): the final read asks
+    /// the controller who leads and must not be answered by a leader of another epoch.
+    #[test]
+    fn list_offsets_is_fenced_by_the_leader_epoch() {
+        let rm = leader();
+        let ask = |epoch| rm.list_offsets(&tp(), OffsetSpec::Earliest, epoch);
+        assert_eq!(
+            ask(Epoch(1)),
+            (Some(ErrorCode::UnknownLeaderEpoch), Offset::NONE)
+        );
+        assert_eq!(ask(Epoch::NONE), (None, Offset(0)));
+        rm.apply_metadata(image(2, Epoch(2)));
+        assert_eq!(
+            ask(Epoch(1)),
+            (Some(ErrorCode::FencedLeaderEpoch), Offset::NONE)
+        );
+        assert_eq!(ask(Epoch(2)), (None, Offset(0)));
     }
 
     /// Regression: a follower's failed truncation reports the storage error while it holds

@@ -13,8 +13,12 @@ pub async fn handle(rm: Rc<ReplicaManager>, request: Request) -> Response {
         Request::OffsetsForLeaderEpoch(request) => {
             Response::OffsetsForLeaderEpoch(rm.offsets_for_leader_epoch(&request))
         }
-        Request::ListOffsets { tp, spec } => {
-            let (error, offset) = rm.list_offsets(&tp, spec);
+        Request::ListOffsets {
+            tp,
+            spec,
+            current_leader_epoch,
+        } => {
+            let (error, offset) = rm.list_offsets(&tp, spec, current_leader_epoch);
             Response::ListOffsets { error, offset }
         }
         Request::Metadata => Response::Metadata(rm.metadata.borrow().clone()),

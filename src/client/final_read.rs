@@ -4,11 +4,12 @@
 //! consumer and never looks inside a broker.
 
 use crate::client::fetch::{FetchOutcome, FetchPosition};
-use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
+use crate::client::metadata::CONNECTION_SETUP_TIMEOUT;
 use crate::history::final_state::ReadRecord;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{Fetch, OffsetSpec, Request, Response};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::rc::Rc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -45,18 +46,23 @@ impl PartitionRead {
     }
 }
 
+/// Who leads a partition, and in which leader epoch, as the controller says.
+pub type LeaderOf = Rc<dyn Fn(&TopicPartition) -> Option<(BrokerId, Epoch)>>;
+
 /// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
-/// A partition whose leader cannot be found in time is reported offline with no records;
-/// one whose read does not finish in time keeps the records read so far, marked
-/// incomplete: what it did not read is unknown, not absent.
+/// The leader and its epoch come from the controller (`leader_of`), as an operator asks
+/// it who leads; the reads are fenced by that epoch, so a deposed leader cannot answer.
+/// A partition that has no leader in time is reported offline with no records; one whose
+/// read does not finish in time keeps the records read so far, marked incomplete: what it
+/// did not read is unknown, not absent.
 pub async fn final_read(
     topics: Vec<TopicPartition>,
-    brokers: u32,
+    leader_of: LeaderOf,
     timeout: Duration,
 ) -> Vec<PartitionRead> {
     let readers: Vec<_> = topics
         .into_iter()
-        .map(|tp| tokio::task::spawn_local(read_partition(tp, brokers, timeout)))
+        .map(|tp| tokio::task::spawn_local(read_partition(tp, leader_of.clone(), timeout)))
         .collect();
     let mut reads = Vec::with_capacity(readers.len());
     for reader in readers {
@@ -74,19 +80,15 @@ enum Attempt {
     Failed(Option<PartitionRead>),
 }
 
-async fn read_partition(tp: TopicPartition, brokers: u32, timeout: Duration) -> PartitionRead {
+async fn read_partition(
+    tp: TopicPartition,
+    leader_of: LeaderOf,
+    timeout: Duration,
+) -> PartitionRead {
     let deadline = Instant::now() + timeout;
-    let mut metadata = MetadataCache::default();
-    let mut first_broker = tp.partition % brokers.max(1) + 1;
     let mut partial = None;
     while Instant::now() < deadline {
-        let request_timeout =
-            REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
-        if let Some(fresh) = fetch_metadata(brokers, first_broker, request_timeout).await {
-            metadata.update(fresh);
-        }
-        first_broker = first_broker % brokers.max(1) + 1;
-        if let Some((leader, epoch)) = metadata.leader(&tp) {
+        if let Some((leader, epoch)) = leader_of(&tp) {
             match read_from_leader(&tp, leader, epoch, deadline).await {
                 Attempt::Done(read) => return read,
                 Attempt::Failed(progress) => partial = progress.or(partial),
@@ -114,8 +116,15 @@ async fn read_from_leader(
         return Attempt::Failed(None);
     };
     let (Some(start), Some(high_watermark)) = (
-        list_offset(&mut connection, tp, OffsetSpec::Earliest, remaining()).await,
-        list_offset(&mut connection, tp, OffsetSpec::Latest, remaining()).await,
+        list_offset(
+            &mut connection,
+            tp,
+            OffsetSpec::Earliest,
+            epoch,
+            remaining(),
+        )
+        .await,
+        list_offset(&mut connection, tp, OffsetSpec::Latest, epoch, remaining()).await,
     ) else {
         return Attempt::Failed(None);
     };
@@ -177,11 +186,13 @@ async fn list_offset(
     connection: &mut Connection,
     tp: &TopicPartition,
     spec: OffsetSpec,
+    epoch: Epoch,
     timeout: Duration,
 ) -> Option<Offset> {
     let request = Request::ListOffsets {
         tp: tp.clone(),
         spec,
+        current_leader_epoch: epoch,
     };
     match connection.call(&request, timeout).await {
         Ok(Response::ListOffsets {

@@ -15,6 +15,6 @@ pub mod producer;
 
 pub use budget::SendBudget;
 pub use consumer::{run_consumer, ConsumerContext};
-pub use final_read::{final_read, PartitionRead};
+pub use final_read::{final_read, LeaderOf, PartitionRead};
 pub use partitioner::{murmur2, partition_for_key};
 pub use producer::{run_producer, ProducerContext};

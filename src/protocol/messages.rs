@@ -141,6 +141,8 @@ pub enum Request {
     ListOffsets {
         tp: TopicPartition,
         spec: OffsetSpec,
+        /// KIP-320 fencing, as in ListOffsets v4+: `Epoch::NONE` asks for no check.
+        current_leader_epoch: Epoch,
     },
     InitProducerId,
 }

@@ -240,7 +240,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     }
     timeline.heal = world.elapsed() - end;
 
-    let read = final_read(&mut world, settings, &partitions)?;
+    let read = final_read(&mut world, &harness.view, &partitions)?;
     let final_state = collect_final_state(&world, &harness, &partitions, read);
     if let Some(dir) = &options.dump_disks {
         for (host, disk) in world.disks() {
@@ -538,18 +538,23 @@ type FinalRead = Vec<client::PartitionRead>;
 
 fn final_read(
     world: &mut World<'_>,
-    settings: &Settings,
+    view: &MetadataView,
     partitions: &[(TopicPartition, Vec<BrokerId>)],
 ) -> Result<FinalRead, RunError> {
     let out: Rc<RefCell<Option<FinalRead>>> = Rc::default();
     let topics: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
-    let brokers = settings.cluster.brokers;
+    let view = view.clone();
+    let leader_of: client::LeaderOf = Rc::new(move |tp: &TopicPartition| {
+        let state = view.get().partitions.get(tp).cloned()?;
+        state.leader.map(|leader| (leader, state.leader_epoch))
+    });
     let sink = out.clone();
     world.add_host(HostName::Reader, None, move || {
         let sink = sink.clone();
         let topics = topics.clone();
+        let leader_of = leader_of.clone();
         async move {
-            let read = client::final_read(topics, brokers, FINAL_READ_LIMIT).await;
+            let read = client::final_read(topics, leader_of, FINAL_READ_LIMIT).await;
             *sink.borrow_mut() = Some(read);
             Ok(())
         }

@@ -2,7 +2,7 @@
 //! and what the broker received when a request times out.
 
 use hightide::client::{
-    final_read, run_consumer, run_producer, ConsumerContext, ProducerContext, SendBudget,
+    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, SendBudget,
 };
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::history::{History, MessageId, Op};
@@ -308,7 +308,8 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
     let out = reads.clone();
     sim.client("reader", async move {
         let tp = TopicPartition::new("t", 0);
-        *out.borrow_mut() = final_read(vec![tp], 1, Duration::from_secs(10)).await;
+        let leader_of: LeaderOf = Rc::new(|_: &TopicPartition| Some((BrokerId(1), Epoch(2))));
+        *out.borrow_mut() = final_read(vec![tp], leader_of, Duration::from_secs(10)).await;
         Ok(())
     });
     sim.run().expect("the simulation completes");
@@ -345,8 +346,12 @@ fn final_read_reports_an_offline_partition() {
     let reads = Rc::new(RefCell::new(Vec::new()));
     let out = reads.clone();
     sim.client("reader", async move {
-        *out.borrow_mut() =
-            final_read(vec![TopicPartition::new("t", 0)], 1, Duration::from_secs(2)).await;
+        *out.borrow_mut() = final_read(
+            vec![TopicPartition::new("t", 0)],
+            Rc::new(|_: &TopicPartition| None),
+            Duration::from_secs(2),
+        )
+        .await;
         Ok(())
     });
     sim.run().expect("the simulation completes");
