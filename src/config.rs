@@ -279,3 +279,20 @@ mod tests {
         assert!(!off.idempotent());
     }
 }
+
+/// Known bugs a test can switch on, to prove the checkers catch each one
+/// (`tests/integration/mutations.rs`). Nothing in a scenario file reaches them: the parser
+/// never sets them, so every run from a file has none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// The leader answers an acks=all produce at its append, not once the HW passes it.
+    pub ack_at_append: bool,
+    /// The leader's HW follows its own LEO, ignoring its followers'.
+    pub hw_on_leader_leo: bool,
+    /// A follower never truncates its log to match a new leader.
+    pub skip_follower_truncation: bool,
+    /// Consumer fetches are served up to the leader's LEO instead of its HW.
+    pub read_beyond_hw: bool,
+    /// The final read leaves out the first partition it was asked for.
+    pub final_read_skips_a_partition: bool,
+}

@@ -70,7 +70,7 @@ pub mod scheduler;
 pub mod server;
 pub mod truncation;
 
-use crate::config::{BrokerConfig, TopicConfig};
+use crate::config::{BrokerConfig, Bugs, TopicConfig};
 use crate::history::facts::{Fact, Facts};
 use crate::os::clock;
 use crate::os::disk::Disk;
@@ -93,6 +93,8 @@ pub struct BrokerContext {
     pub shutdown: Rc<Cell<bool>>,
     /// Where the broker records its follower truncations and log recoveries.
     pub facts: Facts,
+    /// Bugs a mutation test injected (none in any real run).
+    pub bugs: Bugs,
 }
 
 /// How many times a controlled shutdown asks the controller to move leadership away
@@ -113,6 +115,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         ctx.topic_configs,
         ctx.disk,
         ctx.facts,
+        ctx.bugs,
     ));
     tracing::info!(
         broker = rm.id.0,

@@ -8,7 +8,7 @@
 use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
-use crate::config::Truncation;
+use crate::config::{Bugs, Truncation};
 use crate::history::facts::{Fact, Facts};
 use crate::os::clock::SimTime;
 use crate::protocol::messages::PartitionState;
@@ -71,6 +71,8 @@ pub struct Partition {
     flush_lock: Rc<Mutex<()>>,
     /// Where truncations are recorded as cluster facts.
     facts: Facts,
+    /// Bugs a mutation test injected (none in any real run).
+    bugs: Bugs,
 }
 
 impl Partition {
@@ -80,6 +82,7 @@ impl Partition {
         hw: Offset,
         min_insync_replicas: u32,
         facts: Facts,
+        bugs: Bugs,
     ) -> Partition {
         let hw = hw.clamp(log.log_start_offset(), log.log_end_offset());
         let partition = Partition {
@@ -100,6 +103,7 @@ impl Partition {
             notify: Rc::new(Notify::new()),
             flush_lock: Rc::new(Mutex::new(())),
             facts,
+            bugs,
         };
         partition.check_invariants();
         partition
@@ -263,7 +267,7 @@ impl Partition {
             Truncation::HighWatermark => {
                 let leo = self.log.log_end_offset();
                 let to = truncation::high_watermark_truncation(self.hw, leo);
-                if to < leo {
+                if to < leo && !self.bugs.skip_follower_truncation {
                     tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
                     self.log.truncate_to(to, now)?;
                     self.record_truncation(leo);
@@ -301,12 +305,16 @@ impl Partition {
             return;
         }
         let leo = self.log.log_end_offset();
-        let candidate = hw::high_watermark(
-            self.maximal_isr()
-                .into_iter()
-                .map(|id| self.replica_leo(id)),
-        )
-        .unwrap_or(self.hw);
+        let candidate = if self.bugs.hw_on_leader_leo {
+            leo
+        } else {
+            hw::high_watermark(
+                self.maximal_isr()
+                    .into_iter()
+                    .map(|id| self.replica_leo(id)),
+            )
+            .unwrap_or(self.hw)
+        };
         let new_hw = hw::advance_leader_hw(self.hw, candidate.min(leo), leo);
         if new_hw != self.hw {
             self.set_hw(new_hw);
@@ -496,7 +504,7 @@ impl Partition {
         now: SimTime,
     ) -> Result<(), StorageError> {
         let leo = self.log.log_end_offset();
-        if offset < leo {
+        if offset < leo && !self.bugs.skip_follower_truncation {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
             self.log.truncate_to(offset, now)?;
             self.record_truncation(leo);
@@ -616,7 +624,8 @@ mod tests {
             SimTime::ZERO,
         )
         .expect("a new log opens");
-        let mut partition = Partition::new(ME, log, Offset(0), 1, Facts::default());
+        let mut partition =
+            Partition::new(ME, log, Offset(0), 1, Facts::default(), Bugs::default());
         for i in 0..records {
             let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
             batch.push(0, None, Some(format!("m{i}").as_bytes()));

@@ -11,7 +11,7 @@
 use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
-use crate::config::{Acks, BrokerConfig, LogConfig, TopicConfig};
+use crate::config::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
 use crate::history::facts::Facts;
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
@@ -37,6 +37,8 @@ pub struct ReplicaManager {
     pub disk: Disk,
     /// Where follower truncations and log recoveries are recorded.
     pub facts: Facts,
+    /// Bugs a mutation test injected (none in any real run).
+    pub bugs: Bugs,
     pub partitions: RefCell<BTreeMap<TopicPartition, Partition>>,
     /// The latest metadata image from the controller.
     pub metadata: RefCell<ClusterMetadata>,
@@ -82,6 +84,7 @@ impl ReplicaManager {
         topic_configs: BTreeMap<String, TopicConfig>,
         disk: Disk,
         facts: Facts,
+        bugs: Bugs,
     ) -> ReplicaManager {
         ReplicaManager {
             id,
@@ -90,6 +93,7 @@ impl ReplicaManager {
             topic_configs,
             disk,
             facts,
+            bugs,
             partitions: RefCell::new(BTreeMap::new()),
             metadata: RefCell::new(ClusterMetadata::default()),
             offline: Cell::new(false),
@@ -118,10 +122,8 @@ impl ReplicaManager {
     pub fn host(&self, log: Log, hw: Offset) {
         let min_isr = self.min_insync_replicas(&log.tp().topic);
         let tp = log.tp().clone();
-        self.partitions.borrow_mut().insert(
-            tp,
-            Partition::new(self.id, log, hw, min_isr, self.facts.clone()),
-        );
+        let partition = Partition::new(self.id, log, hw, min_isr, self.facts.clone(), self.bugs);
+        self.partitions.borrow_mut().insert(tp, partition);
     }
 
     /// The log dir failed (Kafka's LogDirFailureChannel): nothing is acknowledged from now
@@ -372,7 +374,7 @@ impl ReplicaManager {
             base_offset: first_offset,
             log_start_offset: log_start,
         };
-        if request.acks != Acks::All {
+        if request.acks != Acks::All || self.bugs.ack_at_append {
             return ok;
         }
         let delayed = DelayedProduce {
@@ -509,6 +511,7 @@ impl ReplicaManager {
                 }
                 leo
             }
+            None if self.bugs.read_beyond_hw => leo,
             None => partition.hw(),
         };
         if request.fetch_offset >= upper_bound {
@@ -634,6 +637,7 @@ mod tests {
             BTreeMap::new(),
             disk,
             Facts::default(),
+            Bugs::default(),
         ));
         rm.apply_metadata(image(1, Epoch(0)));
         for value in [b"m0", b"m1"] {

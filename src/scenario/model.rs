@@ -2,7 +2,7 @@
 //! its fully resolved settings, so the runner never looks at TOML.
 
 use crate::check::{self, Expectation};
-use crate::config::{BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig};
+use crate::config::{BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, TopicConfig};
 use crate::os::disk::DiskConfig;
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
@@ -57,6 +57,8 @@ pub struct Settings {
     pub network: Network,
     pub faults: Vec<Fault>,
     pub nemesis: Option<Nemesis>,
+    /// Injected bugs, for the checkers' mutation tests only: no file sets them.
+    pub bugs: Bugs,
 }
 
 #[derive(Clone, Debug)]

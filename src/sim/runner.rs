@@ -7,6 +7,7 @@ use crate::broker::{self, BrokerContext};
 use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
 use crate::client::{self, ConsumerContext, ProducerContext};
+use crate::config::Bugs;
 use crate::controller::{self, ControllerContext, MetadataView};
 use crate::history::facts::Facts;
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
@@ -240,7 +241,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     }
     timeline.heal = world.elapsed() - end;
 
-    let read = final_read(&mut world, &harness.view, &partitions)?;
+    let read = final_read(&mut world, &harness.view, &partitions, settings.bugs)?;
     let final_state = collect_final_state(&world, &harness, &partitions, read);
     if let Some(dir) = &options.dump_disks {
         for (host, disk) in world.disks() {
@@ -323,6 +324,7 @@ fn add_broker(
     facts: &Facts,
 ) -> Rc<Cell<bool>> {
     let facts = facts.clone();
+    let bugs = settings.bugs;
     let host = HostName::Broker(n);
     let disk = disk_for(settings, seed, host);
     let shutdown = Rc::new(Cell::new(false));
@@ -347,6 +349,7 @@ fn add_broker(
             disk: host_disk.clone(),
             shutdown: flag.clone(),
             facts: facts.clone(),
+            bugs,
         })
     });
     shutdown
@@ -540,9 +543,15 @@ fn final_read(
     world: &mut World<'_>,
     view: &MetadataView,
     partitions: &[(TopicPartition, Vec<BrokerId>)],
+    bugs: Bugs,
 ) -> Result<FinalRead, RunError> {
     let out: Rc<RefCell<Option<FinalRead>>> = Rc::default();
-    let topics: Vec<TopicPartition> = partitions.iter().map(|(tp, _)| tp.clone()).collect();
+    let skip = usize::from(bugs.final_read_skips_a_partition);
+    let topics: Vec<TopicPartition> = partitions
+        .iter()
+        .skip(skip)
+        .map(|(tp, _)| tp.clone())
+        .collect();
     let view = view.clone();
     let leader_of: client::LeaderOf = Rc::new(move |tp: &TopicPartition| {
         let state = view.get().partitions.get(tp).cloned()?;

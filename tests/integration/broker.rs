@@ -79,6 +79,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
                 disk: disk.clone(),
                 shutdown: shutdown.clone(),
                 facts: Facts::default(),
+                bugs: Default::default(),
             })
         });
     }

@@ -13,6 +13,7 @@ mod check;
 mod client;
 mod controller;
 mod layers;
+mod mutations;
 mod source;
 mod support;
 

@@ -60,6 +60,7 @@ pub(super) fn resolve(
         network: keys::default_network(),
         faults: Vec::new(),
         nemesis: doc.nemesis.clone(),
+        bugs: Default::default(),
     };
     // The value span of every key set explicitly (the last setting wins).
     let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
