@@ -211,6 +211,9 @@ pub struct LogConfig {
     pub retention_ms: Option<Duration>,
     pub flush_interval_messages: u64,
     pub flush_interval_ms: Duration,
+    /// Bugs a mutation test injected into the log (none in any real run).
+    #[serde(skip)]
+    pub bugs: Bugs,
 }
 
 impl Default for LogConfig {
@@ -233,6 +236,7 @@ impl LogConfig {
                 .flush_messages
                 .unwrap_or(broker.log_flush_interval_messages),
             flush_interval_ms: topic.flush_ms.unwrap_or(broker.log_flush_interval_ms),
+            bugs: Bugs::default(),
         }
     }
 }
@@ -295,4 +299,6 @@ pub struct Bugs {
     pub read_beyond_hw: bool,
     /// The final read leaves out the first partition it was asked for.
     pub final_read_skips_a_partition: bool,
+    /// The leader appends every batch, ignoring the producer's sequence numbers.
+    pub ignore_sequences: bool,
 }

@@ -109,7 +109,10 @@ impl ReplicaManager {
     }
 
     pub fn log_config(&self, topic: &str) -> LogConfig {
-        LogConfig::resolve(&self.config, &self.topic_config(topic))
+        LogConfig {
+            bugs: self.bugs,
+            ..LogConfig::resolve(&self.config, &self.topic_config(topic))
+        }
     }
 
     pub fn min_insync_replicas(&self, topic: &str) -> u32 {

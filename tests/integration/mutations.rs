@@ -119,3 +119,16 @@ fn a_final_read_that_skips_a_partition_is_unreadable_never_zero_lost() {
     assert_eq!(buggy.lost, 0, "unread sends are unknown, not lost");
     assert_eq!(buggy.delivered, 0);
 }
+
+#[test]
+fn a_broker_that_ignores_sequence_numbers_duplicates_retried_batches() {
+    let bugs = Bugs {
+        ignore_sequences: true,
+        ..Bugs::default()
+    };
+    caught(
+        &variant("idempotent-retries.toml", "idempotent"),
+        bugs,
+        Count::Duplicates,
+    );
+}

@@ -23,6 +23,7 @@ fn small_config() -> LogConfig {
         retention_ms: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
         flush_interval_ms: hightide::config::NEVER_MS,
+        bugs: Default::default(),
     }
 }
 
