@@ -301,4 +301,6 @@ pub struct Bugs {
     pub final_read_skips_a_partition: bool,
     /// The leader appends every batch, ignoring the producer's sequence numbers.
     pub ignore_sequences: bool,
+    /// Log recovery trusts every batch header and checks no CRC.
+    pub skip_crc_on_recovery: bool,
 }
