@@ -303,4 +303,8 @@ pub struct Bugs {
     pub ignore_sequences: bool,
     /// Log recovery trusts every batch header and checks no CRC.
     pub skip_crc_on_recovery: bool,
+    /// The controller's clean election takes any live replica, in the ISR or not.
+    pub clean_election_outside_isr: bool,
+    /// fsync reports success without making anything durable.
+    pub fsync_returns_early: bool,
 }

@@ -7,7 +7,7 @@
 //! the controller halts, as KRaft's does on a metadata log write failure: `run` returns
 //! and the connections it leaves behind never answer again.
 
-use crate::config::{BrokerConfig, TopicConfig};
+use crate::config::{BrokerConfig, Bugs, TopicConfig};
 use crate::controller::election::Election;
 use crate::controller::state::{Change, ControllerState, Snapshot};
 use crate::controller::store;
@@ -40,6 +40,8 @@ pub struct ControllerContext {
     pub view: MetadataView,
     /// Where committed elections and ISR changes are recorded.
     pub facts: Facts,
+    /// Bugs a mutation test injected (none in any real run).
+    pub bugs: Bugs,
 }
 
 /// The controller's latest committed metadata, readable by the world (to resolve
@@ -99,6 +101,8 @@ pub async fn run(ctx: ControllerContext) -> turmoil::Result {
             return Ok(());
         }
     };
+    let mut state = state;
+    state.inject(ctx.bugs);
     let snapshot = state.snapshot();
     ctx.view.set(snapshot.metadata.clone());
     let (committed_version, _) = watch::channel(snapshot.metadata.version);

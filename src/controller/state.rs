@@ -17,7 +17,7 @@
 //! - Every leader change (an election, or going offline) bumps the leader epoch; every
 //!   leader or ISR change bumps the partition epoch; every change bumps the version.
 
-use crate::config::{BrokerConfig, TopicConfig};
+use crate::config::{BrokerConfig, Bugs, TopicConfig};
 use crate::controller::election::{elect, Election};
 use crate::os::clock::SimTime;
 use crate::protocol::messages::{
@@ -111,9 +111,16 @@ pub struct ControllerState {
     default_unclean_leader_election_enable: bool,
     session_timeout: Duration,
     next_producer_id: ProducerId,
+    /// Bugs a mutation test injected (none in any real run).
+    bugs: Bugs,
 }
 
 impl ControllerState {
+    /// Run with the injected `bugs` (mutation tests only).
+    pub fn inject(&mut self, bugs: Bugs) {
+        self.bugs = bugs;
+    }
+
     /// A new cluster: every partition led by the first replica of its placement, ISR =
     /// all replicas, epochs 0, version 1; no broker registered yet (each gets a session
     /// from `now`, so one that never registers is fenced after the session timeout).
@@ -178,6 +185,7 @@ impl ControllerState {
             default_unclean_leader_election_enable: config.unclean_leader_election_enable,
             session_timeout: config.broker_session_timeout_ms,
             next_producer_id: snapshot.next_producer_id,
+            bugs: Bugs::default(),
         }
     }
 
@@ -457,15 +465,7 @@ impl ControllerState {
                 isr.push(broker);
             }
             if led {
-                let election = elect(
-                    &current.replicas,
-                    &isr,
-                    |b| self.is_eligible(b),
-                    self.unclean(&tp),
-                );
-                if let Election::Unclean(leader) = election {
-                    isr = vec![leader];
-                }
+                let (election, isr) = self.elect_for(&tp, &current.replicas, isr);
                 self.update_partition(&tp, election.leader(), isr, Some(election), changes);
             } else {
                 let leader = current.leader;
@@ -485,17 +485,10 @@ impl ControllerState {
             .collect();
         for tp in offline {
             let current = &self.metadata.partitions[&tp];
-            let election = elect(
-                &current.replicas,
-                &current.isr,
-                |b| self.is_eligible(b),
-                self.unclean(&tp),
-            );
-            let isr = match election {
-                Election::Offline => continue,
-                Election::Clean(_) => current.isr.clone(),
-                Election::Unclean(leader) => vec![leader],
-            };
+            let (election, isr) = self.elect_for(&tp, &current.replicas, current.isr.clone());
+            if election == Election::Offline {
+                continue;
+            }
             self.update_partition(&tp, election.leader(), isr, Some(election), changes);
         }
     }
@@ -505,6 +498,34 @@ impl ControllerState {
             .get(&tp.topic)
             .copied()
             .unwrap_or(self.default_unclean_leader_election_enable)
+    }
+
+    /// Elect a leader for `tp` from `isr`, and the ISR it leads: the same, or just the
+    /// leader after an unclean election. Under the injected bug every replica counts as
+    /// in sync.
+    fn elect_for(
+        &self,
+        tp: &TopicPartition,
+        replicas: &[BrokerId],
+        isr: Vec<BrokerId>,
+    ) -> (Election, Vec<BrokerId>) {
+        let candidates = if self.bugs.clean_election_outside_isr {
+            replicas
+        } else {
+            &isr
+        };
+        let election = elect(
+            replicas,
+            candidates,
+            |b| self.is_eligible(b),
+            self.unclean(tp),
+        );
+        let isr = match election {
+            Election::Unclean(leader) => vec![leader],
+            Election::Clean(leader) if !isr.contains(&leader) => vec![leader],
+            _ => isr,
+        };
+        (election, isr)
     }
 
     /// Apply a new leader and ISR to `tp`, bumping the epochs and version if it changed.

@@ -136,6 +136,8 @@ struct DiskState {
     /// The namespace on the medium.
     durable_names: BTreeMap<String, u64>,
     fsync_error: bool,
+    /// A mutation test's bug: fsync succeeds and makes nothing durable.
+    fsync_lies: bool,
     full: bool,
     slow: Duration,
     /// When the flusher next wakes; `writeback` is called every tick and must stay cheap.
@@ -366,6 +368,9 @@ impl DiskState {
             .get(path)
             .ok_or_else(|| DiskError::NotFound(path.to_string()))?;
         let failed = self.take_fsync_error();
+        if self.fsync_lies && !failed {
+            return Ok(());
+        }
         let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
         if failed {
             inode.dirty.clear();
@@ -379,6 +384,9 @@ impl DiskState {
     fn fsync_dir(&mut self, dir: &str) -> Result<(), DiskError> {
         if self.take_fsync_error() {
             return Err(DiskError::Io(dir.to_string()));
+        }
+        if self.fsync_lies {
+            return Ok(());
         }
         let prefix = dir_prefix(dir);
         let stale: Vec<String> = under(&self.durable_names, &prefix)
@@ -505,6 +513,7 @@ impl Disk {
                 names: BTreeMap::new(),
                 durable_names: BTreeMap::new(),
                 fsync_error: false,
+                fsync_lies: false,
                 full: false,
                 slow: Duration::ZERO,
                 next_writeback,
@@ -649,6 +658,12 @@ impl Disk {
     pub async fn fsync(&self, path: &str) -> Result<(), DiskError> {
         sleep(self.fsync_delay()).await;
         self.fsync_now(path)
+    }
+
+    /// From now on fsync reports success and makes nothing durable: a bug a mutation test
+    /// injects to prove that a power loss then shows the loss.
+    pub fn inject_lying_fsync(&self) {
+        self.state.borrow_mut().fsync_lies = true;
     }
 
     /// fsync of a directory after the simulated fsync latency (use inside hosts).

@@ -269,10 +269,14 @@ fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)>
 }
 
 fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
-    Disk::new(
+    let disk = Disk::new(
         settings.disk.clone(),
         derive_seed(seed, &format!("disk/{host}")),
-    )
+    );
+    if settings.bugs.fsync_returns_early {
+        disk.inject_lying_fsync();
+    }
+    disk
 }
 
 fn add_controller(
@@ -303,6 +307,7 @@ fn add_controller(
     let brokers = settings.cluster.brokers;
     let view = view.clone();
     let facts = facts.clone();
+    let settings_bugs = settings.bugs;
     let host_disk = disk.clone();
     world.add_host(HostName::Controller, Some(disk), move || {
         controller::run(ControllerContext {
@@ -312,6 +317,7 @@ fn add_controller(
             topics: topics.clone(),
             view: view.clone(),
             facts: facts.clone(),
+            bugs: settings_bugs,
         })
     });
 }

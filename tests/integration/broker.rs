@@ -58,6 +58,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
             topics: vec![(tp(), placement.clone(), TopicConfig::default())],
             view: MetadataView::default(),
             facts: Facts::default(),
+            bugs: Default::default(),
         })
     });
     let mut disks = Vec::new();

@@ -35,6 +35,7 @@ fn start_controller(sim: &mut turmoil::Sim<'_>, disk: Disk, view: MetadataView) 
             topics: topics(),
             view: view.clone(),
             facts: Facts::default(),
+            bugs: Default::default(),
         };
         run(ctx)
     });

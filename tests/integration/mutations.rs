@@ -150,3 +150,28 @@ fn a_recovery_that_checks_no_crc_serves_corrupt_bytes() {
     corrupted.settings.disk.power_loss = PowerLossModel::DropUnflushed;
     caught(&corrupted, bugs, &[Count::Divergent, Count::Unreadable]);
 }
+
+#[test]
+fn a_clean_election_outside_the_isr_loses_acknowledged_messages() {
+    let bugs = Bugs {
+        clean_election_outside_isr: true,
+        ..Bugs::default()
+    };
+    // The ISR has shrunk to the leader when it dies; with unclean election off the
+    // partition must wait for it, but the bug elects a follower that lacks its writes.
+    caught(
+        &variant("unclean-election.toml", "unclean-off"),
+        bugs,
+        &[Count::Lost],
+    );
+}
+
+#[test]
+fn an_fsync_that_returns_before_the_data_is_durable_loses_acknowledged_messages() {
+    let bugs = Bugs {
+        fsync_returns_early: true,
+        ..Bugs::default()
+    };
+    let flushed = variant("fsync-vs-os-flusher.toml", "flush-every-message");
+    caught(&flushed, bugs, &[Count::Lost]);
+}
