@@ -35,7 +35,7 @@ type Link = (HostName, HostName);
 type Connection = (SocketAddr, SocketAddr);
 
 /// The link between two hosts, ordered (a < b).
-pub fn link(a: HostName, b: HostName) -> Link {
+fn link(a: HostName, b: HostName) -> Link {
     if a <= b {
         (a, b)
     } else {

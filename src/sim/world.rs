@@ -158,14 +158,8 @@ impl<'a> World<'a> {
             let (host, addr) = (self.hosts[i], self.addrs[i]);
             if !self.stopped.contains_key(&host) && !self.sim.is_host_running(addr) {
                 tracing::info!(host = %host, "host exited");
-                self.process[i].set(false);
-                self.sim.bounce(addr);
-                self.stopped.insert(host, Stopped::Exited);
-                self.changes.push(HostChange {
-                    time: self.elapsed(),
-                    host,
-                    stopped: Some(Stopped::Exited),
-                });
+                self.boot(i, false);
+                self.mark(host, Some(Stopped::Exited));
             }
         }
     }
@@ -202,9 +196,7 @@ impl<'a> World<'a> {
         }
         tracing::info!(host = %host, "kill");
         let i = self.index(host);
-        self.sim.crash(self.addrs[i]);
-        self.process[i].set(false);
-        self.sim.bounce(self.addrs[i]);
+        self.boot(i, false);
         self.mark(host, Some(Stopped::Killed));
     }
 
@@ -233,7 +225,13 @@ impl<'a> World<'a> {
         self.mark(host, None);
         let i = self.index(host);
         self.network.power_on(&self.sim, self.elapsed(), host);
-        self.process[i].set(true);
+        self.boot(i, true);
+    }
+
+    /// Start host `i` afresh: with its software, or as a kernel without a process. Whatever
+    /// ran there before is crashed first.
+    fn boot(&mut self, i: usize, with_process: bool) {
+        self.process[i].set(with_process);
         if self.sim.is_host_running(self.addrs[i]) {
             self.sim.crash(self.addrs[i]);
         }
