@@ -210,8 +210,10 @@ impl<'a> Tally<'a> {
             return;
         };
         let part = index.partition_index(tp);
-        let at_ack = |c: &final_read::Located| Some(c.part) == part && c.offset == offset;
-        if !copies.iter().any(at_ack) && index.partition_of(tp).is_some_and(|p| !p.complete) {
+        let at_the_ack = copies
+            .iter()
+            .any(|c| Some(c.part) == part && c.offset == offset);
+        if !at_the_ack && index.partition_of(tp).is_some_and(|p| !p.complete) {
             // The final read did not get all of that partition: where it is, is unknown.
             return;
         }
@@ -222,7 +224,7 @@ impl<'a> Tally<'a> {
             }
             return;
         }
-        if !copies.iter().any(at_ack) {
+        if !at_the_ack {
             counts.moved += 1;
             examples.add(Count::Moved, || describe::moved(send, index, copies));
         }
