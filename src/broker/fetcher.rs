@@ -11,8 +11,9 @@ use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
 use crate::config::Truncation;
+use crate::history::facts::Fact;
 use crate::os::clock;
-use crate::protocol::frame::Connection;
+use crate::protocol::frame::{Connection, NetError};
 use crate::protocol::messages::{
     ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
 };
@@ -22,7 +23,30 @@ use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
 
 /// Why one round of the loop did not fetch: back off, then try again.
-struct Backoff;
+enum Backoff {
+    /// Connecting or the call failed.
+    Net(NetError),
+    /// The leader answered with an error.
+    Leader(ErrorCode),
+    /// The leader answered, but not with what was asked.
+    Unexpected,
+    /// Our side failed: the append was rejected, or the log dir went offline.
+    Local(String),
+    /// The partition is gone from this broker (the loop is about to stop).
+    Gone,
+}
+
+impl std::fmt::Display for Backoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Backoff::Net(e) => write!(f, "{e}"),
+            Backoff::Leader(code) => f.write_str(code.name()),
+            Backoff::Unexpected => f.write_str("unexpected response"),
+            Backoff::Local(e) => write!(f, "{e}"),
+            Backoff::Gone => f.write_str("partition gone"),
+        }
+    }
+}
 
 pub async fn run(
     rm: Rc<ReplicaManager>,
@@ -32,22 +56,70 @@ pub async fn run(
     leader_epoch: Epoch,
 ) {
     let mut connection: Option<Connection> = None;
+    // The error of the last failed round, until a round succeeds: facts record changes.
+    let mut failing: Option<String> = None;
     while is_current(&rm, &tp, generation) {
         if connection.as_ref().is_none_or(Connection::is_broken) {
-            connection = Connection::connect(
+            connection = match Connection::connect(
                 HostName::Broker(leader.0),
                 rm.config.replica_socket_timeout_ms,
             )
             .await
-            .ok();
+            {
+                Ok(connection) => Some(connection),
+                Err(e) => {
+                    record_failure(&rm, &tp, generation, leader, &mut failing, Backoff::Net(e));
+                    None
+                }
+            };
         }
         let round = match connection.as_mut() {
-            None => Err(Backoff),
-            Some(connection) => fetch_round(&rm, &tp, generation, leader_epoch, connection).await,
+            None => Err(None),
+            Some(connection) => fetch_round(&rm, &tp, generation, leader_epoch, connection)
+                .await
+                .map_err(Some),
         };
-        if round.is_err() {
-            tokio::time::sleep(rm.config.replica_fetch_backoff_ms).await;
+        match round {
+            Ok(()) => {
+                if failing.take().is_some() {
+                    rm.facts.record(Fact::FetchResumed {
+                        tp: tp.clone(),
+                        broker: rm.id,
+                        leader,
+                    });
+                }
+            }
+            Err(failure) => {
+                if let Some(failure) = failure {
+                    record_failure(&rm, &tp, generation, leader, &mut failing, failure);
+                }
+                tokio::time::sleep(rm.config.replica_fetch_backoff_ms).await;
+            }
         }
+    }
+}
+
+/// Record a failed round as a fact when its error differs from the last one recorded.
+fn record_failure(
+    rm: &ReplicaManager,
+    tp: &TopicPartition,
+    generation: u64,
+    leader: BrokerId,
+    failing: &mut Option<String>,
+    failure: Backoff,
+) {
+    if !is_current(rm, tp, generation) {
+        return;
+    }
+    let error = failure.to_string();
+    if failing.as_deref() != Some(error.as_str()) {
+        rm.facts.record(Fact::FetchFailed {
+            tp: tp.clone(),
+            broker: rm.id,
+            leader,
+            error: error.clone(),
+        });
+        *failing = Some(error);
     }
 }
 
@@ -79,7 +151,7 @@ async fn fetch_round(
     let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
     let request = {
         let partitions = rm.partitions.borrow();
-        let partition = partitions.get(tp).ok_or(Backoff)?;
+        let partition = partitions.get(tp).ok_or(Backoff::Gone)?;
         Fetch {
             replica: Some(rm.id),
             tp: tp.clone(),
@@ -101,7 +173,8 @@ async fn fetch_round(
         .await
     {
         Ok(Response::Fetch(response)) => response,
-        _ => return Err(Backoff),
+        Ok(_) => return Err(Backoff::Unexpected),
+        Err(e) => return Err(Backoff::Net(e)),
     };
     if !is_current(rm, tp, generation) {
         return Ok(());
@@ -111,7 +184,7 @@ async fn fetch_round(
         Some(ErrorCode::OffsetOutOfRange) => {
             out_of_range(rm, tp, generation, leader_epoch, &response, connection).await
         }
-        Some(_) => Err(Backoff),
+        Some(code) => Err(Backoff::Leader(code)),
     }
 }
 
@@ -128,7 +201,7 @@ async fn apply_fetch(
     }
     let flush = {
         let mut partitions = rm.partitions.borrow_mut();
-        let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+        let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
         if partition.log().log_end_offset() != fetch_offset {
             return Ok(());
         }
@@ -146,7 +219,7 @@ async fn apply_fetch(
             } else {
                 tracing::warn!(%tp, error = %e, "follower append rejected");
             }
-            return Err(Backoff);
+            return Err(Backoff::Local(format!("append failed: {e}")));
         }
         // The flush policy applies to followers' appends too (Kafka's `Log.append`); a
         // rolled segment is flushed as on the leader.
@@ -154,7 +227,7 @@ async fn apply_fetch(
         log.flush_needed() || log.roll_flush_pending()
     };
     if flush && rm.flush(tp).await.is_err() {
-        return Err(Backoff);
+        return Err(Backoff::Local("flush failed".to_string()));
     }
     Ok(())
 }
@@ -175,7 +248,7 @@ async fn reconcile(
         .and_then(|p| p.log().epochs().latest_epoch());
     let Some(latest) = latest else {
         let mut partitions = rm.partitions.borrow_mut();
-        let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+        let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
         return partition
             .reconcile_without_epoch(clock::now())
             .map_err(|e| storage_failed(rm, partition, &e));
@@ -204,10 +277,12 @@ async fn ask_epoch_end(
         .call(&request, rm.config.replica_socket_timeout_ms)
         .await
     {
-        Ok(Response::OffsetsForLeaderEpoch(response)) if response.error.is_none() => {
-            Ok(response.end)
-        }
-        _ => Err(Backoff),
+        Ok(Response::OffsetsForLeaderEpoch(response)) => match response.error {
+            None => Ok(response.end),
+            Some(code) => Err(Backoff::Leader(code)),
+        },
+        Ok(_) => Err(Backoff::Unexpected),
+        Err(e) => Err(Backoff::Net(e)),
     }
 }
 
@@ -219,7 +294,7 @@ fn truncate_step(
     reason: &'static str,
 ) -> Result<TruncationState, Backoff> {
     let mut partitions = rm.partitions.borrow_mut();
-    let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+    let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
     partition
         .on_epoch_end(answer, reason, clock::now())
         .map_err(|e| storage_failed(rm, partition, &e))
@@ -229,7 +304,7 @@ fn truncate_step(
 /// partitions are borrowed here).
 fn storage_failed(rm: &ReplicaManager, partition: &Partition, error: &StorageError) -> Backoff {
     rm.storage_failed(&partition.tp().to_string(), error);
-    Backoff
+    Backoff::Local(format!("log dir offline: {error}"))
 }
 
 /// OFFSET_OUT_OF_RANGE: our LEO is past the leader's (an unclean election, or the
@@ -247,11 +322,12 @@ async fn out_of_range(
     let leader_leo = ask_epoch_end(rm, tp, leader_epoch, leader_epoch, connection)
         .await?
         .end_offset;
+    let out_of_range = Backoff::Leader(ErrorCode::OffsetOutOfRange);
     if !is_current(rm, tp, generation) || leader_leo == Offset::NONE {
-        return Err(Backoff);
+        return Err(out_of_range);
     }
     let mut partitions = rm.partitions.borrow_mut();
-    let partition = partitions.get_mut(tp).ok_or(Backoff)?;
+    let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
         return partition
@@ -264,7 +340,7 @@ async fn out_of_range(
             drop(partitions);
             rm.storage_failed(&tp.to_string(), &e);
         }
-        return Err(Backoff);
+        return Err(out_of_range);
     }
-    Err(Backoff)
+    Err(out_of_range)
 }

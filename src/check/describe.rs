@@ -5,10 +5,11 @@ use super::final_read::{FinalIndex, Located};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
 use super::sends::{Outcome, Send};
+use crate::history::facts::{Fact, FactEvent};
 use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
 use crate::os::clock::SimTime;
-use crate::types::{Offset, TopicPartition};
+use crate::types::{BrokerId, Offset, TopicPartition};
 use std::fmt::Write;
 
 /// Copies listed in an example before "and N more".
@@ -249,7 +250,11 @@ pub fn unreadable(partition: &PartitionFinal) -> String {
     )
 }
 
-pub fn under_replicated(partition: &PartitionFinal, out: &[&ReplicaLog]) -> String {
+pub fn under_replicated(
+    partition: &PartitionFinal,
+    out: &[&ReplicaLog],
+    facts: &[FactEvent],
+) -> String {
     let leader_leo = partition
         .replicas
         .iter()
@@ -261,7 +266,18 @@ pub fn under_replicated(partition: &PartitionFinal, out: &[&ReplicaLog]) -> Stri
     };
     let out: Vec<String> = out
         .iter()
-        .map(|r| format!("{} (LEO {})", r.broker, r.log_end_offset))
+        .map(|r| {
+            format!(
+                "{} (LEO {}; {})",
+                r.broker,
+                r.log_end_offset,
+                if r.running {
+                    last_fetch(&partition.tp, r.broker, facts)
+                } else {
+                    "its broker is down".to_string()
+                }
+            )
+        })
         .collect();
     format!(
         "{}: {} of {} replicas out of the ISR after healing: {}; against {leader}, HW {}",
@@ -271,6 +287,32 @@ pub fn under_replicated(partition: &PartitionFinal, out: &[&ReplicaLog]) -> Stri
         out.join(", "),
         partition.high_watermark
     )
+}
+
+/// What a follower's fetching last recorded: why it is out of the ISR, or that it is
+/// fetching again and catching up.
+fn last_fetch(tp: &TopicPartition, broker: BrokerId, facts: &[FactEvent]) -> String {
+    let last = facts.iter().rev().find(|e| match &e.fact {
+        Fact::FetchFailed {
+            tp: t, broker: b, ..
+        }
+        | Fact::FetchResumed {
+            tp: t, broker: b, ..
+        } => t == tp && *b == broker,
+        _ => false,
+    });
+    match last.map(|e| (e.time, &e.fact)) {
+        Some((at, Fact::FetchFailed { leader, error, .. })) => {
+            format!(
+                "its last fetch from {leader} failed at {}: {error}",
+                time(at)
+            )
+        }
+        Some((at, Fact::FetchResumed { leader, .. })) => {
+            format!("fetching from {leader} again since {}", time(at))
+        }
+        _ => "no failed fetch recorded".to_string(),
+    }
 }
 
 pub fn offline(partition: &PartitionFinal) -> String {

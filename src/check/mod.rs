@@ -268,6 +268,7 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
             Fact::IsrExpand { .. } => counts.isr_expands += 1,
             Fact::Truncation { records, .. } => counts.truncated += records,
             Fact::Recovery { .. } => counts.recoveries += 1,
+            Fact::FetchFailed { .. } | Fact::FetchResumed { .. } => {}
         }
     }
 }
@@ -287,7 +288,7 @@ fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mu
         if !out.is_empty() {
             counts.under_replicated += 1;
             examples.add(Count::UnderReplicated, || {
-                describe::under_replicated(partition, &out)
+                describe::under_replicated(partition, &out, &final_state.facts)
             });
         }
         if let Some(divergence) = replicas::divergence(partition) {

@@ -31,6 +31,20 @@ pub enum Fact {
         tp: TopicPartition,
         broker: BrokerId,
     },
+    /// A follower's fetch from its leader failed, with an error other than the previous
+    /// round's: what keeps a replica out of the ISR, recorded once per change.
+    FetchFailed {
+        tp: TopicPartition,
+        broker: BrokerId,
+        leader: BrokerId,
+        error: String,
+    },
+    /// A follower's fetch succeeded again after failing.
+    FetchResumed {
+        tp: TopicPartition,
+        broker: BrokerId,
+        leader: BrokerId,
+    },
 }
 
 /// One fact and when it happened.

@@ -19,6 +19,8 @@ pub struct ReplicaLog {
     pub broker: BrokerId,
     /// In the ISR the controller holds at the end.
     pub in_isr: bool,
+    /// Its broker's process is running at the end (not killed, not without power).
+    pub running: bool,
     pub log_start_offset: Offset,
     pub log_end_offset: Offset,
     /// Every record of the log, in offset order.

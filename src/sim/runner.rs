@@ -647,6 +647,7 @@ fn replica_log(
     ReplicaLog {
         broker,
         in_isr,
+        running: world.is_running(HostName::Broker(broker.0)),
         log_start_offset: records.first().map_or(Default::default(), |r| r.offset),
         log_end_offset: records
             .last()

@@ -297,12 +297,55 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
     let (a, b, c) = (id(1, 0), id(1, 1), id(1, 2));
     let p = partition(orders(0), vec![record(0, a), record(1, b), record(2, c)])
         .replica(out_of_isr(3, vec![record(0, a)]));
-    let verdict = check(&[], &final_state([p]));
+    let mut state = final_state([p]);
+    let failed = |time, error: &str| FactEvent {
+        time: ms(time),
+        fact: Fact::FetchFailed {
+            tp: orders(0),
+            broker: BrokerId(3),
+            leader: BrokerId(1),
+            error: error.to_string(),
+        },
+    };
+    // The last fetch fact of broker-3 on orders/0 explains it, not an older one or
+    // another replica's.
+    state.facts = vec![
+        failed(1000, "cannot connect: broker-1: connection refused"),
+        failed(2500, "request timed out"),
+        FactEvent {
+            time: ms(3000),
+            fact: Fact::FetchResumed {
+                tp: orders(0),
+                broker: BrokerId(2),
+                leader: BrokerId(1),
+            },
+        },
+    ];
+    let verdict = check(&[], &state);
     assert_eq!(verdict.counts.divergent, 0);
     assert_eq!(verdict.counts.under_replicated, 1);
     assert_eq!(
         examples(&verdict, Count::UnderReplicated),
-        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1); against the leader broker-1's LEO 3, HW 3"]
+        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1; its last fetch from broker-1 failed at t=2.500s: request timed out); against the leader broker-1's LEO 3, HW 3"]
+    );
+    state.facts.push(FactEvent {
+        time: ms(4000),
+        fact: Fact::FetchResumed {
+            tp: orders(0),
+            broker: BrokerId(3),
+            leader: BrokerId(1),
+        },
+    });
+    let verdict = check(&[], &state);
+    assert_eq!(
+        examples(&verdict, Count::UnderReplicated),
+        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1; fetching from broker-1 again since t=4.000s); against the leader broker-1's LEO 3, HW 3"]
+    );
+    state.partitions[0].replicas[2].running = false;
+    let verdict = check(&[], &state);
+    assert_eq!(
+        examples(&verdict, Count::UnderReplicated),
+        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1; its broker is down); against the leader broker-1's LEO 3, HW 3"]
     );
 }
 

@@ -159,6 +159,7 @@ fn replica(broker: u32, in_isr: bool, records: Vec<ReadRecord>) -> ReplicaLog {
     ReplicaLog {
         broker: BrokerId(broker),
         in_isr,
+        running: true,
         log_start_offset: records.first().map(|r| r.offset).unwrap_or(Offset(0)),
         log_end_offset: records.last().map(|r| r.offset.next()).unwrap_or(Offset(0)),
         records,
