@@ -305,6 +305,8 @@ pub struct Bugs {
     pub skip_crc_on_recovery: bool,
     /// The controller's clean election takes any live replica, in the ISR or not.
     pub clean_election_outside_isr: bool,
+    /// The controller leaves a fenced broker in the ISRs it was in; only its leadership moves.
+    pub keep_fenced_in_isr: bool,
     /// fsync reports success without making anything durable.
     pub fsync_returns_early: bool,
 }

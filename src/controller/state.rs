@@ -455,11 +455,12 @@ impl ControllerState {
             if !led && !current.isr.contains(&broker) {
                 continue;
             }
+            let keep = self.bugs.keep_fenced_in_isr;
             let mut isr: Vec<BrokerId> = current
                 .isr
                 .iter()
                 .copied()
-                .filter(|&b| b != broker)
+                .filter(|&b| b != broker || keep)
                 .collect();
             if isr.is_empty() {
                 isr.push(broker);

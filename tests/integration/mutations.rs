@@ -167,6 +167,21 @@ fn a_clean_election_outside_the_isr_loses_acknowledged_messages() {
 }
 
 #[test]
+fn a_fenced_broker_kept_in_the_isr_is_elected_with_a_short_log() {
+    let bugs = Bugs {
+        keep_fenced_in_isr: true,
+        ..Bugs::default()
+    };
+    // Broker-3 lost its unflushed log to a power loss and is the first to return; only
+    // the stale ISR lets it lead, and the others truncate to it.
+    caught(
+        &variant("fenced-follower.toml", "fenced-follower"),
+        bugs,
+        &[Count::Lost],
+    );
+}
+
+#[test]
 fn an_fsync_that_returns_before_the_data_is_durable_loses_acknowledged_messages() {
     let bugs = Bugs {
         fsync_returns_early: true,
