@@ -74,7 +74,7 @@ fn verdict_text(pass: bool) -> &'static str {
 /// `seed    17  acks-1               acked   9876  lost    12  dup     0  ...  FAIL  3f2a9c0d11e2b4f7`
 pub fn run_line(report: &RunReport) -> String {
     let c = report.counts();
-    format!(
+    let mut line = format!(
         "seed {:>5}  {:<20}  acked {:>7}  lost {:>5}  dup {:>5}  reord {:>5}  dirty {:>5}  diverg {:>2}  offline {:>2}  {}  {}",
         report.seed,
         report.variant,
@@ -87,7 +87,16 @@ pub fn run_line(report: &RunReport) -> String {
         c.offline,
         verdict_text(report.pass()),
         hash_text(report.trace_hash)
-    )
+    );
+    // Rare, and it changes what the other numbers mean: shown only when it happens.
+    if c.unresolved > 0 {
+        let _ = write!(
+            line,
+            "  ({} sends still unresolved at the final read)",
+            c.unresolved
+        );
+    }
+    line
 }
 
 /// The failed expectations of a run and the examples of its non-zero anomaly counts, indented
@@ -111,7 +120,7 @@ pub fn run_details(report: &RunReport) -> String {
 /// Rows of the side-by-side table: a label and the cell of one run.
 type Row = (&'static str, fn(&RunReport) -> String);
 
-const TABLE_ROWS: [Row; 14] = [
+const TABLE_ROWS: [Row; 15] = [
     ("attempted", |r| r.counts().attempted.to_string()),
     ("acked", |r| r.counts().acked.to_string()),
     ("lost", |r| r.counts().lost.to_string()),
@@ -123,6 +132,7 @@ const TABLE_ROWS: [Row; 14] = [
     ("divergent", |r| r.counts().divergent.to_string()),
     ("offline", |r| r.counts().offline.to_string()),
     ("missing", |r| r.counts().missing.to_string()),
+    ("unresolved", |r| r.counts().unresolved.to_string()),
     ("ack p99 ms", |r| format!("{:.1}", r.stats.latency.p99_ms)),
     ("result", |r| verdict_text(r.pass()).to_string()),
     ("trace", |r| hash_text(r.trace_hash)),

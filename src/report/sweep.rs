@@ -31,6 +31,8 @@ pub struct SweepRow {
     /// The most acked messages lost in one run.
     pub lost_max: u64,
     pub missing: u64,
+    /// Sends still without an outcome when the final read began.
+    pub unresolved: u64,
     pub duplicates: u64,
     throughput_sum: f64,
     /// Ack latencies of every run, pooled.
@@ -63,6 +65,7 @@ impl SweepRow {
         self.lost += counts.lost;
         self.lost_max = self.lost_max.max(counts.lost);
         self.missing += counts.missing;
+        self.unresolved += counts.unresolved;
         self.duplicates += counts.duplicates;
         self.throughput_sum += report.stats.throughput_per_s;
         self.latency.merge(&report.stats.histogram);
@@ -207,6 +210,11 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow]) -> String {
         " runs | runs with loss | acked lost (avg) | acked lost (worst) | missing (avg) | duplicates | acked msg/s | ack p50 ms | ack p99 ms |",
     );
     rule.push_str(" ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let unresolved = rows.iter().any(|r| r.unresolved > 0);
+    if unresolved {
+        header.push_str(" unresolved |");
+        rule.push_str(" ---: |");
+    }
     let _ = writeln!(md, "{header}\n{rule}");
     for row in rows {
         let mut line = String::from("|");
@@ -239,6 +247,10 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow]) -> String {
             na(format!("{:.1}", row.p50_ms())),
             na(format!("{:.1}", row.p99_ms()))
         );
+        if unresolved {
+            line.pop();
+            let _ = writeln!(line, " {} |", row.unresolved);
+        }
         md.push_str(&line);
     }
     let [lost_chart, latency_chart] = chart_file_names(name);
@@ -287,7 +299,25 @@ fn explain(rows: &[SweepRow]) -> String {
     sentences.extend(loss_sentences(rows));
     sentences.extend(acks_0_sentence(rows));
     sentences.push(duplicates_sentence(rows));
+    sentences.push(unresolved_sentence(rows));
     sentences.join(" ")
+}
+
+/// Whether every send had an outcome before the final read: otherwise a row's missing
+/// count and latencies mix resolved sends with sends whose outcome is unknown.
+fn unresolved_sentence(rows: &[SweepRow]) -> String {
+    let open: Vec<&SweepRow> = rows.iter().filter(|r| r.unresolved > 0).collect();
+    if open.is_empty() {
+        return "Every send had its outcome before the final read began.".to_string();
+    }
+    let sends: u64 = open.iter().map(|r| r.unresolved).sum();
+    let plural = if open.len() == 1 { "" } else { "s" };
+    format!(
+        "{sends} sends in {} configuration{plural} were still unresolved when the final read began \
+         (the unresolved column): their outcome is unknown, so a longer heal phase would change \
+         those rows.",
+        open.len()
+    )
 }
 
 /// Which configurations lost acknowledged messages, the settings that decide it, the worst

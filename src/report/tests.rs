@@ -76,6 +76,17 @@ fn a_run_line_shows_the_seed_variant_main_counts_verdict_and_trace_hash() {
 }
 
 #[test]
+fn a_run_with_unresolved_sends_says_so_on_its_line() {
+    let mut r = run("acks-all", 17, 0, 20);
+    r.verdict.counts.unresolved = 12;
+    assert!(
+        run_line(&r).ends_with("  (12 sends still unresolved at the final read)"),
+        "{}",
+        run_line(&r)
+    );
+}
+
+#[test]
 fn variants_of_one_seed_stand_side_by_side_and_a_failing_one_shows_why() {
     let reports = [
         run("acks-1", 4, 0, 9),
@@ -231,6 +242,29 @@ fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
     );
     assert!(
         md.contains("![Ack latency](durability-latency.svg)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
+    let md = sweep_markdown("durability", &matrix());
+    assert!(
+        md.contains("Every send had its outcome before the final read began."),
+        "{md}"
+    );
+    assert!(!md.contains("| unresolved |"), "{md}");
+    let mut rows = matrix();
+    rows[2].unresolved = 7;
+    let md = sweep_markdown("durability", &rows);
+    assert!(md.contains("7 sends in 1 configuration were still unresolved when the final read began (the unresolved column)"), "{md}");
+    assert!(md.contains(" ack p99 ms | unresolved |"), "{md}");
+    assert!(
+        md.contains("| 1 | 2 | leader-kill | 2 | 2 | 2.0 | 3 | 2.0 | 0 | 495 | 2.0 | 9.0 | 7 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 1 | 1 | leader-kill | 2 | 1 | 3.0 | 6 | 3.0 | 0 | 495 | 2.0 | 9.0 | 0 |"),
         "{md}"
     );
 }
