@@ -260,10 +260,12 @@ impl RecordAccumulator {
     /// Remove and return the batches that have waited longer than `delivery_timeout`.
     pub fn expire(&mut self, now: SimTime, delivery_timeout: Duration) -> Vec<ProducerBatch> {
         let mut expired = Vec::new();
-        for queue in self.queues.values_mut() {
+        let due = |batch: &ProducerBatch| now >= batch.created + delivery_timeout;
+        // Called on every pass of the sender: the common case, nothing due, allocates nothing.
+        for queue in self.queues.values_mut().filter(|q| q.iter().any(due)) {
             let mut kept = VecDeque::with_capacity(queue.len());
             for batch in queue.drain(..) {
-                if now >= batch.created + delivery_timeout {
+                if due(&batch) {
                     expired.push(batch);
                 } else {
                     kept.push_back(batch);

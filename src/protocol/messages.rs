@@ -199,7 +199,9 @@ pub struct Produce {
     pub tp: TopicPartition,
     pub acks: Acks,
     pub timeout_ms: u64,
-    /// One RecordBatch v2, as encoded by `record`.
+    /// One RecordBatch v2, as encoded by `record`; serialized as one byte string, not
+    /// byte by byte (the same bytes on the wire).
+    #[serde(with = "serde_bytes")]
     pub batch: Vec<u8>,
 }
 
@@ -230,7 +232,8 @@ pub struct FetchResponse {
     pub error: Option<ErrorCode>,
     pub high_watermark: Offset,
     pub log_start_offset: Offset,
-    /// Whole RecordBatch v2 batches, concatenated.
+    /// Whole RecordBatch v2 batches, concatenated (one byte string on the wire).
+    #[serde(with = "serde_bytes")]
     pub records: Vec<u8>,
     /// Set when the fetcher's log diverges: truncate to the end of this epoch, then fetch.
     pub diverging_epoch: Option<EpochEndOffset>,

@@ -19,11 +19,9 @@ use std::hash::Hasher;
 use std::io::Write as _;
 use std::sync::Once;
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
-use tracing_subscriber::filter::LevelFilter;
-use tracing_subscriber::layer::{Context, Layer};
-use tracing_subscriber::prelude::*;
-use tracing_subscriber::registry::LookupSpan;
+use tracing::level_filters::LevelFilter;
+use tracing::subscriber::Interest;
+use tracing::{span, Event, Level, Metadata, Subscriber};
 
 const KEY_0: u64 = 0x6869_6768_7469_6465; // "hightide"
 const KEY_1: u64 = 0x7472_6163_6568_7368; // "traceksh"
@@ -58,9 +56,6 @@ thread_local! {
     static RUN: RefCell<Option<RunTrace>> = const { RefCell::new(None) };
 }
 
-/// The host name of a turmoil `node` span, kept in the span's extensions.
-struct NodeName(String);
-
 /// Writes formatted field values straight into the hasher: no allocation per event.
 struct HashWriter<'a>(&'a mut SipHasher13);
 
@@ -93,76 +88,132 @@ impl Visit for TextVisitor<'_> {
     }
 }
 
-/// Remembers each `node` span's host name (turmoil opens one around every host's tick).
-struct NodeVisitor<'a>(&'a mut Option<String>);
+thread_local! {
+    /// Host names seen in `node` spans on this thread; a span's id is its index + 1.
+    static HOSTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// The spans entered on this thread, outermost first.
+    static ENTERED: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
 
-impl Visit for NodeVisitor<'_> {
+/// The id of every span other than turmoil's `node`.
+const OTHER_SPAN: u64 = u64::MAX;
+
+/// Finds (or adds) the host of a `node` span in [`HOSTS`]: its span id.
+struct NodeVisitor(Option<u64>);
+
+impl NodeVisitor {
+    fn intern(&mut self, name: &str) {
+        self.0 = Some(HOSTS.with(|hosts| {
+            let mut hosts = hosts.borrow_mut();
+            let index = match hosts.iter().position(|h| h == name) {
+                Some(index) => index,
+                None => {
+                    hosts.push(name.to_string());
+                    hosts.len() - 1
+                }
+            };
+            index as u64 + 1
+        }));
+    }
+}
+
+impl Visit for NodeVisitor {
     fn record_str(&mut self, field: &Field, value: &str) {
         if field.name() == "name" {
-            *self.0 = Some(value.to_string());
+            self.intern(value);
         }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         if field.name() == "name" {
-            *self.0 = Some(format!("{value:?}").trim_matches('"').to_string());
+            self.intern(format!("{value:?}").trim_matches('"'));
         }
     }
 }
 
-/// Hashes events into the current thread's run and, when asked, prints them to stderr
-/// stamped with simulated time and host.
-struct TraceLayer;
+/// The process's subscriber: hashes INFO events into the current thread's run and, when
+/// asked, prints them stamped with simulated time and host. Spans matter only as
+/// turmoil's `node` span, which turmoil opens around every host's every tick: its id is
+/// the host's interned index, so a tick costs a lookup, not an allocation.
+struct TraceSubscriber;
 
-impl<S> Layer<S> for TraceLayer
-where
-    S: Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(
-        &self,
-        attrs: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        ctx: Context<'_, S>,
-    ) {
-        if attrs.metadata().name() != "node" {
-            return;
-        }
-        let mut name = None;
-        attrs.record(&mut NodeVisitor(&mut name));
-        if let (Some(name), Some(span)) = (name, ctx.span(id)) {
-            span.extensions_mut().insert(NodeName(name));
+impl Subscriber for TraceSubscriber {
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if self.enabled(meta) {
+            Interest::always()
+        } else {
+            Interest::never()
         }
     }
 
-    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+    fn enabled(&self, meta: &Metadata<'_>) -> bool {
+        *meta.level() <= Level::INFO
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(LevelFilter::INFO)
+    }
+
+    fn new_span(&self, attrs: &span::Attributes<'_>) -> span::Id {
+        let mut node = NodeVisitor(None);
+        if attrs.metadata().name() == "node" {
+            attrs.record(&mut node);
+        }
+        span::Id::from_u64(node.0.unwrap_or(OTHER_SPAN))
+    }
+
+    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+
+    fn enter(&self, span: &span::Id) {
+        ENTERED.with(|entered| entered.borrow_mut().push(span.into_u64()));
+    }
+
+    fn exit(&self, span: &span::Id) {
+        ENTERED.with(|entered| {
+            let mut entered = entered.borrow_mut();
+            if let Some(i) = entered.iter().rposition(|&id| id == span.into_u64()) {
+                entered.remove(i);
+            }
+        });
+    }
+
+    fn event(&self, event: &Event<'_>) {
         RUN.with(|run| {
             let mut run = run.borrow_mut();
             let Some(run) = run.as_mut() else { return };
             let meta = event.metadata();
             let now = crate::os::clock::now().since_start();
-            let scope = ctx.event_scope(event);
-            let node = scope.and_then(|scope| {
-                scope
-                    .from_root()
-                    .find_map(|span| span.extensions().get::<NodeName>().map(|n| n.0.clone()))
+            let node = ENTERED.with(|entered| {
+                entered
+                    .borrow()
+                    .iter()
+                    .copied()
+                    .find(|&id| id != OTHER_SPAN)
             });
-            let host = node.as_deref().unwrap_or("world");
-            run.hasher.write_u128(now.as_nanos());
-            run.hasher.write(host.as_bytes());
-            run.hasher.write(meta.target().as_bytes());
-            event.record(&mut HashVisitor(&mut run.hasher));
-            run.events += 1;
-            if run.print {
-                let mut line = format!(
-                    "{:>10.3}s {:<11} {:<5} {}:",
-                    now.as_secs_f64(),
-                    host,
-                    meta.level(),
-                    meta.target()
-                );
-                event.record(&mut TextVisitor(&mut line));
-                let _ = writeln!(std::io::stderr().lock(), "{line}");
-            }
+            HOSTS.with(|hosts| {
+                let hosts = hosts.borrow();
+                let host = node
+                    .and_then(|id| hosts.get(id as usize - 1))
+                    .map_or("world", String::as_str);
+                run.hasher.write_u128(now.as_nanos());
+                run.hasher.write(host.as_bytes());
+                run.hasher.write(meta.target().as_bytes());
+                event.record(&mut HashVisitor(&mut run.hasher));
+                run.events += 1;
+                if run.print {
+                    let mut line = format!(
+                        "{:>10.3}s {:<11} {:<5} {}:",
+                        now.as_secs_f64(),
+                        host,
+                        meta.level(),
+                        meta.target()
+                    );
+                    event.record(&mut TextVisitor(&mut line));
+                    let _ = writeln!(std::io::stderr().lock(), "{line}");
+                }
+            });
         });
     }
 }
@@ -172,8 +223,7 @@ where
 fn install() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
-        let subscriber = tracing_subscriber::registry().with(TraceLayer.with_filter(LevelFilter::INFO));
-        if tracing::subscriber::set_global_default(subscriber).is_err() {
+        if tracing::subscriber::set_global_default(TraceSubscriber).is_err() {
             let _ = writeln!(std::io::stderr(), "hightide: another tracing subscriber is installed; trace hashes will not cover events");
         }
     });
