@@ -53,6 +53,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::os::clock::{self, SimTime};
+use crate::os::pages::Pages;
 
 /// What survives a power loss besides the durable image.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -113,8 +114,7 @@ pub enum DiskFault {
     Heal,
 }
 
-/// The page size of the page cache and of dirty tracking.
-pub const PAGE_BYTES: u64 = 4096;
+pub use crate::os::pages::PAGE_BYTES;
 /// The unit a torn write persists in.
 pub const SECTOR_BYTES: u64 = 512;
 
@@ -146,10 +146,11 @@ struct DiskState {
 
 /// Invariant: outside dirty pages (and pages dropped by a failed fsync), `cached` equals
 /// `durable` read with zeros past its end, up to `cached.len()`. This is what lets an fsync
-/// copy only the dirty pages instead of the whole file.
+/// write only the dirty pages instead of the whole file. The images share their clean
+/// pages ([`Pages`]), so a file's bytes are in memory once.
 struct Inode {
-    cached: Vec<u8>,
-    durable: Vec<u8>,
+    cached: Pages,
+    durable: Pages,
     /// Page index -> simulated time the page first became dirty.
     dirty: BTreeMap<u64, SimTime>,
     cached_name: Option<String>,
@@ -159,8 +160,8 @@ struct Inode {
 impl Inode {
     fn new() -> Inode {
         Inode {
-            cached: Vec::new(),
-            durable: Vec::new(),
+            cached: Pages::new(),
+            durable: Pages::new(),
             dirty: BTreeMap::new(),
             cached_name: None,
             durable_name: None,
@@ -168,7 +169,7 @@ impl Inode {
     }
 
     fn len(&self) -> u64 {
-        self.cached.len() as u64
+        self.cached.len()
     }
 
     fn mark_dirty(&mut self, start: u64, end: u64, now: SimTime) {
@@ -187,14 +188,14 @@ impl Inode {
         if new_len <= old_len {
             return;
         }
-        let stale_end = new_len.min(self.durable.len() as u64);
+        let stale_end = new_len.min(self.durable.len());
         self.mark_dirty(old_len, stale_end, now);
-        self.cached.resize(new_len as usize, 0);
+        self.cached.set_len(new_len);
     }
 
     fn set_len(&mut self, new_len: u64, now: SimTime) {
         if new_len < self.len() {
-            self.cached.truncate(new_len as usize);
+            self.cached.set_len(new_len);
             self.dirty.split_off(&new_len.div_ceil(PAGE_BYTES));
         } else {
             self.extend_to(new_len, now);
@@ -207,36 +208,24 @@ impl Inode {
         }
         let end = offset + data.len() as u64;
         self.extend_to(offset, now);
-        if end > self.len() {
-            self.cached.resize(end as usize, 0);
-        }
-        self.cached[offset as usize..end as usize].copy_from_slice(data);
+        self.cached.write(offset, data);
         self.mark_dirty(offset, end, now);
     }
 
-    /// Make data and length durable: only dirty pages are copied.
+    /// Make data and length durable: only dirty pages are written.
     fn sync(&mut self) {
-        self.durable.resize(self.cached.len(), 0);
+        self.durable.set_len(self.cached.len());
         for &page in self.dirty.keys() {
-            write_back(&self.cached, &mut self.durable, page, PAGE_BYTES);
+            self.durable.copy_page_from(&self.cached, page, PAGE_BYTES);
         }
         self.dirty.clear();
     }
-}
 
-/// Copy the first `limit` bytes of `page` from the page cache to the medium, extending the
-/// durable length to cover them (never past the cached length).
-fn write_back(cached: &[u8], durable: &mut Vec<u8>, page: u64, limit: u64) {
-    let start = page * PAGE_BYTES;
-    let end = (start + limit.min(PAGE_BYTES)).min(cached.len() as u64);
-    if end <= start {
-        return;
+    /// Write the first `limit` bytes of `page` back from the page cache to the medium,
+    /// extending the durable length to cover them (never past the cached length).
+    fn write_back(&mut self, page: u64, limit: u64) {
+        self.durable.copy_page_from(&self.cached, page, limit);
     }
-    let (start, end) = (start as usize, end as usize);
-    if durable.len() < end {
-        durable.resize(end, 0);
-    }
-    durable[start..end].copy_from_slice(&cached[start..end]);
 }
 
 /// `"a/b"` -> `"a/b/"`, `""` -> `""`: the prefix of every path under a directory.
@@ -325,7 +314,7 @@ impl DiskState {
         let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
         inode.cached_name = None;
         inode.dirty.clear();
-        inode.cached = Vec::new();
+        inode.cached = Pages::new();
         self.collect(ino);
         Some(ino)
     }
@@ -429,7 +418,7 @@ impl DiskState {
             dirty.retain(|&page, &mut since| {
                 let expired = now - since >= expire;
                 if expired {
-                    write_back(cached, durable, page, PAGE_BYTES);
+                    durable.copy_page_from(cached, page, PAGE_BYTES);
                 }
                 !expired
             });
@@ -446,7 +435,9 @@ impl DiskState {
                 PowerLossModel::RandomWriteback => {
                     for &page in inode.dirty.keys() {
                         if rng.random_bool(0.5) {
-                            write_back(&inode.cached, &mut inode.durable, page, PAGE_BYTES);
+                            inode
+                                .durable
+                                .copy_page_from(&inode.cached, page, PAGE_BYTES);
                         }
                     }
                 }
@@ -458,12 +449,12 @@ impl DiskState {
                             .min(PAGE_BYTES);
                         let sectors = rng.random_range(0..=in_page.div_ceil(SECTOR_BYTES));
                         let limit = sectors * SECTOR_BYTES;
-                        write_back(&inode.cached, &mut inode.durable, page, limit);
+                        inode.write_back(page, limit);
                     }
                 }
             }
             inode.dirty.clear();
-            inode.cached.clone_from(&inode.durable);
+            inode.cached = inode.durable.clone();
             inode.cached_name.clone_from(&inode.durable_name);
         }
         self.names.clone_from(&self.durable_names);
@@ -487,14 +478,14 @@ impl DiskState {
             .get_mut(&newest)
             .expect("every name has its inode");
         let end = inode.durable.len();
-        let start = end.saturating_sub(usize::try_from(bytes).unwrap_or(usize::MAX));
+        let start = end.saturating_sub(bytes);
         for at in start..end {
             let mask = 1u8 << self.rng.random_range(0..8);
-            inode.durable[at] ^= mask;
+            inode.durable.flip(at, mask);
             // A clean cached page mirrors the medium, so a reader sees the flip; a dirty one
             // holds newer bytes that will overwrite it.
-            if at < inode.cached.len() && !inode.dirty.contains_key(&(at as u64 / PAGE_BYTES)) {
-                inode.cached[at] ^= mask;
+            if at < inode.cached.len() && !inode.dirty.contains_key(&(at / PAGE_BYTES)) {
+                inode.cached.flip(at, mask);
             }
         }
         Ok(())
@@ -558,17 +549,11 @@ impl Disk {
 
     /// Up to `len` bytes from `offset`; shorter at the end of the file.
     pub fn read(&self, path: &str, offset: u64, len: usize) -> Result<Vec<u8>, DiskError> {
-        let state = self.state.borrow();
-        let cached = &state.inode(path)?.cached;
-        let start = usize::try_from(offset)
-            .unwrap_or(usize::MAX)
-            .min(cached.len());
-        let end = start.saturating_add(len).min(cached.len());
-        Ok(cached[start..end].to_vec())
+        Ok(self.state.borrow().inode(path)?.cached.read(offset, len))
     }
 
     pub fn read_all(&self, path: &str) -> Result<Vec<u8>, DiskError> {
-        Ok(self.state.borrow().inode(path)?.cached.clone())
+        Ok(self.state.borrow().inode(path)?.cached.to_vec())
     }
 
     /// An empty file; an existing one is truncated (`O_CREAT | O_TRUNC`).
@@ -725,7 +710,7 @@ impl Disk {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(target, &state.inodes[ino].cached)?;
+            std::fs::write(target, state.inodes[ino].cached.to_vec())?;
         }
         Ok(())
     }
@@ -735,7 +720,7 @@ impl Disk {
     pub fn durable(&self, path: &str) -> Option<Vec<u8>> {
         let state = self.state.borrow();
         let ino = state.durable_names.get(path)?;
-        Some(state.inodes[ino].durable.clone())
+        Some(state.inodes[ino].durable.to_vec())
     }
 
     /// The dirty page indices of the file at `path` (cached namespace), ascending.
