@@ -488,10 +488,48 @@ pub fn validate(bytes: &[u8]) -> Result<BatchHeader, RecordError> {
     Ok(header)
 }
 
+/// A decoded record borrowing its key, value and headers from the batch, so that a reader
+/// that wants only values (a consumer, the final state) copies nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordView<'a> {
+    pub offset_delta: i32,
+    pub timestamp_delta: i64,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: Vec<(&'a str, Option<&'a [u8]>)>,
+}
+
+impl RecordView<'_> {
+    pub fn to_owned(&self) -> Record {
+        Record {
+            offset_delta: self.offset_delta,
+            timestamp_delta: self.timestamp_delta,
+            key: self.key.map(<[u8]>::to_vec),
+            value: self.value.map(<[u8]>::to_vec),
+            headers: self
+                .headers
+                .iter()
+                .map(|&(key, value)| Header {
+                    key: key.to_owned(),
+                    value: value.map(<[u8]>::to_vec),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Decode the records of a batch (validate it first: this does not check the CRC).
 /// Every record must lie within the batch, and the records must fill it exactly, as
 /// Kafka's `DefaultRecord.readFrom` and batch iterator require.
 pub fn records(batch: &[u8]) -> Result<Vec<Record>, RecordError> {
+    Ok(record_views(batch)?
+        .iter()
+        .map(RecordView::to_owned)
+        .collect())
+}
+
+/// [`records`], borrowing from the batch.
+pub fn record_views(batch: &[u8]) -> Result<Vec<RecordView<'_>>, RecordError> {
     let header = parse_header(batch)?;
     let size = header.size_bytes();
     let body = batch
@@ -529,12 +567,12 @@ pub fn records(batch: &[u8]) -> Result<Vec<Record>, RecordError> {
     Ok(out)
 }
 
-fn read_record(r: &mut Reader<'_>) -> Result<Record, RecordError> {
+fn read_record<'a>(r: &mut Reader<'a>) -> Result<RecordView<'a>, RecordError> {
     r.u8("record attributes")?;
     let timestamp_delta = r.varlong("timestamp delta")?;
     let offset_delta = r.varint("offset delta")?;
-    let key = r.nullable_bytes("key")?.map(<[u8]>::to_vec);
-    let value = r.nullable_bytes("value")?.map(<[u8]>::to_vec);
+    let key = r.nullable_bytes("key")?;
+    let value = r.nullable_bytes("value")?;
     let header_count = r.varint("headers count")?;
     let header_count = usize::try_from(header_count)
         .map_err(|_| RecordError::Malformed(format!("headers count {header_count}")))?;
@@ -544,12 +582,11 @@ fn read_record(r: &mut Reader<'_>) -> Result<Record, RecordError> {
             .nullable_bytes("header key")?
             .ok_or_else(|| RecordError::Malformed("null header key".into()))?;
         let key = std::str::from_utf8(key)
-            .map_err(|_| RecordError::Malformed("header key is not UTF-8".into()))?
-            .to_owned();
-        let value = r.nullable_bytes("header value")?.map(<[u8]>::to_vec);
-        headers.push(Header { key, value });
+            .map_err(|_| RecordError::Malformed("header key is not UTF-8".into()))?;
+        let value = r.nullable_bytes("header value")?;
+        headers.push((key, value));
     }
-    Ok(Record {
+    Ok(RecordView {
         offset_delta,
         timestamp_delta,
         key,

@@ -64,7 +64,7 @@ fn locations(index: &FinalIndex, copies: &[Located]) -> String {
 fn record_id(record: Option<&ReadRecord>) -> String {
     match record {
         None => "nothing".to_string(),
-        Some(r) => id_text(MessageId::parse_value(&r.value)),
+        Some(r) => id_text(r.id),
     }
 }
 

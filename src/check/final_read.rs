@@ -40,7 +40,7 @@ impl<'a> FinalIndex<'a> {
         for (part, p) in partitions.iter().enumerate() {
             let mut here = Vec::with_capacity(p.read.len());
             for (i, record) in p.read.iter().enumerate() {
-                let id = MessageId::parse_value(&record.value);
+                let id = record.id;
                 match id {
                     Some(id) => by_id.push(Located {
                         id,
@@ -92,7 +92,11 @@ impl<'a> FinalIndex<'a> {
     pub fn unparsed(&self) -> impl Iterator<Item = (usize, Offset, &'a [u8])> + '_ {
         self.unparsed.iter().map(|&(part, i)| {
             let record = &self.partitions[part].read[i];
-            (part, record.offset, record.value.as_slice())
+            (
+                part,
+                record.offset,
+                record.unparsed.as_deref().unwrap_or_default(),
+            )
         })
     }
 }

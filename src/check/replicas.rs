@@ -3,7 +3,6 @@
 
 use super::sends::Send;
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
-use crate::history::MessageId;
 use crate::types::{BrokerId, Offset, TopicPartition};
 
 /// A replica log holding a copy of a message.
@@ -24,7 +23,7 @@ pub fn holders<'a>(state: &'a FinalState, sends: &[Send]) -> Vec<Vec<Holder<'a>>
     for partition in &state.partitions {
         for replica in &partition.replicas {
             for record in &replica.records {
-                let Some(id) = MessageId::parse_value(&record.value) else {
+                let Some(id) = record.id else {
                     continue;
                 };
                 if let Ok(i) = sends.binary_search_by_key(&id, |s| s.id) {

@@ -7,7 +7,7 @@
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::config::ConsumerConfig;
-use crate::history::{History, MessageId, Op};
+use crate::history::{History, Op};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     Fetch, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Request, Response,
@@ -136,7 +136,7 @@ async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
         match position.apply(&response) {
             FetchOutcome::Records(records) => {
                 for record in records {
-                    let id = MessageId::parse_value(&record.value);
+                    let id = record.id;
                     ctx.history.record(
                         &process,
                         Op::Read {

@@ -7,23 +7,17 @@
 //! where the broker gives one.
 
 use crate::client::outcome::invalidates_metadata;
+use crate::history::final_state::ReadRecord;
 use crate::protocol::messages::{ErrorCode, FetchResponse};
-use crate::record::{batches, records};
+use crate::record::{batches, record_views};
 use crate::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
-
-/// One record as fetched.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FetchedRecord {
-    pub offset: Offset,
-    pub value: Vec<u8>,
-}
 
 /// Records of concatenated batches at or after `from`, stopping at the first invalid or
 /// truncated batch; the position after the last whole batch and that batch's leader epoch.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Decoded {
-    pub records: Vec<FetchedRecord>,
+    pub records: Vec<ReadRecord>,
     pub next_offset: Option<Offset>,
     pub last_epoch: Option<Epoch>,
 }
@@ -32,16 +26,15 @@ pub fn decode(bytes: &[u8], from: Offset) -> Decoded {
     let mut decoded = Decoded::default();
     for batch in batches(bytes) {
         let Ok((_, header, batch)) = batch else { break };
-        let Ok(batch_records) = records(batch) else {
+        let Ok(batch_records) = record_views(batch) else {
             break;
         };
         for record in batch_records {
             let offset = Offset(header.base_offset.0 + i64::from(record.offset_delta));
             if offset >= from {
-                decoded.records.push(FetchedRecord {
-                    offset,
-                    value: record.value.unwrap_or_default(),
-                });
+                decoded
+                    .records
+                    .push(ReadRecord::new(offset, record.value.unwrap_or_default()));
             }
         }
         decoded.next_offset = Some(header.next_offset());
@@ -54,7 +47,7 @@ pub fn decode(bytes: &[u8], from: Offset) -> Decoded {
 #[derive(Debug, PartialEq, Eq)]
 pub enum FetchOutcome {
     /// New records (possibly none); the position moved past them.
-    Records(Vec<FetchedRecord>),
+    Records(Vec<ReadRecord>),
     /// The log diverged from what was read: the position moved back to `to`.
     Diverged { to: Offset },
     /// The position was outside the log: it moved to `to`.

@@ -156,15 +156,9 @@ async fn read_from_leader(
         };
         let before = position.offset;
         match position.apply(&response) {
-            FetchOutcome::Records(fetched) => records.extend(
-                fetched
-                    .into_iter()
-                    .filter(|r| r.offset < high_watermark)
-                    .map(|r| ReadRecord {
-                        offset: r.offset,
-                        value: r.value,
-                    }),
-            ),
+            FetchOutcome::Records(fetched) => {
+                records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark))
+            }
             _ => return Attempt::Failed(partial(records)),
         }
         if position.offset <= before {

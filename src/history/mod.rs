@@ -114,9 +114,10 @@ impl History {
         self.unresolved.get()
     }
 
-    /// The events so far, in order.
-    pub fn events(&self) -> Vec<Event> {
-        self.events.borrow().clone()
+    /// The events so far, in order, leaving the history empty: it is read once, when the
+    /// run ends, and a copy would double its memory.
+    pub fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.borrow_mut())
     }
 }
 

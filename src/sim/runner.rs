@@ -250,7 +250,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     }
     timeline.hosts = world.hosts().to_vec();
     timeline.host_changes = world.host_changes().to_vec();
-    Ok((history.events(), final_state, timeline))
+    Ok((history.take_events(), final_state, timeline))
 }
 
 fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
@@ -633,17 +633,15 @@ fn replica_log(
     broker: BrokerId,
     in_isr: bool,
 ) -> ReplicaLog {
-    let records = world
-        .disk(HostName::Broker(broker.0))
-        .and_then(|disk| storage::log::read_records(disk, tp).ok())
-        .unwrap_or_default();
-    let records: Vec<ReadRecord> = records
-        .into_iter()
-        .map(|(offset, _, record)| ReadRecord {
-            offset,
-            value: record.value.unwrap_or_default(),
-        })
-        .collect();
+    let mut records = Vec::new();
+    if let Some(disk) = world.disk(HostName::Broker(broker.0)) {
+        let read = storage::log::visit_records(disk, tp, |offset, _, record| {
+            records.push(ReadRecord::new(offset, record.value.unwrap_or_default()));
+        });
+        if read.is_err() {
+            records.clear();
+        }
+    }
     ReplicaLog {
         broker,
         in_isr,

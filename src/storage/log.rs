@@ -47,7 +47,7 @@ use std::time::Duration;
 use crate::config::LogConfig;
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
-use crate::record::{self, BatchHeader, Record};
+use crate::record::{self, BatchHeader, Record, RecordView};
 use crate::storage::checkpoint::LEADER_EPOCH;
 use crate::storage::epoch_cache::LeaderEpochCache;
 use crate::storage::producer_state::{ProducerStateManager, SequenceCheck};
@@ -883,8 +883,20 @@ pub fn read_records(
     disk: &Disk,
     tp: &TopicPartition,
 ) -> Result<Vec<(Offset, Epoch, Record)>, StorageError> {
-    let dir = tp.dir_name();
     let mut out = Vec::new();
+    visit_records(disk, tp, |offset, epoch, record| {
+        out.push((offset, epoch, record.to_owned()));
+    })?;
+    Ok(out)
+}
+
+/// [`read_records`], handing each record to `visit` as a view into the segment's bytes.
+pub fn visit_records(
+    disk: &Disk,
+    tp: &TopicPartition,
+    mut visit: impl FnMut(Offset, Epoch, RecordView<'_>),
+) -> Result<(), StorageError> {
+    let dir = tp.dir_name();
     for name in disk.list(&dir) {
         if segment::parse_log_file_name(&name).is_none() {
             continue;
@@ -892,14 +904,14 @@ pub fn read_records(
         let bytes = disk.read_all(&format!("{dir}/{name}"))?;
         for item in record::batches(&bytes) {
             let Ok((_, header, batch)) = item else { break };
-            let Ok(records) = record::records(batch) else {
+            let Ok(records) = record::record_views(batch) else {
                 break;
             };
             for rec in records {
                 let offset = Offset(header.base_offset.0 + i64::from(rec.offset_delta));
-                out.push((offset, header.partition_leader_epoch, rec));
+                visit(offset, header.partition_leader_epoch, rec);
             }
         }
     }
-    Ok(out)
+    Ok(())
 }

@@ -162,10 +162,7 @@ fn corrupt_records_and_ids_never_sent_are_unexpected() {
     let read = vec![
         record(0, sent),
         record(1, id(9, 1)),
-        ReadRecord {
-            offset: Offset(2),
-            value: b"\x00\xffgarbage".to_vec(),
-        },
+        ReadRecord::new(Offset(2), b"\x00\xffgarbage"),
     ];
     let verdict = check(&history, &final_state([partition(tp.clone(), read)]));
     assert_eq!(
@@ -763,7 +760,7 @@ fn clean_run(
     }
     for (part, records) in read.iter().enumerate() {
         for r in records.iter().step_by(reads_every) {
-            let m = MessageId::parse_value(&r.value);
+            let m = r.id;
             history = history
                 .at(ms(10_000))
                 .read(1, &partitions[part], r.offset.0, m);

@@ -149,7 +149,7 @@ fn run(
         Ok(())
     });
     sim.run().expect("the simulation completes");
-    let ops = history.events().into_iter().map(|e| e.op).collect();
+    let ops = history.take_events().into_iter().map(|e| e.op).collect();
     let log = broker.log.borrow().clone();
     (ops, log)
 }
@@ -325,12 +325,7 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
     let ids: Vec<(i64, u64)> = read
         .records
         .iter()
-        .map(|r| {
-            (
-                r.offset.0,
-                MessageId::parse_value(&r.value).map_or(u64::MAX, |id| id.seq),
-            )
-        })
+        .map(|r| (r.offset.0, r.id.map_or(u64::MAX, |id| id.seq)))
         .collect();
     assert_eq!(ids, vec![(0, 0), (1, 1), (2, 2), (3, 3)]);
 }
@@ -386,7 +381,7 @@ fn consumer_records_what_it_reads_below_the_high_watermark() {
     });
     sim.run().expect("the simulation completes");
     let reads: Vec<(i64, Option<u64>)> = history
-        .events()
+        .take_events()
         .into_iter()
         .map(|e| {
             assert_eq!(e.process, "consumer-1");
@@ -470,7 +465,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");
-    let ops: Vec<Op> = history.events().into_iter().map(|e| e.op).collect();
+    let ops: Vec<Op> = history.take_events().into_iter().map(|e| e.op).collect();
     assert_eq!(
         *rejected.borrow(),
         1,
@@ -577,7 +572,7 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
     });
     sim.run().expect("the simulation completes");
     let reads: Vec<(i64, Option<u64>)> = history
-        .events()
+        .take_events()
         .into_iter()
         .filter_map(|e| match e.op {
             Op::Read { offset, id, .. } => Some((offset.0, id.map(|id| id.seq))),
@@ -706,7 +701,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");
-    let ops: Vec<Op> = history.events().into_iter().map(|e| e.op).collect();
+    let ops: Vec<Op> = history.take_events().into_iter().map(|e| e.op).collect();
     let log = broker.log.borrow().clone();
     (ops, log)
 }

@@ -139,10 +139,7 @@ impl InFlight {
 
 /// A record of a final read or a replica's log: `id` in a 32-byte value at `offset`.
 pub fn record(offset: i64, id: MessageId) -> ReadRecord {
-    ReadRecord {
-        offset: Offset(offset),
-        value: id.value(32),
-    }
+    ReadRecord::new(Offset(offset), &id.value(32))
 }
 
 /// The log of `broker`, a member of the ISR, holding `records`.

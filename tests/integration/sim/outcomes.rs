@@ -32,7 +32,7 @@ fn a_send_recorded_as_failed_is_not_in_the_final_read() {
             .partitions
             .iter()
             .flat_map(|p| &p.read)
-            .filter_map(|r| MessageId::parse_value(&r.value))
+            .filter_map(|r| r.id)
             .collect();
         for event in &outcome.history {
             match &event.op {
