@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 /// A position in a partition's log. Kafka offsets are signed 64-bit; -1 means "none".
 #[derive(
@@ -63,15 +64,17 @@ impl ProducerId {
     pub const NONE: ProducerId = ProducerId(-1);
 }
 
-/// A topic partition, written `topic/partition` in scenario files and reports.
+/// A topic partition, written `topic/partition` in scenario files and reports. The name is
+/// shared (`Arc<str>`): a partition is named in every request, record and history event,
+/// and a clone is then a reference count, not an allocation.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TopicPartition {
-    pub topic: String,
+    pub topic: Arc<str>,
     pub partition: u32,
 }
 
 impl TopicPartition {
-    pub fn new(topic: impl Into<String>, partition: u32) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, partition: u32) -> Self {
         TopicPartition {
             topic: topic.into(),
             partition,

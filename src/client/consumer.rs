@@ -14,6 +14,7 @@ use crate::protocol::messages::{
 };
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// Kafka's replica id for consumers is -1; ours is unsigned, and the broker does not look
 /// at it in OffsetsForLeaderEpoch. Chosen so that it can never be a real broker's id.
@@ -45,7 +46,7 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
 
 async fn read_partition(ctx: Rc<ConsumerContext>, partition: u32) {
     let tp = TopicPartition::new(ctx.topic.clone(), partition);
-    let process = HostName::Consumer(ctx.index).to_string();
+    let process: Arc<str> = HostName::Consumer(ctx.index).to_string().into();
     let timeout = ctx.config.request_timeout_ms;
     let backoff = ctx.config.retry_backoff_ms;
     let mut metadata = MetadataCache::default();

@@ -128,7 +128,9 @@ async fn read_from_leader(
     ) else {
         return Attempt::Failed(None);
     };
-    let mut records = Vec::new();
+    // Every offset below the HW holds a record (unless compacted away): room for them all.
+    let expected = usize::try_from(high_watermark.0 - start.0).unwrap_or(0);
+    let mut records = Vec::with_capacity(expected.min(1 << 24));
     let mut position = FetchPosition::new(start);
     while position.offset < high_watermark {
         let request = Request::Fetch(Fetch {

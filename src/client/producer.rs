@@ -36,6 +36,7 @@ use crate::types::{BrokerId, HostName, Offset, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -67,9 +68,9 @@ pub fn message_key(seq: u64, keys: u32) -> Option<Vec<u8>> {
 }
 
 struct Producer {
-    name: String,
+    name: Arc<str>,
     config: ProducerConfig,
-    topic: String,
+    topic: Arc<str>,
     partitions: u32,
     keys: u32,
     value_bytes: usize,
@@ -138,8 +139,8 @@ impl Producer {
             delivery_timeout: config.delivery_timeout_ms,
         };
         Producer {
-            name: HostName::Producer(ctx.index).to_string(),
-            topic: ctx.topic.clone(),
+            name: HostName::Producer(ctx.index).to_string().into(),
+            topic: ctx.topic.as_str().into(),
             partitions: ctx.partitions.max(1),
             keys: ctx.keys,
             value_bytes: ctx.value_bytes as usize,

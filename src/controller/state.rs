@@ -174,7 +174,7 @@ impl ControllerState {
                 let enabled = topic_config
                     .unclean_leader_election_enable
                     .unwrap_or(config.unclean_leader_election_enable);
-                (tp.topic.clone(), enabled)
+                (tp.topic.to_string(), enabled)
             })
             .collect();
         ControllerState {
@@ -496,7 +496,7 @@ impl ControllerState {
 
     fn unclean(&self, tp: &TopicPartition) -> bool {
         self.unclean_leader_election_enable
-            .get(&tp.topic)
+            .get(&*tp.topic)
             .copied()
             .unwrap_or(self.default_unclean_leader_election_enable)
     }

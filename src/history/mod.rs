@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// A produced message's unique id: producer number and that producer's send sequence.
 /// It is written at the start of the message value as `producer-2:000417`.
@@ -78,8 +79,8 @@ pub struct Event {
     /// When the client saw it happen.
     #[serde(with = "millis")]
     pub time: SimTime,
-    /// The host that recorded the event (`producer-1`, `consumer-2`).
-    pub process: String,
+    /// The host that recorded the event (`producer-1`, `consumer-2`), shared by its events.
+    pub process: Arc<str>,
     #[serde(flatten)]
     pub op: Op,
 }
@@ -93,7 +94,16 @@ pub struct History {
 }
 
 impl History {
-    pub fn record(&self, process: &str, op: Op) {
+    /// A history with room for `events`, so that a run that records about that many never
+    /// moves them (growing by doubling holds the old and the new buffer at once).
+    pub fn with_capacity(events: usize) -> History {
+        History {
+            events: Rc::new(RefCell::new(Vec::with_capacity(events))),
+            unresolved: Rc::default(),
+        }
+    }
+
+    pub fn record(&self, process: &Arc<str>, op: Op) {
         let unresolved = self.unresolved.get();
         match op {
             Op::Invoke { .. } => self.unresolved.set(unresolved + 1),
@@ -104,7 +114,7 @@ impl History {
         }
         self.events.borrow_mut().push(Event {
             time: clock::now(),
-            process: process.to_string(),
+            process: process.clone(),
             op,
         });
     }

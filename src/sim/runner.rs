@@ -175,7 +175,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         settings.network.latency_min,
         settings.network.latency_max,
     );
-    let history = History::default();
+    let history = History::with_capacity(expected_events(settings));
     let mut harness = Harness {
         view: MetadataView::default(),
         facts: Facts::default(),
@@ -253,6 +253,17 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     Ok((history.take_events(), final_state, timeline))
 }
 
+/// About how many events the workload records: an invoke and a completion per send, and
+/// a read per send per consumer.
+fn expected_events(settings: &Settings) -> usize {
+    let w = &settings.workload;
+    let by_rate = u64::from(w.producers) * u64::from(w.rate) * settings.duration.as_secs();
+    let sends = w.messages.map_or(by_rate, |m| m.min(by_rate));
+    let events = sends.saturating_mul(2 + u64::from(w.consumers));
+    // Generous but bounded: a mistaken estimate costs a doubling, not gigabytes.
+    usize::try_from(events + events / 16).map_or(1 << 24, |e| e.min(1 << 24))
+}
+
 fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
     let brokers = settings.cluster.brokers;
     settings
@@ -262,7 +273,7 @@ fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)>
         .flat_map(|topic| {
             (0..topic.partitions).map(move |p| {
                 let placement = controller::placement(p, brokers, topic.replication_factor);
-                (TopicPartition::new(&topic.name, p), placement)
+                (TopicPartition::new(topic.name.as_str(), p), placement)
             })
         })
         .collect()
@@ -299,7 +310,7 @@ fn add_controller(
             (
                 tp.clone(),
                 replicas.clone(),
-                topic_configs[tp.topic.as_str()].clone(),
+                topic_configs[&*tp.topic].clone(),
             )
         })
         .collect();
@@ -642,6 +653,7 @@ fn replica_log(
             records.clear();
         }
     }
+    records.shrink_to_fit();
     ReplicaLog {
         broker,
         in_isr,

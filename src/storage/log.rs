@@ -901,9 +901,24 @@ pub fn visit_records(
         if segment::parse_log_file_name(&name).is_none() {
             continue;
         }
-        let bytes = disk.read_all(&format!("{dir}/{name}"))?;
-        for item in record::batches(&bytes) {
-            let Ok((_, header, batch)) = item else { break };
+        let path = format!("{dir}/{name}");
+        let end = disk.len(&path)?;
+        // Batch by batch, not the whole segment at once: a segment can be larger than
+        // everything else the final state holds.
+        let mut position = 0;
+        while position < end {
+            let prefix = disk.read(&path, position, record::LOG_OVERHEAD)?;
+            let size = match prefix.get(8..record::LOG_OVERHEAD) {
+                Some(length) => {
+                    let length = i32::from_be_bytes(length.try_into().expect("4 bytes"));
+                    record::LOG_OVERHEAD as u64 + u64::try_from(length).unwrap_or(0)
+                }
+                None => prefix.len() as u64,
+            };
+            let bytes = disk.read(&path, position, size.min(end - position) as usize)?;
+            let Some(Ok((_, header, batch))) = record::batches(&bytes).next() else {
+                break;
+            };
             let Ok(records) = record::record_views(batch) else {
                 break;
             };
@@ -911,6 +926,7 @@ pub fn visit_records(
                 let offset = Offset(header.base_offset.0 + i64::from(rec.offset_delta));
                 visit(offset, header.partition_leader_epoch, rec);
             }
+            position += batch.len() as u64;
         }
     }
     Ok(())

@@ -384,7 +384,7 @@ fn consumer_records_what_it_reads_below_the_high_watermark() {
         .take_events()
         .into_iter()
         .map(|e| {
-            assert_eq!(e.process, "consumer-1");
+            assert_eq!(&*e.process, "consumer-1");
             match e.op {
                 Op::Read {
                     consumer: 1,

@@ -133,7 +133,12 @@ pub(super) fn check_target(
         }
         Target::Leader(tp) | Target::Follower(tp) | Target::Followers(tp) => {
             let names = settings.cluster.topic_names();
-            let Some(topic) = settings.cluster.topics.iter().find(|t| t.name == tp.topic) else {
+            let Some(topic) = settings
+                .cluster
+                .topics
+                .iter()
+                .find(|t| *t.name == *tp.topic)
+            else {
                 return Err(format!(
                     "{} (in target `{}`)",
                     unknown_topic(&tp.topic, &names),

@@ -69,7 +69,11 @@ impl HistoryBuilder {
     }
 
     fn push(&mut self, time: SimTime, process: String, op: Op) {
-        self.events.push(Event { time, process, op });
+        self.events.push(Event {
+            time,
+            process: process.into(),
+            op,
+        });
     }
 }
 
