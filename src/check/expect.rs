@@ -100,30 +100,68 @@ pub fn evaluate(expect: &[Expectation], counts: &Counts) -> Vec<String> {
         .collect()
 }
 
-/// The `[expect_some]` expectations that no run of the set satisfies:
-/// `expected lost > 0 in at least one seed, got 0 in all 20 seeds`.
+/// `[expect_some]` over a set of runs: a message for each expectation no run met.
 pub fn evaluate_some<'a>(
     expect_some: &[Expectation],
     runs: impl IntoIterator<Item = &'a Counts>,
 ) -> Vec<String> {
-    let runs: Vec<&Counts> = runs.into_iter().collect();
-    expect_some
-        .iter()
-        .filter(|e| !runs.iter().any(|c| holds(e, c.get(e.count))))
-        .map(|e| {
-            let wanted = format!("expected {} in at least one seed", expectation_text(e));
-            let values = runs.iter().map(|c| c.get(e.count));
-            match (values.clone().min(), values.max()) {
-                (Some(low), Some(high)) if low == high => {
-                    format!("{wanted}, got {low} in all {} seeds", runs.len())
-                }
-                (Some(low), Some(high)) => {
-                    format!("{wanted}, got {low} to {high} across {} seeds", runs.len())
-                }
-                _ => format!("{wanted}, but no seed ran"),
+    let mut tallies: Vec<SomeTally> = expect_some.iter().cloned().map(SomeTally::new).collect();
+    for counts in runs {
+        for tally in &mut tallies {
+            tally.add(counts);
+        }
+    }
+    tallies.iter().filter_map(SomeTally::failure).collect()
+}
+
+/// One `[expect_some]` expectation judged over runs as they finish: whether any met it,
+/// and the range of values seen, for the message when none did. It keeps no run.
+#[derive(Clone, Debug)]
+pub struct SomeTally {
+    pub expectation: Expectation,
+    held: bool,
+    range: Option<(u64, u64)>,
+    runs: usize,
+}
+
+impl SomeTally {
+    pub fn new(expectation: Expectation) -> SomeTally {
+        SomeTally {
+            expectation,
+            held: false,
+            range: None,
+            runs: 0,
+        }
+    }
+
+    pub fn add(&mut self, counts: &Counts) {
+        let value = counts.get(self.expectation.count);
+        self.held |= holds(&self.expectation, value);
+        self.range = Some(self.range.map_or((value, value), |(low, high)| {
+            (low.min(value), high.max(value))
+        }));
+        self.runs += 1;
+    }
+
+    /// Why the expectation failed, if no run met it.
+    pub fn failure(&self) -> Option<String> {
+        if self.held {
+            return None;
+        }
+        let wanted = format!(
+            "expected {} in at least one seed",
+            expectation_text(&self.expectation)
+        );
+        Some(match self.range {
+            Some((low, high)) if low == high => {
+                format!("{wanted}, got {low} in all {} seeds", self.runs)
             }
+            Some((low, high)) => {
+                format!("{wanted}, got {low} to {high} across {} seeds", self.runs)
+            }
+            None => format!("{wanted}, but no seed ran"),
         })
-        .collect()
+    }
 }
 
 #[cfg(test)]

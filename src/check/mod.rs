@@ -19,7 +19,7 @@ mod sends;
 pub use counts::{count_name, Count, Counts, ANOMALIES};
 pub use expect::{
     comparison_symbol, evaluate, evaluate_some, holds, with_defaults, Comparison, Expectation,
-    DEFAULT_ZERO,
+    SomeTally, DEFAULT_ZERO,
 };
 
 use crate::history::facts::{Fact, FactEvent};

@@ -1,6 +1,7 @@
 //! The command line (SCENARIOS.md "The command line"). Exit status: 0 every expectation
 //! holds, 1 an expectation failed, 2 bad input.
 
+mod bench;
 mod run;
 mod sweep;
 
@@ -10,6 +11,25 @@ use std::path::PathBuf;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// Interrupted (Ctrl-C) after printing what finished: 128 + SIGINT, as a shell reports it.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Set by Ctrl-C: runs in progress finish, no new one starts, and the command prints what
+/// it has. A second Ctrl-C ends the process at once.
+pub(crate) fn interrupted() -> &'static std::sync::atomic::AtomicBool {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Once;
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+    static HANDLER: Once = Once::new();
+    HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::Relaxed) {
+                std::process::exit(EXIT_INTERRUPTED);
+            }
+        });
+    });
+    &INTERRUPTED
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -38,17 +58,9 @@ enum Command {
         #[arg(long)]
         print_data: bool,
     },
-    /// Measure the speed of a layer (not a test: figures to write down).
-    Bench {
-        #[arg(value_enum)]
-        what: BenchTarget,
-    },
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-enum BenchTarget {
-    /// Append and read throughput of the partition log.
-    Storage,
+    /// Measure speed and memory (not a test: figures to write down).
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
 }
 
 /// Write to stdout. A reader that went away (`hightide dump-log x.log | head`) ends the
@@ -97,13 +109,6 @@ pub fn main() -> i32 {
                 EXIT_BAD_INPUT
             }
         },
-        Command::Bench {
-            what: BenchTarget::Storage,
-        } => {
-            out(&crate::storage::bench::run(
-                crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES,
-            ));
-            EXIT_OK
-        }
+        Command::Bench(command) => bench::run(command),
     }
 }

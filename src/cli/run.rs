@@ -1,11 +1,11 @@
 //! `hightide run`: every variant of a scenario on every seed, side by side.
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario::{self, model::Scenario};
 use crate::sim::batch::{self, Job};
 use crate::sim::runner::{RunOptions, RunOutcome};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -94,17 +94,59 @@ pub fn run(args: RunArgs) -> i32 {
     } else {
         args.jobs.unwrap_or_else(batch::default_threads)
     };
-    let results = batch::run_all(&jobs, threads, &options);
-
-    let mut outcomes = Vec::new();
-    for result in results {
-        match result {
-            Ok(outcome) => outcomes.push(outcome),
+    let mut history = match &args.history {
+        None => None,
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some(std::io::BufWriter::new(file)),
             Err(error) => {
-                eprintln!("error: {error}");
-                return EXIT_FAILED;
+                eprintln!("error: --history {}: {error}", path.display());
+                return EXIT_BAD_INPUT;
             }
-        }
+        },
+    };
+    let mut printer = Printer::new(&scenario, &args, variants.len(), jobs.len());
+    let keep_outcomes = args.timeline.is_some();
+    let keep_history = history.is_some();
+    let mut outcomes = Vec::new();
+    let mut failure: Option<String> = None;
+    let ran = batch::run_each(
+        &jobs,
+        threads,
+        &options,
+        super::interrupted(),
+        |job, result| {
+            result.map(|outcome| {
+                let report = report::RunReport::from_outcome(&scenario.name, job.variant, &outcome);
+                // A finished run shrinks to its report, unless its history or timeline is
+                // still to be written: memory stays flat over any number of seeds.
+                let outcome = (keep_outcomes || keep_history).then_some(outcome);
+                (report, outcome)
+            })
+        },
+        |result| match result {
+            Ok((report, outcome)) => {
+                if let (Some(out), Some(outcome)) = (history.as_mut(), &outcome) {
+                    if let Err(error) = write_history(out, outcome) {
+                        failure.get_or_insert(format!("--history: {error}"));
+                    }
+                }
+                printer.add(report);
+                if keep_outcomes {
+                    outcomes.extend(outcome);
+                }
+            }
+            Err(error) => {
+                failure.get_or_insert(error.to_string());
+            }
+        },
+    );
+    if let Some(error) = failure {
+        eprintln!("error: {error}");
+        return EXIT_FAILED;
+    }
+    if let Some(Err(error)) = history.as_mut().map(Write::flush) {
+        eprintln!("error: --history: {error}");
+        return EXIT_BAD_INPUT;
     }
     if let Some(path) = &args.timeline {
         if let Err(error) = write_timelines(path, &scenario, &outcomes) {
@@ -112,13 +154,7 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     }
-    if let Some(path) = &args.history {
-        if let Err(error) = write_history(path, &outcomes) {
-            eprintln!("error: --history {}: {error}", path.display());
-            return EXIT_BAD_INPUT;
-        }
-    }
-    print_outcomes(&scenario, &args, &outcomes)
+    printer.finish(ran < jobs.len())
 }
 
 /// One page per variant: `OUT.html` for a single variant, `OUT-<variant>.html` otherwise.
@@ -165,55 +201,128 @@ fn write_timelines(
     Ok(())
 }
 
-fn write_history(path: &Path, outcomes: &[RunOutcome]) -> std::io::Result<()> {
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
-    for outcome in outcomes {
-        for event in &outcome.history {
-            let mut value = serde_json::to_value(event).map_err(std::io::Error::other)?;
-            if let Some(object) = value.as_object_mut() {
-                object.insert("seed".into(), outcome.seed.into());
-                object.insert("variant".into(), outcome.variant.clone().into());
-            }
-            writeln!(out, "{value}")?;
+fn write_history(out: &mut impl Write, outcome: &RunOutcome) -> std::io::Result<()> {
+    for event in &outcome.history {
+        let mut value = serde_json::to_value(event).map_err(std::io::Error::other)?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert("seed".into(), outcome.seed.into());
+            object.insert("variant".into(), outcome.variant.clone().into());
         }
+        writeln!(out, "{value}")?;
     }
-    out.flush()
+    Ok(())
 }
 
-/// Print every run, the expect_some verdicts and the summary; return the exit status.
-fn print_outcomes(scenario: &Scenario, args: &RunArgs, outcomes: &[RunOutcome]) -> i32 {
-    let reports: Vec<report::RunReport> = outcomes
-        .iter()
-        .filter_map(|o| {
-            let variant = scenario.variants.iter().find(|v| v.name == o.variant)?;
-            Some(report::RunReport::from_outcome(&scenario.name, variant, o))
-        })
-        .collect();
-    let failed =
-        reports.iter().any(|r| !r.pass()) || !report::expect_some_failures(&reports).is_empty();
-    let mut text = String::new();
-    if args.json {
-        for r in &reports {
-            text.push_str(&format!("{}\n", report::run_json(r)));
+/// Prints runs as they finish, in seed order: a JSON line per run, or a seed's block once
+/// all its variants ran; then the summary and the replay lines.
+struct Printer<'a> {
+    args: &'a RunArgs,
+    variants: usize,
+    /// The runs of the seed being printed.
+    seed: Vec<report::RunReport>,
+    summary: report::Summary,
+    /// (seed, variant) of each run that failed an expectation.
+    failed: Vec<(u64, String)>,
+    /// Runs done, their rate and the time left, on stderr when it is a terminal.
+    progress: Option<indicatif::ProgressBar>,
+}
+
+/// Replay lines printed at most; the rest are counted.
+const REPLAY_LINES: usize = 10;
+
+impl<'a> Printer<'a> {
+    fn new(scenario: &'a Scenario, args: &'a RunArgs, variants: usize, runs: usize) -> Printer<'a> {
+        if !args.json {
+            super::out(&format!("{}\n\n", scenario.name));
         }
-        super::out(&text);
-        return if failed { EXIT_FAILED } else { EXIT_OK };
+        let progress = (std::io::stderr().is_terminal() && !args.trace && runs > 1).then(|| {
+            let bar = indicatif::ProgressBar::new(runs as u64);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {per_sec}, {eta} left",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        });
+        Printer {
+            progress,
+            args,
+            variants,
+            seed: Vec::new(),
+            summary: report::Summary::default(),
+            failed: Vec::new(),
+        }
     }
-    text.push_str(&format!("{}\n\n", scenario.name));
-    text.push_str(&report::runs_text(&reports));
-    text.push('\n');
-    text.push_str(&report::summary(&reports));
-    let file = args.file.display();
-    for r in reports.iter().filter(|r| !r.pass()) {
-        text.push_str(&format!(
-            "replay seed {} of {}: cargo run --release -- run {file} --seed {} --variant {}\n",
-            r.seed, r.variant, r.seed, r.variant
-        ));
+
+    fn add(&mut self, report: report::RunReport) {
+        self.summary.add(&report);
+        if !report.pass() {
+            self.failed.push((report.seed, report.variant.clone()));
+        }
+        if let Some(progress) = &self.progress {
+            progress.inc(1);
+        }
+        if self.args.json {
+            self.print(&format!("{}\n", report::run_json(&report)));
+            return;
+        }
+        self.seed.push(report);
+        if self.seed.len() == self.variants {
+            self.flush_seed();
+        }
     }
-    super::out(&text);
-    if failed {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
+
+    fn flush_seed(&mut self) {
+        if !self.seed.is_empty() {
+            self.print(&report::runs_text(&self.seed));
+            self.seed.clear();
+        }
+    }
+
+    /// Print with the progress bar out of the way.
+    fn print(&self, text: &str) {
+        match &self.progress {
+            Some(progress) => progress.suspend(|| super::out(text)),
+            None => super::out(text),
+        }
+    }
+
+    /// The summary (of the runs that finished, if interrupted) and the exit status.
+    fn finish(mut self, interrupted: bool) -> i32 {
+        if let Some(progress) = self.progress.take() {
+            progress.finish_and_clear();
+        }
+        let failed = self.summary.failed();
+        if !self.args.json {
+            self.flush_seed();
+            let mut text = String::from("\n");
+            if interrupted {
+                text.push_str(&format!(
+                    "interrupted: the summary covers the {} runs that finished\n",
+                    self.summary.runs()
+                ));
+            }
+            text.push_str(&self.summary.text());
+            let file = self.args.file.display();
+            for (seed, variant) in self.failed.iter().take(REPLAY_LINES) {
+                text.push_str(&format!(
+                    "replay seed {seed} of {variant}: cargo run --release -- run {file} --seed {seed} --variant {variant}\n"
+                ));
+            }
+            if self.failed.len() > REPLAY_LINES {
+                text.push_str(&format!(
+                    "... and {} more failing runs\n",
+                    self.failed.len() - REPLAY_LINES
+                ));
+            }
+            super::out(&text);
+        }
+        if interrupted {
+            EXIT_INTERRUPTED
+        } else if failed {
+            EXIT_FAILED
+        } else {
+            EXIT_OK
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! file); every variant runs on every seed with the same faults, and the results become a
 //! Markdown report with SVG charts.
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
+use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report::{self, RunReport, SweepRow};
 use crate::scenario;
 use crate::sim::batch::{self, Job};
@@ -79,40 +79,8 @@ pub fn run(args: SweepArgs) -> i32 {
         .iter()
         .map(|v| SweepRow::new(settings(&v.name)))
         .collect();
-    for (job, result) in jobs
-        .iter()
-        .zip(batch::run_all(&jobs, threads, &RunOptions::default()))
-    {
-        match result {
-            Ok(outcome) => {
-                let index = scenario
-                    .variants
-                    .iter()
-                    .position(|v| v.name == job.variant.name);
-                if let Some(index) = index {
-                    rows[index].add(&RunReport::from_outcome(
-                        &scenario.name,
-                        job.variant,
-                        &outcome,
-                    ));
-                }
-            }
-            Err(error) => {
-                eprintln!("error: seed {} {}: {error}", job.seed, job.variant.name);
-                return EXIT_FAILED;
-            }
-        }
-    }
-    if let Err(error) = write_report(&args.out, &sweep.name, &rows) {
-        eprintln!(
-            "error: writing the report to {}: {error}",
-            args.out.display()
-        );
-        return EXIT_BAD_INPUT;
-    }
-    let mut text = String::new();
-    for row in &rows {
-        text.push_str(&format!(
+    let line = |row: &SweepRow| {
+        format!(
             "{:<70} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms\n",
             row.label(),
             row.runs,
@@ -121,11 +89,58 @@ pub fn run(args: SweepArgs) -> i32 {
             row.lost_max,
             row.duplicates,
             row.p99_ms()
-        ));
+        )
+    };
+    let mut failure = None;
+    let ran = batch::run_each(
+        &jobs,
+        threads,
+        &RunOptions::default(),
+        super::interrupted(),
+        |job, result| {
+            result
+                .map(|outcome| RunReport::from_outcome(&scenario.name, job.variant, &outcome))
+                .map_err(|error| format!("seed {} {}: {error}", job.seed, job.variant.name))
+        },
+        |result| match result {
+            Ok(report) => {
+                let index = scenario
+                    .variants
+                    .iter()
+                    .position(|v| v.name == report.variant);
+                if let Some(row) = index.map(|i| &mut rows[i]) {
+                    row.add(&report);
+                    // A configuration's seeds run one after another: print it when done.
+                    if row.runs == seeds.len() as u64 {
+                        super::out(&line(row));
+                    }
+                }
+            }
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        },
+    );
+    if let Some(error) = failure {
+        eprintln!("error: {error}");
+        return EXIT_FAILED;
+    }
+    if ran < jobs.len() {
+        eprintln!(
+            "interrupted after {ran} of {} runs: the report is not written",
+            jobs.len()
+        );
+        return EXIT_INTERRUPTED;
+    }
+    if let Err(error) = write_report(&args.out, &sweep.name, &rows) {
+        eprintln!(
+            "error: writing the report to {}: {error}",
+            args.out.display()
+        );
+        return EXIT_BAD_INPUT;
     }
     let report = args.out.join(format!("{}.md", sweep.name));
-    text.push_str(&format!("wrote {}\n", report.display()));
-    super::out(&text);
+    super::out(&format!("wrote {}\n", report.display()));
     EXIT_OK
 }
 

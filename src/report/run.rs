@@ -5,7 +5,7 @@ pub use crate::check::ANOMALIES;
 
 use super::latency::HistoryStats;
 use crate::check::Expectation;
-use crate::check::{count_name, evaluate_some, Counts, Verdict};
+use crate::check::{count_name, Counts, SomeTally, Verdict};
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
@@ -195,84 +195,157 @@ pub fn runs_text(reports: &[RunReport]) -> String {
     text
 }
 
-/// Variant names in the order they first ran.
-fn variants(reports: &[RunReport]) -> Vec<&str> {
-    let mut names: Vec<&str> = Vec::new();
-    for report in reports {
-        if !names.contains(&report.variant.as_str()) {
-            names.push(&report.variant);
-        }
-    }
-    names
-}
-
 /// `[expect_some]` failures per variant: `acks-1: expected lost > 0 in at least one seed, ...`.
 pub fn expect_some_failures(reports: &[RunReport]) -> Vec<String> {
-    let mut failures = Vec::new();
-    for variant in variants(reports) {
-        let runs: Vec<&RunReport> = reports.iter().filter(|r| r.variant == variant).collect();
-        let expect_some = runs
-            .first()
-            .map(|r| r.expect_some.as_slice())
-            .unwrap_or_default();
-        for failure in evaluate_some(expect_some, runs.iter().map(|r| r.counts())) {
-            failures.push(format!("{variant}: {failure}"));
-        }
-    }
-    failures
+    Summary::of(reports).expect_some_failures()
 }
 
 /// Per variant: seeds passed, lost (total, average, worst), duplicates, throughput and ack
 /// latency; then the `[expect_some]` verdict.
 pub fn summary(reports: &[RunReport]) -> String {
-    let names = variants(reports);
-    let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(7);
-    let mut text = format!(
-        "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8}  {:>10}\n",
-        "variant", "passed", "lost total", "lost avg", "worst", "duplicates", "acked/s", "p99 ms"
-    );
-    for variant in &names {
-        let runs: Vec<&RunReport> = reports.iter().filter(|r| r.variant == *variant).collect();
-        let n = runs.len().max(1) as f64;
-        let passed = runs.iter().filter(|r| r.pass()).count();
-        let lost: u64 = runs.iter().map(|r| r.counts().lost).sum();
-        let worst = runs.iter().map(|r| r.counts().lost).max().unwrap_or(0);
-        let duplicates: u64 = runs.iter().map(|r| r.counts().duplicates).sum();
-        let throughput = runs.iter().map(|r| r.stats.throughput_per_s).sum::<f64>() / n;
-        let mut latency = super::LatencyHistogram::default();
-        for run in &runs {
-            latency.merge(&run.stats.histogram);
+    Summary::of(reports).text()
+}
+
+/// What the summary needs of the runs so far, per variant in the order they first ran:
+/// totals, the worst loss, a merged latency histogram and the `[expect_some]` tallies, not
+/// the runs, so that its memory stays flat over any number of seeds.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    variants: Vec<VariantTotals>,
+}
+
+#[derive(Clone, Debug)]
+struct VariantTotals {
+    name: String,
+    runs: u64,
+    passed: u64,
+    lost: u64,
+    worst: u64,
+    duplicates: u64,
+    throughput_sum: f64,
+    latency: super::LatencyHistogram,
+    expect_some: Vec<SomeTally>,
+}
+
+impl Summary {
+    pub fn of(reports: &[RunReport]) -> Summary {
+        let mut summary = Summary::default();
+        for report in reports {
+            summary.add(report);
         }
-        let _ = writeln!(
-            text,
-            "{:<width$}  {:>8}  {:>10}  {:>8.1}  {:>6}  {:>10}  {:>8.0}  {:>10.1}",
-            variant,
-            format!("{passed}/{}", runs.len()),
-            lost,
-            lost as f64 / n,
-            worst,
-            duplicates,
-            throughput,
-            latency.quantile_ms(0.99)
-        );
+        summary
     }
-    let some = expect_some_failures(reports);
-    for failure in &some {
-        let _ = writeln!(text, "FAIL {failure}");
+
+    pub fn add(&mut self, report: &RunReport) {
+        let index = match self.variants.iter().position(|v| v.name == report.variant) {
+            Some(index) => index,
+            None => {
+                self.variants.push(VariantTotals {
+                    name: report.variant.clone(),
+                    runs: 0,
+                    passed: 0,
+                    lost: 0,
+                    worst: 0,
+                    duplicates: 0,
+                    throughput_sum: 0.0,
+                    latency: super::LatencyHistogram::default(),
+                    expect_some: report
+                        .expect_some
+                        .iter()
+                        .cloned()
+                        .map(SomeTally::new)
+                        .collect(),
+                });
+                self.variants.len() - 1
+            }
+        };
+        let totals = &mut self.variants[index];
+        let counts = report.counts();
+        totals.runs += 1;
+        totals.passed += u64::from(report.pass());
+        totals.lost += counts.lost;
+        totals.worst = totals.worst.max(counts.lost);
+        totals.duplicates += counts.duplicates;
+        totals.throughput_sum += report.stats.throughput_per_s;
+        totals.latency.merge(&report.stats.histogram);
+        for tally in &mut totals.expect_some {
+            tally.add(counts);
+        }
     }
-    let failed_runs = reports.iter().filter(|r| !r.pass()).count();
-    if failed_runs == 0 && some.is_empty() {
-        let _ = writeln!(
-            text,
-            "PASS: every expectation holds ({} runs)",
-            reports.len()
-        );
-    } else {
-        let _ = writeln!(
-            text,
-            "FAIL: {failed_runs} of {} runs failed an expectation",
-            reports.len()
-        );
+
+    pub fn runs(&self) -> u64 {
+        self.variants.iter().map(|v| v.runs).sum()
     }
-    text
+
+    pub fn failed_runs(&self) -> u64 {
+        self.variants.iter().map(|v| v.runs - v.passed).sum()
+    }
+
+    pub fn expect_some_failures(&self) -> Vec<String> {
+        self.variants
+            .iter()
+            .flat_map(|v| {
+                v.expect_some
+                    .iter()
+                    .filter_map(|t| t.failure())
+                    .map(move |failure| format!("{}: {failure}", v.name))
+            })
+            .collect()
+    }
+
+    /// Whether any run failed an `[expect]`, or any `[expect_some]` went unmet.
+    pub fn failed(&self) -> bool {
+        self.failed_runs() > 0 || !self.expect_some_failures().is_empty()
+    }
+
+    pub fn text(&self) -> String {
+        let width = self
+            .variants
+            .iter()
+            .map(|v| v.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(7);
+        let mut text = format!(
+            "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8}  {:>10}\n",
+            "variant",
+            "passed",
+            "lost total",
+            "lost avg",
+            "worst",
+            "duplicates",
+            "acked/s",
+            "p99 ms"
+        );
+        for v in &self.variants {
+            let n = v.runs.max(1) as f64;
+            let _ = writeln!(
+                text,
+                "{:<width$}  {:>8}  {:>10}  {:>8.1}  {:>6}  {:>10}  {:>8.0}  {:>10.1}",
+                v.name,
+                format!("{}/{}", v.passed, v.runs),
+                v.lost,
+                v.lost as f64 / n,
+                v.worst,
+                v.duplicates,
+                v.throughput_sum / n,
+                v.latency.quantile_ms(0.99)
+            );
+        }
+        let some = self.expect_some_failures();
+        for failure in &some {
+            let _ = writeln!(text, "FAIL {failure}");
+        }
+        let failed_runs = self.failed_runs();
+        if failed_runs == 0 && some.is_empty() {
+            let _ = writeln!(text, "PASS: every expectation holds ({} runs)", self.runs());
+        } else {
+            let _ = writeln!(
+                text,
+                "FAIL: {failed_runs} of {} runs failed an expectation",
+                self.runs()
+            );
+        }
+        text
+    }
 }

@@ -3,8 +3,9 @@
 
 use crate::scenario::model::Variant;
 use crate::sim::runner::{self, RunError, RunOptions, RunOutcome};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 /// One run to do: which variant, which seed.
 #[derive(Clone, Copy, Debug)]
@@ -19,26 +20,63 @@ pub fn run_all(
     threads: usize,
     options: &RunOptions,
 ) -> Vec<Result<RunOutcome, RunError>> {
+    let mut results = Vec::with_capacity(jobs.len());
+    let never = AtomicBool::new(false);
+    run_each(
+        jobs,
+        threads,
+        options,
+        &never,
+        |_, r| r,
+        |r| results.push(r),
+    );
+    results
+}
+
+/// Run every job on up to `threads` threads, streaming: each worker turns its run into a
+/// `T` with `keep` (so a finished run can shrink to what the caller needs before it
+/// waits), and `consume` gets them on this thread in job order, each as soon as the runs
+/// before it are done. No job starts once `stop` is set; returns how many were consumed.
+pub fn run_each<T: Send>(
+    jobs: &[Job<'_>],
+    threads: usize,
+    options: &RunOptions,
+    stop: &AtomicBool,
+    keep: impl Fn(&Job<'_>, Result<RunOutcome, RunError>) -> T + Sync,
+    mut consume: impl FnMut(T),
+) -> usize {
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<RunOutcome, RunError>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
     let threads = threads.clamp(1, jobs.len().max(1));
+    let (sender, receiver) = mpsc::channel::<(usize, T)>();
+    let mut consumed = 0;
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
+            let sender = sender.clone();
+            let (next, keep) = (&next, &keep);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let outcome = runner::run(job.variant, job.seed, options);
-                results.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(outcome);
+                let kept = keep(job, runner::run(job.variant, job.seed, options));
+                if sender.send((i, kept)).is_err() {
+                    break;
+                }
             });
         }
+        drop(sender);
+        // Runs finish out of order; hold the early ones until their turn.
+        let mut waiting: BTreeMap<usize, T> = BTreeMap::new();
+        for (i, kept) in receiver {
+            waiting.insert(i, kept);
+            while let Some(kept) = waiting.remove(&consumed) {
+                consume(kept);
+                consumed += 1;
+            }
+        }
     });
-    results
-        .into_inner()
-        .unwrap_or_else(|p| p.into_inner())
-        .into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
+    consumed
 }
 
 /// The machine's parallelism, for the default number of threads.

@@ -61,3 +61,40 @@ fn a_seed_alone_and_among_others_gives_the_same_hash() {
         "different seeds must give different runs: {hashes:x?}"
     );
 }
+
+#[test]
+fn streamed_runs_arrive_in_job_order_and_stop_when_asked() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let scenario = load("quickstart.toml");
+    let variant = &scenario.variants[0];
+    let jobs: Vec<Job> = (1..=6).map(|seed| Job { variant, seed }).collect();
+    let stop = AtomicBool::new(false);
+    let mut seeds = Vec::new();
+    let ran = batch::run_each(
+        &jobs,
+        2,
+        &RunOptions::default(),
+        &stop,
+        |job, result| (job.seed, result.expect("run").trace_hash),
+        |(seed, _)| {
+            seeds.push(seed);
+            if seeds.len() == 2 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        },
+    );
+    // The runs already started when the stop came still arrive, in order, and whole.
+    assert_eq!(ran, seeds.len());
+    assert!(ran >= 2, "{seeds:?}");
+    assert_eq!(seeds, (1..=ran as u64).collect::<Vec<_>>());
+    // Stopped before the first: nothing starts.
+    let ran = batch::run_each(
+        &jobs,
+        2,
+        &RunOptions::default(),
+        &stop,
+        |_, _| (),
+        |()| panic!("no run may start once stopped"),
+    );
+    assert_eq!(ran, 0);
+}
