@@ -17,6 +17,10 @@ pub const BATCH_SIZES: [usize; 3] = [1, 16, 256];
 /// Record bytes appended per batch size when the CLI gives no other figure.
 pub const DEFAULT_TOTAL_RECORD_BYTES: u64 = 64 << 20;
 
+/// Samples per case: one pass is not a measurement (two passes of the same build gave 200
+/// and 362 MB/s), so each figure is the median of several, with the spread beside it.
+pub const SAMPLES: usize = 7;
+
 /// Throughput of one phase.
 struct Rate {
     record_bytes: u64,
@@ -25,30 +29,48 @@ struct Rate {
 }
 
 impl Rate {
-    fn describe(&self) -> String {
-        let seconds = self.seconds.max(1e-9);
-        format!(
-            "{:>9.1} MB/s {:>12.0} batches/s",
-            self.record_bytes as f64 / seconds / 1e6,
-            self.batches as f64 / seconds
-        )
+    fn mb_per_s(&self) -> f64 {
+        self.record_bytes as f64 / self.seconds.max(1e-9) / 1e6
     }
 }
 
+/// `median MB/s (min-max)` over the samples.
+fn describe(rates: &[Rate]) -> String {
+    let mut mb: Vec<f64> = rates.iter().map(Rate::mb_per_s).collect();
+    mb.sort_by(f64::total_cmp);
+    let batches_per_s = rates
+        .iter()
+        .map(|r| r.batches as f64 / r.seconds.max(1e-9))
+        .fold(f64::NAN, f64::max);
+    format!(
+        "{:>7.1} MB/s median ({:.1}-{:.1}), best {:>9.0} batches/s",
+        mb[mb.len() / 2],
+        mb[0],
+        mb[mb.len() - 1],
+        batches_per_s
+    )
+}
+
 /// Run the benchmark, appending about `total_record_bytes` of record values per batch
-/// size, and return the report.
+/// size in each of [`SAMPLES`] samples, and return the report.
 pub fn run(total_record_bytes: u64) -> String {
     let mut report = format!(
-        "storage bench: {RECORD_BYTES}-byte records, ~{} MB per case, page cache only (no fsync)\n",
+        "storage bench: {RECORD_BYTES}-byte records, ~{} MB per case, {SAMPLES} samples, page cache only (no fsync)\n",
         total_record_bytes / 1_000_000
     );
     for records_per_batch in BATCH_SIZES {
-        let line = match bench_case(records_per_batch, total_record_bytes) {
-            Ok((append, read)) => format!(
-                "batch {records_per_batch:>3}: append {} | read {}\n",
-                append.describe(),
-                read.describe()
-            ),
+        let samples: Result<Vec<(Rate, Rate)>, StorageError> = (0..SAMPLES)
+            .map(|_| bench_case(records_per_batch, total_record_bytes))
+            .collect();
+        let line = match samples {
+            Ok(samples) => {
+                let (append, read): (Vec<Rate>, Vec<Rate>) = samples.into_iter().unzip();
+                format!(
+                    "batch {records_per_batch:>3}: append {} | read {}\n",
+                    describe(&append),
+                    describe(&read)
+                )
+            }
             Err(e) => format!("batch {records_per_batch:>3}: failed: {e}\n"),
         };
         report.push_str(&line);
