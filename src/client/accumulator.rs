@@ -201,6 +201,16 @@ impl RecordAccumulator {
             .collect()
     }
 
+    /// Whether `partition` is among [`ready`](Self::ready) at `now`, without listing them.
+    pub fn is_ready(&self, partition: u32, now: SimTime) -> bool {
+        !self.muted.contains(&partition)
+            && self
+                .queues
+                .get(&partition)
+                .and_then(|queue| Some(self.ready_at(queue.front()?, queue.len()) <= now))
+                .unwrap_or(false)
+    }
+
     /// The earliest time a first batch not ready at `now` becomes ready (to sleep until).
     pub fn next_ready_time(&self, now: SimTime) -> Option<SimTime> {
         self.queues
@@ -356,8 +366,10 @@ mod tests {
         let mut acc = accumulator(16_384, ms(5), false);
         acc.append(0, record(0), None, 64, at(10));
         assert!(acc.ready(at(14)).is_empty());
+        assert!(!acc.is_ready(0, at(14)));
         assert_eq!(acc.next_ready_time(at(14)), Some(at(15)));
         assert_eq!(acc.ready(at(15)), vec![0]);
+        assert!(acc.is_ready(0, at(15)) && !acc.is_ready(1, at(15)));
     }
 
     #[test]
@@ -461,6 +473,7 @@ mod tests {
         acc.append(1, record(1), None, 10, at(0));
         acc.mute(0);
         assert_eq!(acc.ready(at(0)), vec![1]);
+        assert!(!acc.is_ready(0, at(0)) && acc.is_ready(1, at(0)));
         acc.unmute(0);
         assert_eq!(acc.ready(at(0)), vec![0, 1]);
     }

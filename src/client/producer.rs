@@ -340,7 +340,7 @@ impl Producer {
                     break;
                 };
                 if !self.send_batch(state, &connection, batch, now)
-                    || !state.accumulator.ready(now).contains(&partition)
+                    || !state.accumulator.is_ready(partition, now)
                 {
                     break;
                 }

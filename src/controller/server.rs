@@ -54,6 +54,16 @@ impl MetadataView {
         self.0.borrow().clone()
     }
 
+    /// The metadata's version: it changes with every committed change.
+    pub fn version(&self) -> u64 {
+        self.0.borrow().version
+    }
+
+    /// Look at the metadata without copying it.
+    pub fn with<T>(&self, f: impl FnOnce(&ClusterMetadata) -> T) -> T {
+        f(&self.0.borrow())
+    }
+
     pub fn set(&self, metadata: ClusterMetadata) {
         *self.0.borrow_mut() = metadata;
     }

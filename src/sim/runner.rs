@@ -135,6 +135,8 @@ fn advance(
     for change in &timeline.leadership {
         last.insert(change.tp.clone(), change.clone());
     }
+    // Metadata only changes with its version: a sample of an unchanged version is skipped.
+    let mut sampled_version = None;
     while world.elapsed() < until {
         world
             .step()
@@ -144,27 +146,31 @@ fn advance(
             .since_start()
             .as_millis()
             .is_multiple_of(LEADERSHIP_SAMPLE.as_millis())
+            || sampled_version == Some(view.version())
         {
             continue;
         }
-        for (tp, state) in view.get().partitions {
-            let seen = last.get(&tp);
-            if seen.is_none_or(|c| {
-                c.leader != state.leader
-                    || c.leader_epoch != state.leader_epoch
-                    || c.isr != state.isr
-            }) {
-                let change = LeadershipChange {
-                    time: now,
-                    tp: tp.clone(),
-                    leader: state.leader,
-                    leader_epoch: state.leader_epoch,
-                    isr: state.isr,
-                };
-                timeline.leadership.push(change.clone());
-                last.insert(tp, change);
+        sampled_version = Some(view.version());
+        view.with(|metadata| {
+            for (tp, state) in &metadata.partitions {
+                let seen = last.get(tp);
+                if seen.is_none_or(|c| {
+                    c.leader != state.leader
+                        || c.leader_epoch != state.leader_epoch
+                        || c.isr != state.isr
+                }) {
+                    let change = LeadershipChange {
+                        time: now,
+                        tp: tp.clone(),
+                        leader: state.leader,
+                        leader_epoch: state.leader_epoch,
+                        isr: state.isr.clone(),
+                    };
+                    timeline.leadership.push(change.clone());
+                    last.insert(tp.clone(), change);
+                }
             }
-        }
+        });
     }
     Ok(())
 }
