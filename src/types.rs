@@ -2,6 +2,9 @@
 //! or a broker id (TigerBeetle-style: units in the type, not in a comment).
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
@@ -64,19 +67,39 @@ impl ProducerId {
     pub const NONE: ProducerId = ProducerId(-1);
 }
 
-/// A topic partition, written `topic/partition` in scenario files and reports. The name is
-/// shared (`Arc<str>`): a partition is named in every request, record and history event,
-/// and a clone is then a reference count, not an allocation.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// A topic partition, written `topic/partition` in scenario files and reports.
+///
+/// A partition is named in every request, record and history event, and is a map key
+/// everywhere, so its name is interned: one `Arc<str>` per topic and thread, shared by
+/// every `TopicPartition` built or decoded there. A clone is a reference count, a decode
+/// allocates nothing, and two names compare by pointer before they compare by bytes.
+#[derive(Clone, Debug, Serialize)]
 pub struct TopicPartition {
     pub topic: Arc<str>,
     pub partition: u32,
 }
 
+thread_local! {
+    static TOPICS: RefCell<Vec<Arc<str>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The thread's one `Arc` for the topic `name` (a run names a handful of topics).
+fn intern(name: &str) -> Arc<str> {
+    TOPICS.with(|topics| {
+        let mut topics = topics.borrow_mut();
+        if let Some(topic) = topics.iter().find(|t| &***t == name) {
+            return topic.clone();
+        }
+        let topic: Arc<str> = name.into();
+        topics.push(topic.clone());
+        topic
+    })
+}
+
 impl TopicPartition {
-    pub fn new(topic: impl Into<Arc<str>>, partition: u32) -> Self {
+    pub fn new(topic: impl AsRef<str>, partition: u32) -> Self {
         TopicPartition {
-            topic: topic.into(),
+            topic: intern(topic.as_ref()),
             partition,
         }
     }
@@ -84,6 +107,51 @@ impl TopicPartition {
     /// The log directory name Kafka uses: `<topic>-<partition>`.
     pub fn dir_name(&self) -> String {
         format!("{}-{}", self.topic, self.partition)
+    }
+
+    fn topic_cmp(&self, other: &TopicPartition) -> Ordering {
+        if Arc::ptr_eq(&self.topic, &other.topic) {
+            Ordering::Equal
+        } else {
+            self.topic.cmp(&other.topic)
+        }
+    }
+}
+
+impl PartialEq for TopicPartition {
+    fn eq(&self, other: &TopicPartition) -> bool {
+        self.partition == other.partition && self.topic_cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for TopicPartition {}
+
+impl PartialOrd for TopicPartition {
+    fn partial_cmp(&self, other: &TopicPartition) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// By topic, then partition.
+impl Ord for TopicPartition {
+    fn cmp(&self, other: &TopicPartition) -> Ordering {
+        self.topic_cmp(other)
+            .then(self.partition.cmp(&other.partition))
+    }
+}
+
+impl<'de> Deserialize<'de> for TopicPartition {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The wire form; the name is borrowed from the input where the format allows.
+        #[derive(Deserialize)]
+        #[serde(rename = "TopicPartition")]
+        struct Wire<'a> {
+            #[serde(borrow)]
+            topic: Cow<'a, str>,
+            partition: u32,
+        }
+        let wire = Wire::deserialize(deserializer)?;
+        Ok(TopicPartition::new(&*wire.topic, wire.partition))
     }
 }
 
@@ -152,4 +220,34 @@ impl fmt::Display for HostName {
 pub struct EpochEndOffset {
     pub epoch: Epoch,
     pub end_offset: Offset,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_topic_name_is_shared_by_every_partition_built_or_decoded_on_a_thread() {
+        let a = TopicPartition::new("orders", 0);
+        let b: TopicPartition =
+            serde_json::from_str(r#"{"topic":"orders","partition":3}"#).expect("decodes");
+        assert!(Arc::ptr_eq(&a.topic, &b.topic));
+        let elsewhere = std::thread::spawn(|| TopicPartition::new("orders", 0))
+            .join()
+            .expect("thread");
+        assert!(!Arc::ptr_eq(&a.topic, &elsewhere.topic));
+        assert_eq!(a, elsewhere, "names compare by content too");
+    }
+
+    #[test]
+    fn partitions_order_by_topic_then_partition() {
+        let mut tps = [
+            TopicPartition::new("payments", 0),
+            TopicPartition::new("orders", 10),
+            TopicPartition::new("orders", 2),
+        ];
+        tps.sort();
+        let names: Vec<String> = tps.iter().map(ToString::to_string).collect();
+        assert_eq!(names, ["orders/2", "orders/10", "payments/0"]);
+    }
 }

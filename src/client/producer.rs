@@ -140,7 +140,7 @@ impl Producer {
         };
         Producer {
             name: HostName::Producer(ctx.index).to_string().into(),
-            topic: ctx.topic.as_str().into(),
+            topic: TopicPartition::new(&ctx.topic, 0).topic,
             partitions: ctx.partitions.max(1),
             keys: ctx.keys,
             value_bytes: ctx.value_bytes as usize,
@@ -166,7 +166,10 @@ impl Producer {
     }
 
     fn tp(&self, partition: u32) -> TopicPartition {
-        TopicPartition::new(self.topic.clone(), partition)
+        TopicPartition {
+            topic: self.topic.clone(),
+            partition,
+        }
     }
 
     /// The application's `send`: partition the message, record the invoke, accumulate.
