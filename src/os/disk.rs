@@ -220,12 +220,6 @@ impl Inode {
         }
         self.dirty.clear();
     }
-
-    /// Write the first `limit` bytes of `page` back from the page cache to the medium,
-    /// extending the durable length to cover them (never past the cached length).
-    fn write_back(&mut self, page: u64, limit: u64) {
-        self.durable.copy_page_from(&self.cached, page, limit);
-    }
 }
 
 /// `"a/b"` -> `"a/b/"`, `""` -> `""`: the prefix of every path under a directory.
@@ -449,7 +443,7 @@ impl DiskState {
                             .min(PAGE_BYTES);
                         let sectors = rng.random_range(0..=in_page.div_ceil(SECTOR_BYTES));
                         let limit = sectors * SECTOR_BYTES;
-                        inode.write_back(page, limit);
+                        inode.durable.copy_page_from(&inode.cached, page, limit);
                     }
                 }
             }

@@ -21,7 +21,7 @@ pub struct RunReport {
     pub verdict: Verdict,
     /// The `[expect]` expectations this run fails (`check::evaluate`).
     pub failures: Vec<String>,
-    /// The variant's `[expect_some]`: judged across seeds by [`expect_some_failures`].
+    /// The variant's `[expect_some]`: judged across seeds by [`Summary`].
     pub expect_some: Vec<Expectation>,
     pub trace_hash: u64,
     /// Simulated time of the whole run, workload and heal.
@@ -195,17 +195,6 @@ pub fn runs_text(reports: &[RunReport]) -> String {
     text
 }
 
-/// `[expect_some]` failures per variant: `acks-1: expected lost > 0 in at least one seed, ...`.
-pub fn expect_some_failures(reports: &[RunReport]) -> Vec<String> {
-    Summary::of(reports).expect_some_failures()
-}
-
-/// Per variant: seeds passed, lost (total, average, worst), duplicates, throughput and ack
-/// latency; then the `[expect_some]` verdict.
-pub fn summary(reports: &[RunReport]) -> String {
-    Summary::of(reports).text()
-}
-
 /// What the summary needs of the runs so far, per variant in the order they first ran:
 /// totals, the worst loss, a merged latency histogram and the `[expect_some]` tallies, not
 /// the runs, so that its memory stays flat over any number of seeds.
@@ -281,6 +270,8 @@ impl Summary {
         self.variants.iter().map(|v| v.runs - v.passed).sum()
     }
 
+    /// `[expect_some]` failures per variant: `acks-1: expected lost > 0 in at least one
+    /// seed, ...`.
     pub fn expect_some_failures(&self) -> Vec<String> {
         self.variants
             .iter()
@@ -298,6 +289,8 @@ impl Summary {
         self.failed_runs() > 0 || !self.expect_some_failures().is_empty()
     }
 
+    /// Per variant: seeds passed, lost (total, average, worst), duplicates, throughput and
+    /// ack latency; then the `[expect_some]` verdict.
     pub fn text(&self) -> String {
         let width = self
             .variants

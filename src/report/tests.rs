@@ -127,7 +127,8 @@ fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
         run("acks-all", 1, 4, 20),
         run("acks-all", 2, 0, 20),
     ];
-    let text = summary(&reports);
+    let summary = Summary::of(&reports);
+    let text = summary.text();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
@@ -147,7 +148,7 @@ fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
     );
     assert_eq!(lines[4], "FAIL: 1 of 4 runs failed an expectation");
     assert_eq!(
-        expect_some_failures(&reports),
+        summary.expect_some_failures(),
         vec!["acks-1: expected lost > 0 in at least one seed, got 0 in all 2 seeds".to_string()]
     );
 }
