@@ -6,7 +6,7 @@
 //! controller being unreachable is normal (partitions, a crashed controller): every call
 //! has a timeout and is retried.
 
-use super::fetcher;
+use super::fetcher::{self, Fetchers};
 use super::replica_manager::{IsrProposal, ReplicaManager};
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
@@ -58,6 +58,7 @@ pub async fn register(rm: &ReplicaManager) {
 /// The heartbeat long poll: proves liveness and brings every new metadata image, which
 /// is applied at once (becoming leader or follower starts or stops fetchers).
 pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
+    let fetchers = Rc::new(Fetchers::default());
     let mut connection: Option<Connection> = None;
     let timeout = HEARTBEAT_LONG_POLL + rm.config.broker_heartbeat_interval_ms;
     while !rm.stopped.get() && !rm.offline.get() {
@@ -81,7 +82,7 @@ pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
                 ..
             }) => {
                 if image.version > rm.metadata.borrow().version {
-                    apply(&rm, image);
+                    apply(&rm, &fetchers, image);
                 }
             }
             Ok(Response::BrokerHeartbeat { metadata: None, .. }) => {}
@@ -90,10 +91,15 @@ pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
     }
 }
 
-fn apply(rm: &Rc<ReplicaManager>, image: crate::protocol::messages::ClusterMetadata) {
+fn apply(
+    rm: &Rc<ReplicaManager>,
+    fetchers: &Rc<Fetchers>,
+    image: crate::protocol::messages::ClusterMetadata,
+) {
     for (tp, generation, leader, epoch) in rm.apply_metadata(image) {
-        tokio::task::spawn_local(fetcher::run(rm.clone(), tp, generation, leader, epoch));
+        fetcher::follow(rm, fetchers, tp, generation, leader, epoch);
     }
+    fetcher::shut_down_idle(rm, fetchers);
 }
 
 /// Send queued AlterPartition proposals, one at a time, and apply the controller's answer.

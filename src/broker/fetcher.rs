@@ -1,28 +1,36 @@
-//! The follower side of replication: one fetch loop per followed partition.
+//! The follower side of replication: one fetcher per leader broker, fetching every
+//! partition this broker follows from that leader in one request (Kafka's
+//! `ReplicaFetcherThread`, with `num.replica.fetchers` = 1).
 //!
-//! The loop belongs to one *generation* of the partition (one leader, one leader epoch);
-//! it stops as soon as the partition's role changes, and re-checks that after every
-//! await before it touches the log. Under the leader-epoch rule it first reconciles the
-//! log with the leader's (OffsetsForLeaderEpoch, KIP-279 iterations), then fetches from
-//! its LEO. The HW it learns is the leader's HW as of the leader's answer — a round
-//! behind the leader, as in Kafka.
+//! Each partition in a fetcher belongs to one *generation* of the partition (one leader,
+//! one leader epoch). It leaves the fetcher as soon as the partition's role changes, and
+//! every step re-checks that after every await before it touches the log. Under the
+//! leader-epoch rule a partition first reconciles its log with the leader's
+//! (OffsetsForLeaderEpoch, KIP-279 iterations), then joins the fetch from its LEO. The HW
+//! it learns is the leader's HW as of the leader's answer: a round behind the leader, as
+//! in Kafka. A partition that failed is held back for `replica.fetch.backoff.ms` while
+//! the others go on; a request that failed holds back all of its partitions.
 
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
 use crate::config::Truncation;
 use crate::history::facts::Fact;
-use crate::os::clock;
+use crate::os::clock::{self, SimTime};
 use crate::protocol::frame::{Connection, NetError};
 use crate::protocol::messages::{
-    ErrorCode, Fetch, FetchResponse, OffsetsForLeaderEpoch, Request, Response,
+    ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetsForLeaderEpoch, Request, Response,
 };
 use crate::storage::log::StorageError;
 use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
 use std::rc::Rc;
+use tokio::sync::Notify;
 
-/// Why one round of the loop did not fetch: back off, then try again.
+/// Why a partition did not fetch: it is held back, then tries again.
 enum Backoff {
     /// Connecting or the call failed.
     Net(NetError),
@@ -32,7 +40,7 @@ enum Backoff {
     Unexpected,
     /// Our side failed: the append was rejected, or the log dir went offline.
     Local(String),
-    /// The partition is gone from this broker (the loop is about to stop).
+    /// The partition is gone from this broker (it is about to leave the fetcher).
     Gone,
 }
 
@@ -48,79 +56,163 @@ impl std::fmt::Display for Backoff {
     }
 }
 
-pub async fn run(
-    rm: Rc<ReplicaManager>,
+/// A partition in its leader's fetcher.
+struct Followed {
+    generation: u64,
+    leader_epoch: Epoch,
+    /// Held back until then, after a failure.
+    delayed_until: Option<SimTime>,
+    /// The error of the last failure, until a fetch succeeds: facts record changes.
+    failing: Option<String>,
+}
+
+/// The partitions one fetcher follows, a wake-up for when one is added, and the signal
+/// that stops it.
+#[derive(Default)]
+struct FetchSet {
+    partitions: RefCell<BTreeMap<TopicPartition, Followed>>,
+    added: Notify,
+    closed: Cell<bool>,
+    close: Notify,
+}
+
+impl FetchSet {
+    /// Run a network step unless, or until, the fetcher is closed: a closed fetcher drops
+    /// its connection, and with it the request in flight.
+    async fn unless_closed<T>(&self, step: impl Future<Output = T>) -> Option<T> {
+        if self.closed.get() {
+            return None;
+        }
+        tokio::select! {
+            biased;
+            _ = self.close.notified() => None,
+            out = step => Some(out),
+        }
+    }
+}
+
+/// This broker's fetchers, by the leader each fetches from (Kafka's
+/// `ReplicaFetcherManager`), kept by the task that applies metadata.
+#[derive(Default)]
+pub struct Fetchers {
+    by_leader: RefCell<BTreeMap<BrokerId, Rc<FetchSet>>>,
+}
+
+/// Follow `tp` from `leader` in this generation of the partition, in the leader's
+/// fetcher; the fetcher starts if there is none.
+pub fn follow(
+    rm: &Rc<ReplicaManager>,
+    fetchers: &Rc<Fetchers>,
     tp: TopicPartition,
     generation: u64,
     leader: BrokerId,
     leader_epoch: Epoch,
 ) {
+    let followed = Followed {
+        generation,
+        leader_epoch,
+        delayed_until: None,
+        failing: None,
+    };
+    let mut by_leader = fetchers.by_leader.borrow_mut();
+    if let Some(set) = by_leader.get(&leader) {
+        set.partitions.borrow_mut().insert(tp, followed);
+        set.added.notify_one();
+        return;
+    }
+    let set = Rc::new(FetchSet::default());
+    set.partitions.borrow_mut().insert(tp, followed);
+    by_leader.insert(leader, set.clone());
+    tokio::task::spawn_local(run(rm.clone(), fetchers.clone(), leader, set));
+}
+
+/// Kafka's `removeFetcherForPartitions` and `shutdownIdleFetcherThreads`, after a metadata
+/// image was applied: partitions whose generation is over leave their fetcher, and a
+/// fetcher left with none stops at once, even in the middle of a request (a leader that
+/// went away must not hold a fetcher that a new generation will need).
+pub fn shut_down_idle(rm: &ReplicaManager, fetchers: &Fetchers) {
+    fetchers.by_leader.borrow_mut().retain(|_, set| {
+        set.partitions
+            .borrow_mut()
+            .retain(|tp, followed| is_current(rm, tp, followed.generation));
+        let idle = set.partitions.borrow().is_empty();
+        if idle {
+            set.closed.set(true);
+            set.close.notify_waiters();
+        }
+        !idle
+    });
+}
+
+/// One partition of a fetch round: its generation, epoch and what it asks for.
+struct Ask {
+    generation: u64,
+    leader_epoch: Epoch,
+    partition: FetchPartition,
+}
+
+async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, set: Rc<FetchSet>) {
     let mut connection: Option<Connection> = None;
-    // The error of the last failed round, until a round succeeds: facts record changes.
-    let mut failing: Option<String> = None;
-    while is_current(&rm, &tp, generation) {
+    while keep_fetching(&rm, &fetchers, leader, &set) {
+        let now = clock::now();
+        let waiting: Vec<_> = current(&rm, &set)
+            .into_iter()
+            .filter(|(tp, _, _)| {
+                let partitions = set.partitions.borrow();
+                partitions.get(tp).is_some_and(|f| !is_delayed(f, now))
+            })
+            .map(|(tp, generation, _)| (tp, generation))
+            .collect();
+        if waiting.is_empty() {
+            let wait = idle_wait(&rm, &set);
+            let _ = tokio::time::timeout(wait, set.added.notified()).await;
+            continue;
+        }
         if connection.as_ref().is_none_or(Connection::is_broken) {
-            connection = match Connection::connect(
+            let connect = Connection::connect(
                 HostName::Broker(leader.0),
                 rm.config.replica_socket_timeout_ms,
-            )
-            .await
-            {
-                Ok(connection) => Some(connection),
-                Err(e) => {
-                    record_failure(&rm, &tp, generation, leader, &mut failing, Backoff::Net(e));
-                    None
+            );
+            connection = match set.unless_closed(connect).await {
+                None => return,
+                Some(Ok(connection)) => Some(connection),
+                Some(Err(e)) => {
+                    fail_all(&rm, leader, &set, &waiting, || Backoff::Net(e.clone()));
+                    continue;
                 }
             };
         }
-        let round = match connection.as_mut() {
-            None => Err(None),
-            Some(connection) => fetch_round(&rm, &tp, generation, leader_epoch, connection)
-                .await
-                .map_err(Some),
+        let Some(conn) = connection.as_mut() else {
+            continue;
         };
-        match round {
-            Ok(()) => {
-                if failing.take().is_some() {
-                    rm.facts.record(Fact::FetchResumed {
-                        tp: tp.clone(),
-                        broker: rm.id,
-                        leader,
-                    });
-                }
-            }
-            Err(failure) => {
-                if let Some(failure) = failure {
-                    record_failure(&rm, &tp, generation, leader, &mut failing, failure);
-                }
-                tokio::time::sleep(rm.config.replica_fetch_backoff_ms).await;
-            }
+        truncate_pending(&rm, leader, &set, conn).await;
+        let asks = ready(&rm, &set);
+        if !asks.is_empty() {
+            fetch_round(&rm, leader, &set, conn, asks).await;
         }
     }
 }
 
-/// Record a failed round as a fact when its error differs from the last one recorded.
-fn record_failure(
+/// Drop partitions whose generation is over; a fetcher left with none stops, as does
+/// every fetcher of a broker that stopped or whose log dir went offline.
+fn keep_fetching(
     rm: &ReplicaManager,
-    tp: &TopicPartition,
-    generation: u64,
+    fetchers: &Fetchers,
     leader: BrokerId,
-    failing: &mut Option<String>,
-    failure: Backoff,
-) {
-    if !is_current(rm, tp, generation) {
-        return;
+    set: &Rc<FetchSet>,
+) -> bool {
+    let running = !rm.offline.get() && !rm.stopped.get() && !set.closed.get();
+    set.partitions
+        .borrow_mut()
+        .retain(|tp, followed| running && is_current(rm, tp, followed.generation));
+    if !set.partitions.borrow().is_empty() {
+        return true;
     }
-    let error = failure.to_string();
-    if failing.as_deref() != Some(error.as_str()) {
-        rm.facts.record(Fact::FetchFailed {
-            tp: tp.clone(),
-            broker: rm.id,
-            leader,
-            error: error.clone(),
-        });
-        *failing = Some(error);
+    let mut by_leader = fetchers.by_leader.borrow_mut();
+    if by_leader.get(&leader).is_some_and(|s| Rc::ptr_eq(s, set)) {
+        by_leader.remove(&leader);
     }
+    false
 }
 
 fn is_current(rm: &ReplicaManager, tp: &TopicPartition, generation: u64) -> bool {
@@ -133,58 +225,218 @@ fn is_current(rm: &ReplicaManager, tp: &TopicPartition, generation: u64) -> bool
             .is_some_and(|p| p.generation() == generation)
 }
 
+/// The set's partitions of a current generation: tp, generation, leader epoch.
+fn current(rm: &ReplicaManager, set: &FetchSet) -> Vec<(TopicPartition, u64, Epoch)> {
+    set.partitions
+        .borrow()
+        .iter()
+        .filter(|(tp, f)| is_current(rm, tp, f.generation))
+        .map(|(tp, f)| (tp.clone(), f.generation, f.leader_epoch))
+        .collect()
+}
+
+fn is_delayed(followed: &Followed, now: SimTime) -> bool {
+    followed.delayed_until.is_some_and(|until| until > now)
+}
+
+/// How long an idle fetcher sleeps: until its first held-back partition may go again.
+fn idle_wait(rm: &ReplicaManager, set: &FetchSet) -> std::time::Duration {
+    let now = clock::now();
+    set.partitions
+        .borrow()
+        .values()
+        .filter_map(|f| f.delayed_until.filter(|&until| until > now))
+        .min()
+        .map_or(rm.config.replica_fetch_backoff_ms, |until| until - now)
+}
+
+/// Kafka's `maybeTruncate`: reconcile, one at a time, every partition that must before it
+/// fetches.
+async fn truncate_pending(
+    rm: &ReplicaManager,
+    leader: BrokerId,
+    set: &FetchSet,
+    connection: &mut Connection,
+) {
+    let now = clock::now();
+    let pending: Vec<_> = current(rm, set)
+        .into_iter()
+        .filter(|(tp, _, _)| {
+            let ready = set
+                .partitions
+                .borrow()
+                .get(tp)
+                .is_some_and(|f| !is_delayed(f, now));
+            ready
+                && rm
+                    .partitions
+                    .borrow()
+                    .get(tp)
+                    .is_some_and(Partition::truncation_pending)
+        })
+        .collect();
+    for (tp, generation, leader_epoch) in pending {
+        if connection.is_broken() {
+            return;
+        }
+        let result = reconcile(rm, set, &tp, generation, leader_epoch, connection).await;
+        settle(rm, leader, set, &tp, generation, result);
+    }
+}
+
+/// The partitions to fetch this round: current, reconciled, not held back.
+fn ready(rm: &ReplicaManager, set: &FetchSet) -> Vec<Ask> {
+    let now = clock::now();
+    let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
+    let followed = set.partitions.borrow();
+    let partitions = rm.partitions.borrow();
+    followed
+        .iter()
+        .filter(|(_, f)| !is_delayed(f, now))
+        .filter_map(|(tp, f)| {
+            let partition = partitions
+                .get(tp)
+                .filter(|p| p.generation() == f.generation && !p.truncation_pending())?;
+            Some(Ask {
+                generation: f.generation,
+                leader_epoch: f.leader_epoch,
+                partition: FetchPartition {
+                    tp: tp.clone(),
+                    fetch_offset: partition.log().log_end_offset(),
+                    current_leader_epoch: f.leader_epoch,
+                    last_fetched_epoch: if leader_epoch_rule {
+                        partition.log().epochs().latest_epoch()
+                    } else {
+                        None
+                    },
+                    max_bytes: rm.config.replica_fetch_max_bytes,
+                },
+            })
+        })
+        .collect()
+}
+
+/// One Fetch of every ready partition; each answer is applied in the request's order.
 async fn fetch_round(
     rm: &ReplicaManager,
-    tp: &TopicPartition,
-    generation: u64,
-    leader_epoch: Epoch,
+    leader: BrokerId,
+    set: &FetchSet,
+    connection: &mut Connection,
+    asks: Vec<Ask>,
+) {
+    let request = Request::Fetch(Fetch {
+        replica: Some(rm.id),
+        max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
+        min_bytes: rm.config.replica_fetch_min_bytes,
+        partitions: asks.iter().map(|a| a.partition.clone()).collect(),
+    });
+    let all = || -> Vec<_> {
+        asks.iter()
+            .map(|a| (a.partition.tp.clone(), a.generation))
+            .collect()
+    };
+    let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
+    let response = match set.unless_closed(call).await {
+        None => return,
+        Some(Ok(Response::Fetch(response))) if response.partitions.len() == asks.len() => response,
+        Some(Ok(_)) => return fail_all(rm, leader, set, &all(), || Backoff::Unexpected),
+        Some(Err(e)) => return fail_all(rm, leader, set, &all(), || Backoff::Net(e.clone())),
+    };
+    for (ask, answer) in asks.iter().zip(response.partitions) {
+        let tp = &ask.partition.tp;
+        if !is_current(rm, tp, ask.generation) {
+            continue;
+        }
+        let result = if answer.tp != *tp {
+            Err(Backoff::Unexpected)
+        } else {
+            apply_answer(rm, set, ask, answer, connection).await
+        };
+        settle(rm, leader, set, tp, ask.generation, result);
+    }
+}
+
+async fn apply_answer(
+    rm: &ReplicaManager,
+    set: &FetchSet,
+    ask: &Ask,
+    answer: FetchedPartition,
     connection: &mut Connection,
 ) -> Result<(), Backoff> {
-    let truncation_pending = rm
-        .partitions
-        .borrow()
-        .get(tp)
-        .is_some_and(Partition::truncation_pending);
-    if truncation_pending {
-        return reconcile(rm, tp, generation, leader_epoch, connection).await;
-    }
-    let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
-    let request = {
-        let partitions = rm.partitions.borrow();
-        let partition = partitions.get(tp).ok_or(Backoff::Gone)?;
-        Fetch {
-            replica: Some(rm.id),
-            tp: tp.clone(),
-            fetch_offset: partition.log().log_end_offset(),
-            current_leader_epoch: leader_epoch,
-            last_fetched_epoch: if leader_epoch_rule {
-                partition.log().epochs().latest_epoch()
-            } else {
-                None
-            },
-            max_bytes: rm.config.replica_fetch_max_bytes,
-            max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
-            min_bytes: rm.config.replica_fetch_min_bytes,
-        }
-    };
-    let timeout = rm.config.replica_socket_timeout_ms;
-    let response = match connection
-        .call(&Request::Fetch(request.clone()), timeout)
-        .await
-    {
-        Ok(Response::Fetch(response)) => response,
-        Ok(_) => return Err(Backoff::Unexpected),
-        Err(e) => return Err(Backoff::Net(e)),
-    };
-    if !is_current(rm, tp, generation) {
-        return Ok(());
-    }
-    match response.error {
-        None => apply_fetch(rm, tp, request.fetch_offset, response).await,
+    let tp = &ask.partition.tp;
+    match answer.error {
+        None => apply_fetch(rm, tp, ask.partition.fetch_offset, answer).await,
         Some(ErrorCode::OffsetOutOfRange) => {
-            out_of_range(rm, tp, generation, leader_epoch, &response, connection).await
+            out_of_range(
+                rm,
+                set,
+                tp,
+                ask.generation,
+                ask.leader_epoch,
+                &answer,
+                connection,
+            )
+            .await
         }
         Some(code) => Err(Backoff::Leader(code)),
+    }
+}
+
+/// Record how a partition's step went: a failure holds it back (and is a fact when its
+/// error changed); a success after failures is a fact too.
+fn settle(
+    rm: &ReplicaManager,
+    leader: BrokerId,
+    set: &FetchSet,
+    tp: &TopicPartition,
+    generation: u64,
+    result: Result<(), Backoff>,
+) {
+    if !is_current(rm, tp, generation) {
+        return;
+    }
+    let mut partitions = set.partitions.borrow_mut();
+    let Some(followed) = partitions
+        .get_mut(tp)
+        .filter(|f| f.generation == generation)
+    else {
+        return;
+    };
+    match result {
+        Ok(()) => {
+            if followed.failing.take().is_some() {
+                rm.facts.record(Fact::FetchResumed {
+                    tp: tp.clone(),
+                    broker: rm.id,
+                    leader,
+                });
+            }
+        }
+        Err(failure) => {
+            followed.delayed_until = Some(clock::now() + rm.config.replica_fetch_backoff_ms);
+            let error = failure.to_string();
+            if followed.failing.as_deref() != Some(error.as_str()) {
+                rm.facts.record(Fact::FetchFailed {
+                    tp: tp.clone(),
+                    broker: rm.id,
+                    leader,
+                    error: error.clone(),
+                });
+                followed.failing = Some(error);
+            }
+        }
+    }
+}
+
+fn fail_all(
+    rm: &ReplicaManager,
+    leader: BrokerId,
+    set: &FetchSet,
+    partitions: &[(TopicPartition, u64)],
+    failure: impl Fn() -> Backoff,
+) {
+    for (tp, generation) in partitions {
+        settle(rm, leader, set, tp, *generation, Err(failure()));
     }
 }
 
@@ -194,7 +446,7 @@ async fn apply_fetch(
     rm: &ReplicaManager,
     tp: &TopicPartition,
     fetch_offset: Offset,
-    response: FetchResponse,
+    response: FetchedPartition,
 ) -> Result<(), Backoff> {
     if let Some(diverging) = response.diverging_epoch {
         return truncate_step(rm, tp, diverging, "diverging-epoch").map(|_| ());
@@ -236,6 +488,7 @@ async fn apply_fetch(
 /// there, repeating while the epoch histories disagree (KIP-279).
 async fn reconcile(
     rm: &ReplicaManager,
+    set: &FetchSet,
     tp: &TopicPartition,
     generation: u64,
     leader_epoch: Epoch,
@@ -253,7 +506,7 @@ async fn reconcile(
             .reconcile_without_epoch(clock::now())
             .map_err(|e| storage_failed(rm, partition, &e));
     };
-    let answer = ask_epoch_end(rm, tp, leader_epoch, latest, connection).await?;
+    let answer = ask_epoch_end(rm, set, tp, leader_epoch, latest, connection).await?;
     if !is_current(rm, tp, generation) {
         return Ok(());
     }
@@ -262,6 +515,7 @@ async fn reconcile(
 
 async fn ask_epoch_end(
     rm: &ReplicaManager,
+    set: &FetchSet,
     tp: &TopicPartition,
     current_leader_epoch: Epoch,
     leader_epoch: Epoch,
@@ -273,16 +527,15 @@ async fn ask_epoch_end(
         current_leader_epoch,
         leader_epoch,
     });
-    match connection
-        .call(&request, rm.config.replica_socket_timeout_ms)
-        .await
-    {
-        Ok(Response::OffsetsForLeaderEpoch(response)) => match response.error {
+    let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
+    match set.unless_closed(call).await {
+        None => Err(Backoff::Gone),
+        Some(Ok(Response::OffsetsForLeaderEpoch(response))) => match response.error {
             None => Ok(response.end),
             Some(code) => Err(Backoff::Leader(code)),
         },
-        Ok(_) => Err(Backoff::Unexpected),
-        Err(e) => Err(Backoff::Net(e)),
+        Some(Ok(_)) => Err(Backoff::Unexpected),
+        Some(Err(e)) => Err(Backoff::Net(e)),
     }
 }
 
@@ -313,13 +566,14 @@ fn storage_failed(rm: &ReplicaManager, partition: &Partition, error: &StorageErr
 /// there (Kafka's `handleOutOfRangeOffset`).
 async fn out_of_range(
     rm: &ReplicaManager,
+    set: &FetchSet,
     tp: &TopicPartition,
     generation: u64,
     leader_epoch: Epoch,
-    response: &FetchResponse,
+    response: &FetchedPartition,
     connection: &mut Connection,
 ) -> Result<(), Backoff> {
-    let leader_leo = ask_epoch_end(rm, tp, leader_epoch, leader_epoch, connection)
+    let leader_leo = ask_epoch_end(rm, set, tp, leader_epoch, leader_epoch, connection)
         .await?
         .end_offset;
     let out_of_range = Backoff::Leader(ErrorCode::OffsetOutOfRange);

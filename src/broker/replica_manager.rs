@@ -16,8 +16,8 @@ use crate::history::facts::Facts;
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
 use crate::protocol::messages::{
-    ClusterMetadata, ErrorCode, Fetch, FetchResponse, OffsetSpec, OffsetsForLeaderEpoch,
-    OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
+    ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse, FetchedPartition, OffsetSpec,
+    OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
 };
 use crate::storage::log::{AppendOutcome, Log, StorageError};
 use crate::types::{
@@ -25,9 +25,12 @@ use crate::types::{
 };
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::ops::Deref;
 use std::rc::Rc;
+use std::task::Poll;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 pub struct ReplicaManager {
     pub id: BrokerId,
@@ -70,10 +73,11 @@ enum AfterShutdown {
     Answer,
 }
 
-/// What a fetch found: an answer now, or nothing yet (wait for more).
+/// What a fetch found in one partition: an error or a divergence, which the fetcher
+/// must hear of now, or the records there are (maybe none yet).
 enum FetchRead {
-    Answer(FetchResponse),
-    Nothing(FetchResponse),
+    Now(FetchedPartition),
+    Data(FetchedPartition),
 }
 
 impl ReplicaManager {
@@ -424,47 +428,79 @@ impl ReplicaManager {
         }
     }
 
-    /// A Fetch, from a follower or a consumer; long-polls up to `max_wait_ms` for data.
+    /// A Fetch, from a follower or a consumer, of any number of partitions; long-polls up
+    /// to `max_wait_ms` until it can answer (Kafka's `DelayedFetch`).
     pub async fn fetch(self: &Rc<Self>, request: Fetch) -> FetchResponse {
         let deadline = clock::now() + Duration::from_millis(request.max_wait_ms);
-        let notify = self
-            .partitions
-            .borrow()
-            .get(&request.tp)
-            .map(Partition::notify);
+        let notifies: Vec<Rc<Notify>> = {
+            let partitions = self.partitions.borrow();
+            request
+                .partitions
+                .iter()
+                .filter_map(|p| partitions.get(&p.tp).map(Partition::notify))
+                .collect()
+        };
         let mut first = true;
         loop {
-            let notified = notify.as_ref().map(|n| n.notified());
-            let read = self.read_for_fetch(&request, first);
+            // Registered before the read, so that nothing appended after it is missed.
+            let mut waits: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
+            let (response, complete) = self.read_for_fetch(&request, first);
             first = false;
-            let response = match read {
-                FetchRead::Answer(response) => return response,
-                FetchRead::Nothing(response) => response,
-            };
             let now = clock::now();
-            let (Some(notified), true) = (notified, now < deadline) else {
+            if complete || waits.is_empty() || now >= deadline {
                 return response;
-            };
-            let _ = tokio::time::timeout(deadline - now, notified).await;
+            }
+            let any = std::future::poll_fn(|cx| {
+                if waits.iter_mut().any(|w| w.as_mut().poll(cx).is_ready()) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            });
+            let _ = tokio::time::timeout(deadline - now, any).await;
         }
     }
 
-    fn read_for_fetch(self: &Rc<Self>, request: &Fetch, first: bool) -> FetchRead {
-        let error = |error: ErrorCode| {
-            FetchRead::Answer(FetchResponse {
-                error: Some(error),
-                high_watermark: Offset::NONE,
-                log_start_offset: Offset::NONE,
-                records: Vec::new(),
-                diverging_epoch: None,
+    /// Read every partition of the fetch. It may be answered now when a partition has an
+    /// error or a divergence to report, or when there are `min_bytes` of records in all.
+    fn read_for_fetch(self: &Rc<Self>, request: &Fetch, first: bool) -> (FetchResponse, bool) {
+        let mut urgent = false;
+        let mut bytes = 0;
+        let partitions = request
+            .partitions
+            .iter()
+            .map(|p| match self.read_partition(request.replica, p, first) {
+                FetchRead::Now(answer) => {
+                    urgent = true;
+                    answer
+                }
+                FetchRead::Data(answer) => {
+                    bytes += answer.records.len() as u64;
+                    answer
+                }
             })
-        };
+            .collect();
+        (
+            FetchResponse { partitions },
+            urgent || bytes >= request.min_bytes,
+        )
+    }
+
+    /// One partition of a fetch. `first` is the fetch's first read, the one that records
+    /// a follower's fetch offset; a fetch woken later only reads again.
+    fn read_partition(
+        self: &Rc<Self>,
+        replica: Option<BrokerId>,
+        request: &FetchPartition,
+        first: bool,
+    ) -> FetchRead {
+        let tp = &request.tp;
+        let error = |error: ErrorCode| FetchRead::Now(FetchedPartition::error(tp.clone(), error));
         let mut partitions = self.partitions.borrow_mut();
-        let partition =
-            match self.leader_gate(partitions.get_mut(&request.tp), AfterShutdown::Refuse) {
-                Ok(partition) => partition,
-                Err(e) => return error(e),
-            };
+        let partition = match self.leader_gate(partitions.get_mut(tp), AfterShutdown::Refuse) {
+            Ok(partition) => partition,
+            Err(e) => return error(e),
+        };
         if let Some(e) = check_epoch(request.current_leader_epoch, partition.leader_epoch()) {
             return error(e);
         }
@@ -473,7 +509,8 @@ impl ReplicaManager {
         // response with data carries the HW from before this fetch: a follower learns the
         // HW one round late. A fetch answered after waiting reads the HW afresh.
         let hw_at_read = partition.hw();
-        let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchResponse {
+        let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchedPartition {
+            tp: tp.clone(),
             error: None,
             high_watermark: hw,
             log_start_offset,
@@ -481,7 +518,7 @@ impl ReplicaManager {
             diverging_epoch: None,
         };
         let log_start = partition.log().log_start_offset();
-        if let (Some(_), Some(last_fetched_epoch)) = (request.replica, request.last_fetched_epoch) {
+        if let (Some(_), Some(last_fetched_epoch)) = (replica, request.last_fetched_epoch) {
             let ours = partition
                 .log()
                 .epochs()
@@ -489,7 +526,7 @@ impl ReplicaManager {
             if let Some(diverging) =
                 truncation::diverging_epoch(ours, last_fetched_epoch, request.fetch_offset)
             {
-                return FetchRead::Answer(FetchResponse {
+                return FetchRead::Now(FetchedPartition {
                     diverging_epoch: Some(diverging),
                     ..answer(hw_at_read, log_start, Vec::new())
                 });
@@ -498,18 +535,14 @@ impl ReplicaManager {
         if request.fetch_offset < log_start || request.fetch_offset > leo {
             return error(ErrorCode::OffsetOutOfRange);
         }
-        let upper_bound = match request.replica {
+        let upper_bound = match replica {
             Some(replica) => {
                 if first {
                     if let Some(isr) =
                         partition.on_follower_fetch(replica, request.fetch_offset, clock::now())
                     {
-                        let (tp, epoch, pe) = (
-                            request.tp.clone(),
-                            partition.leader_epoch(),
-                            partition.partition_epoch(),
-                        );
-                        self.propose_isr(&tp, epoch, pe, isr);
+                        let (epoch, pe) = (partition.leader_epoch(), partition.partition_epoch());
+                        self.propose_isr(tp, epoch, pe, isr);
                     }
                 }
                 leo
@@ -518,19 +551,19 @@ impl ReplicaManager {
             None => partition.hw(),
         };
         if request.fetch_offset >= upper_bound {
-            return FetchRead::Nothing(answer(partition.hw(), log_start, Vec::new()));
+            return FetchRead::Data(answer(partition.hw(), log_start, Vec::new()));
         }
         match partition
             .log()
             .read(request.fetch_offset, request.max_bytes, upper_bound)
         {
             Ok(records) if records.is_empty() => {
-                FetchRead::Nothing(answer(partition.hw(), log_start, records))
+                FetchRead::Data(answer(partition.hw(), log_start, records))
             }
-            Ok(records) => FetchRead::Answer(answer(hw_at_read, log_start, records)),
+            Ok(records) => FetchRead::Data(answer(hw_at_read, log_start, records)),
             Err(e) => {
                 drop(partitions);
-                error(self.storage_error(&request.tp, e))
+                error(self.storage_error(tp, e))
             }
         }
     }
@@ -674,24 +707,23 @@ mod tests {
         image
     }
 
-    fn follower_fetch(offset: i64) -> Fetch {
-        Fetch {
-            replica: Some(BrokerId(2)),
+    fn follower_fetch(offset: i64) -> FetchPartition {
+        FetchPartition {
             tp: tp(),
             fetch_offset: Offset(offset),
             current_leader_epoch: Epoch(0),
             last_fetched_epoch: Some(Epoch(0)),
             max_bytes: 1 << 20,
-            max_wait_ms: 500,
-            min_bytes: 1,
         }
     }
+
+    const FOLLOWER: Option<BrokerId> = Some(BrokerId(2));
 
     /// The lag KIP-101 is about: the fetch that moves the leader's HW does not carry it.
     #[test]
     fn follower_learns_the_hw_one_round_late() {
         let rm = leader();
-        let FetchRead::Answer(first) = rm.read_for_fetch(&follower_fetch(1), true) else {
+        let FetchRead::Data(first) = rm.read_partition(FOLLOWER, &follower_fetch(1), true) else {
             panic!("records at offset 1")
         };
         assert_eq!(
@@ -704,7 +736,7 @@ mod tests {
             Offset(1),
             "the leader's HW moved"
         );
-        let FetchRead::Nothing(second) = rm.read_for_fetch(&follower_fetch(2), true) else {
+        let FetchRead::Data(second) = rm.read_partition(FOLLOWER, &follower_fetch(2), true) else {
             panic!("nothing beyond the LEO")
         };
         assert_eq!(second.high_watermark, Offset(2));
@@ -715,12 +747,12 @@ mod tests {
         let rm = leader();
         let mut fetch = follower_fetch(0);
         fetch.current_leader_epoch = Epoch(1);
-        let FetchRead::Answer(newer) = rm.read_for_fetch(&fetch, true) else {
+        let FetchRead::Now(newer) = rm.read_partition(FOLLOWER, &fetch, true) else {
             panic!()
         };
         assert_eq!(newer.error, Some(ErrorCode::UnknownLeaderEpoch));
         rm.apply_metadata(image(2, Epoch(2)));
-        let FetchRead::Answer(older) = rm.read_for_fetch(&fetch, true) else {
+        let FetchRead::Now(older) = rm.read_partition(FOLLOWER, &fetch, true) else {
             panic!()
         };
         assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
@@ -754,7 +786,7 @@ mod tests {
         rm.storage_failed("orders/0", &"EIO");
         drop(held);
         assert!(rm.offline.get());
-        let FetchRead::Answer(read) = rm.read_for_fetch(&follower_fetch(0), true) else {
+        let FetchRead::Now(read) = rm.read_partition(FOLLOWER, &follower_fetch(0), true) else {
             panic!()
         };
         assert_eq!(read.error, Some(ErrorCode::KafkaStorageError));
@@ -763,17 +795,16 @@ mod tests {
     #[test]
     fn consumers_read_only_below_the_hw() {
         let rm = leader();
-        let consumer = Fetch {
-            replica: None,
+        let consumer = FetchPartition {
             last_fetched_epoch: None,
             ..follower_fetch(0)
         };
-        assert!(matches!(
-            rm.read_for_fetch(&consumer, true),
-            FetchRead::Nothing(_)
-        ));
-        rm.read_for_fetch(&follower_fetch(1), true);
-        let FetchRead::Answer(read) = rm.read_for_fetch(&consumer, true) else {
+        let FetchRead::Data(nothing) = rm.read_partition(None, &consumer, true) else {
+            panic!("no error")
+        };
+        assert!(nothing.records.is_empty(), "the HW is 0");
+        rm.read_partition(FOLLOWER, &follower_fetch(1), true);
+        let FetchRead::Data(read) = rm.read_partition(None, &consumer, true) else {
             panic!("offset 0 is below the HW now")
         };
         let offsets: Vec<i64> = crate::record::batches(&read.records)
@@ -781,5 +812,37 @@ mod tests {
             .map(|(_, header, _)| header.base_offset.0)
             .collect();
         assert_eq!(offsets, vec![0]);
+    }
+
+    fn fetch(min_bytes: u64, partitions: Vec<FetchPartition>) -> Fetch {
+        Fetch {
+            replica: FOLLOWER,
+            max_wait_ms: 500,
+            min_bytes,
+            partitions,
+        }
+    }
+
+    /// Kafka's `DelayedFetch`: the records of all partitions count towards `min_bytes`,
+    /// and an error in any partition answers the whole fetch at once.
+    #[test]
+    fn a_fetch_is_answered_at_min_bytes_or_on_any_error() {
+        let rm = leader();
+        let (response, complete) = rm.read_for_fetch(&fetch(1, vec![follower_fetch(0)]), true);
+        let bytes = response.partitions[0].records.len() as u64;
+        assert!(complete && bytes > 0, "one byte is enough");
+        let (_, complete) = rm.read_for_fetch(&fetch(bytes + 1, vec![follower_fetch(0)]), true);
+        assert!(!complete, "fewer than min_bytes: wait for more");
+        let (_, complete) = rm.read_for_fetch(&fetch(0, vec![follower_fetch(2)]), true);
+        assert!(complete, "min_bytes 0 never waits");
+        let unknown = FetchPartition {
+            tp: TopicPartition::new("orders", 9),
+            ..follower_fetch(0)
+        };
+        let (response, complete) =
+            rm.read_for_fetch(&fetch(1 << 20, vec![follower_fetch(2), unknown]), true);
+        assert!(complete, "an error is news");
+        let errors: Vec<_> = response.partitions.iter().map(|p| p.error).collect();
+        assert_eq!(errors, vec![None, Some(ErrorCode::UnknownTopicOrPartition)]);
     }
 }

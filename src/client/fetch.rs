@@ -8,7 +8,7 @@
 
 use crate::client::outcome::invalidates_metadata;
 use crate::history::final_state::ReadRecord;
-use crate::protocol::messages::{ErrorCode, FetchResponse};
+use crate::protocol::messages::{ErrorCode, FetchedPartition};
 use crate::record::{batches, record_views};
 use crate::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
@@ -92,7 +92,7 @@ impl FetchPosition {
         None
     }
 
-    pub fn apply(&mut self, response: &FetchResponse) -> FetchOutcome {
+    pub fn apply(&mut self, response: &FetchedPartition) -> FetchOutcome {
         match response.error {
             None => {}
             Some(ErrorCode::OffsetOutOfRange) => {
@@ -153,8 +153,9 @@ mod tests {
         bytes
     }
 
-    fn response(records: Vec<u8>) -> FetchResponse {
-        FetchResponse {
+    fn response(records: Vec<u8>) -> FetchedPartition {
+        FetchedPartition {
+            tp: crate::types::TopicPartition::new("t", 0),
             error: None,
             high_watermark: Offset(100),
             log_start_offset: Offset(0),

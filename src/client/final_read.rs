@@ -7,7 +7,7 @@ use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::CONNECTION_SETUP_TIMEOUT;
 use crate::history::final_state::ReadRecord;
 use crate::protocol::frame::Connection;
-use crate::protocol::messages::{Fetch, OffsetSpec, Request, Response};
+use crate::protocol::messages::{Fetch, FetchPartition, OffsetSpec, Request, Response};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
 use std::time::Duration;
@@ -135,13 +135,15 @@ async fn read_from_leader(
     while position.offset < high_watermark {
         let request = Request::Fetch(Fetch {
             replica: None,
-            tp: tp.clone(),
-            fetch_offset: position.offset,
-            current_leader_epoch: epoch,
-            last_fetched_epoch: None,
-            max_bytes: FETCH_MAX_BYTES,
             max_wait_ms: 0,
             min_bytes: 0,
+            partitions: vec![FetchPartition {
+                tp: tp.clone(),
+                fetch_offset: position.offset,
+                current_leader_epoch: epoch,
+                last_fetched_epoch: None,
+                max_bytes: FETCH_MAX_BYTES,
+            }],
         });
         let partial = |records: Vec<ReadRecord>| {
             Some(PartitionRead {
@@ -156,8 +158,11 @@ async fn read_from_leader(
         let Ok(Response::Fetch(response)) = connection.call(&request, remaining()).await else {
             return Attempt::Failed(partial(records));
         };
+        let Some(response) = response.partitions.first().filter(|p| p.tp == *tp) else {
+            return Attempt::Failed(partial(records));
+        };
         let before = position.offset;
-        match position.apply(&response) {
+        match position.apply(response) {
             FetchOutcome::Records(fetched) => {
                 records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark))
             }

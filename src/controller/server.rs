@@ -16,8 +16,8 @@ use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::protocol::frame::serve;
 use crate::protocol::messages::{
-    ClusterMetadata, ErrorCode, FetchResponse, OffsetsForLeaderEpochResponse, ProduceResponse,
-    Request, Response, HEARTBEAT_LONG_POLL,
+    ClusterMetadata, ErrorCode, FetchResponse, FetchedPartition, OffsetsForLeaderEpochResponse,
+    ProduceResponse, Request, Response, HEARTBEAT_LONG_POLL,
 };
 use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
@@ -322,12 +322,12 @@ fn not_served_here(request: Request) -> Response {
             base_offset: Offset::NONE,
             log_start_offset: Offset::NONE,
         }),
-        Request::Fetch(_) => Response::Fetch(FetchResponse {
-            error,
-            high_watermark: Offset::NONE,
-            log_start_offset: Offset::NONE,
-            records: Vec::new(),
-            diverging_epoch: None,
+        Request::Fetch(fetch) => Response::Fetch(FetchResponse {
+            partitions: fetch
+                .partitions
+                .into_iter()
+                .map(|p| FetchedPartition::error(p.tp, ErrorCode::NotLeaderOrFollower))
+                .collect(),
         }),
         Request::OffsetsForLeaderEpoch(_) => {
             Response::OffsetsForLeaderEpoch(OffsetsForLeaderEpochResponse {

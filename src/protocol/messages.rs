@@ -216,19 +216,37 @@ pub struct ProduceResponse {
 pub struct Fetch {
     /// Set for follower fetches; `None` for consumers.
     pub replica: Option<BrokerId>,
+    /// How long the leader may hold the fetch while it has less than `min_bytes`.
+    pub max_wait_ms: u64,
+    pub min_bytes: u64,
+    /// Every partition the fetcher reads from this leader, in one request (Kafka's
+    /// FetchRequest topics): the leader answers all of them together.
+    pub partitions: Vec<FetchPartition>,
+}
+
+/// One partition of a Fetch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FetchPartition {
     pub tp: TopicPartition,
     pub fetch_offset: Offset,
     /// KIP-320 fencing: the leader epoch the fetcher believes is current.
     pub current_leader_epoch: Epoch,
     /// The epoch of the last batch the fetcher has (KIP-595-style divergence check).
     pub last_fetched_epoch: Option<Epoch>,
+    /// `replica.fetch.max.bytes` or `max.partition.fetch.bytes`.
     pub max_bytes: u64,
-    pub max_wait_ms: u64,
-    pub min_bytes: u64,
 }
 
+/// The answer to a Fetch: one entry per requested partition, in the request's order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FetchResponse {
+    pub partitions: Vec<FetchedPartition>,
+}
+
+/// What the leader has for one partition of a Fetch (Kafka's `PartitionData`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FetchedPartition {
+    pub tp: TopicPartition,
     pub error: Option<ErrorCode>,
     pub high_watermark: Offset,
     pub log_start_offset: Offset,
@@ -237,6 +255,20 @@ pub struct FetchResponse {
     pub records: Vec<u8>,
     /// Set when the fetcher's log diverges: truncate to the end of this epoch, then fetch.
     pub diverging_epoch: Option<EpochEndOffset>,
+}
+
+impl FetchedPartition {
+    /// An answer that carries only an error.
+    pub fn error(tp: TopicPartition, error: ErrorCode) -> FetchedPartition {
+        FetchedPartition {
+            tp,
+            error: Some(error),
+            high_watermark: Offset::NONE,
+            log_start_offset: Offset::NONE,
+            records: Vec::new(),
+            diverging_epoch: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

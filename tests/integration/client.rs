@@ -9,8 +9,8 @@ use hightide::history::{History, MessageId, Op};
 use hightide::os::clock::SimTime;
 use hightide::protocol::frame::serve;
 use hightide::protocol::messages::{
-    ClusterMetadata, ErrorCode, FetchResponse, OffsetSpec, OffsetsForLeaderEpochResponse,
-    PartitionState, ProduceResponse, Request, Response,
+    ClusterMetadata, ErrorCode, FetchResponse, FetchedPartition, OffsetSpec,
+    OffsetsForLeaderEpochResponse, PartitionState, ProduceResponse, Request, Response,
 };
 use hightide::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
@@ -273,23 +273,31 @@ fn log_broker(
                     OffsetSpec::Latest => high_watermark,
                 },
             },
-            Request::Fetch(fetch) => {
-                let records = log
-                    .iter()
-                    .find(|(base, bytes)| {
-                        let next = base + i64::from(validate(bytes).map_or(0, |h| h.records_count));
-                        fetch.fetch_offset.0 < next && Offset(*base) < high_watermark
+            Request::Fetch(fetch) => Response::Fetch(FetchResponse {
+                partitions: fetch
+                    .partitions
+                    .into_iter()
+                    .map(|asked| {
+                        let records = log
+                            .iter()
+                            .find(|(base, bytes)| {
+                                let count = validate(bytes).map_or(0, |h| h.records_count);
+                                let next = base + i64::from(count);
+                                asked.fetch_offset.0 < next && Offset(*base) < high_watermark
+                            })
+                            .map(|(_, bytes)| bytes.clone())
+                            .unwrap_or_default();
+                        FetchedPartition {
+                            tp: asked.tp,
+                            error: None,
+                            high_watermark,
+                            log_start_offset: Offset(0),
+                            records,
+                            diverging_epoch: None,
+                        }
                     })
-                    .map(|(_, bytes)| bytes.clone())
-                    .unwrap_or_default();
-                Response::Fetch(FetchResponse {
-                    error: None,
-                    high_watermark,
-                    log_start_offset: Offset(0),
-                    records,
-                    diverging_epoch: None,
-                })
-            }
+                    .collect(),
+            }),
             other => panic!("unexpected request {other:?}"),
         };
         std::future::ready(response)
@@ -529,24 +537,28 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
                             },
                         })
                     }
-                    Request::Fetch(fetch) => {
+                    Request::Fetch(mut fetch) => {
                         fetches.set(fetches.get() + 1);
-                        let fenced = fetch.current_leader_epoch != Epoch(epoch);
+                        let asked = fetch.partitions.remove(0);
+                        let fenced = asked.current_leader_epoch != Epoch(epoch);
                         let records = log
                             .iter()
                             .find(|b| {
                                 let h = validate(b).expect("valid");
-                                fetch.fetch_offset < h.next_offset()
+                                asked.fetch_offset < h.next_offset()
                             })
                             .filter(|_| !fenced)
                             .cloned()
                             .unwrap_or_default();
                         Response::Fetch(FetchResponse {
-                            error: fenced.then_some(ErrorCode::FencedLeaderEpoch),
-                            high_watermark: Offset(4),
-                            log_start_offset: Offset(0),
-                            records,
-                            diverging_epoch: None,
+                            partitions: vec![FetchedPartition {
+                                tp: asked.tp,
+                                error: fenced.then_some(ErrorCode::FencedLeaderEpoch),
+                                high_watermark: Offset(4),
+                                log_start_offset: Offset(0),
+                                records,
+                                diverging_epoch: None,
+                            }],
                         })
                     }
                     other => panic!("unexpected request {other:?}"),
