@@ -144,26 +144,18 @@ pub fn shut_down_idle(rm: &ReplicaManager, fetchers: &Fetchers) {
     });
 }
 
-/// One partition of a fetch round: its generation, epoch and what it asks for.
-struct Ask {
-    generation: u64,
-    leader_epoch: Epoch,
-    partition: FetchPartition,
+/// What one fetch round asks for, and the generation and epoch of each partition asked.
+#[derive(Default)]
+struct Round {
+    partitions: Vec<FetchPartition>,
+    asked: Vec<(u64, Epoch)>,
 }
 
 async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, set: Rc<FetchSet>) {
     let mut connection: Option<Connection> = None;
     while keep_fetching(&rm, &fetchers, leader, &set) {
-        let now = clock::now();
-        let waiting: Vec<_> = current(&rm, &set)
-            .into_iter()
-            .filter(|(tp, _, _)| {
-                let partitions = set.partitions.borrow();
-                partitions.get(tp).is_some_and(|f| !is_delayed(f, now))
-            })
-            .map(|(tp, generation, _)| (tp, generation))
-            .collect();
-        if waiting.is_empty() {
+        let (mut round, truncating) = plan(&rm, &set);
+        if round.partitions.is_empty() && truncating.is_empty() {
             let wait = idle_wait(&rm, &set);
             let _ = tokio::time::timeout(wait, set.added.notified()).await;
             continue;
@@ -177,7 +169,12 @@ async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, s
                 None => return,
                 Some(Ok(connection)) => Some(connection),
                 Some(Err(e)) => {
-                    fail_all(&rm, leader, &set, &waiting, || Backoff::Net(e.clone()));
+                    let all = round.partitions.iter().zip(&round.asked);
+                    let all: Vec<_> = all
+                        .map(|(p, (g, _))| (p.tp.clone(), *g))
+                        .chain(truncating.iter().map(|(tp, g, _)| (tp.clone(), *g)))
+                        .collect();
+                    fail_all(&rm, leader, &set, &all, || Backoff::Net(e.clone()));
                     continue;
                 }
             };
@@ -185,26 +182,31 @@ async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, s
         let Some(conn) = connection.as_mut() else {
             continue;
         };
-        truncate_pending(&rm, leader, &set, conn).await;
-        let asks = ready(&rm, &set);
-        if !asks.is_empty() {
-            fetch_round(&rm, leader, &set, conn, asks).await;
+        if !truncating.is_empty() {
+            truncate(&rm, leader, &set, conn, truncating).await;
+            // Those reconciled fetch in this round already.
+            round = plan(&rm, &set).0;
+        }
+        if !round.partitions.is_empty() {
+            fetch_round(&rm, leader, &set, conn, round).await;
         }
     }
 }
 
-/// Drop partitions whose generation is over; a fetcher left with none stops, as does
-/// every fetcher of a broker that stopped or whose log dir went offline.
+/// A fetcher left with no partitions stops, as does every fetcher of a broker that
+/// stopped or whose log dir went offline.
 fn keep_fetching(
     rm: &ReplicaManager,
     fetchers: &Fetchers,
     leader: BrokerId,
     set: &Rc<FetchSet>,
 ) -> bool {
+    // Partitions whose generation ended left at `shut_down_idle`, right after the metadata
+    // that ended it: only the broker's own state is left to check.
     let running = !rm.offline.get() && !rm.stopped.get() && !set.closed.get();
-    set.partitions
-        .borrow_mut()
-        .retain(|tp, followed| running && is_current(rm, tp, followed.generation));
+    if !running {
+        set.partitions.borrow_mut().clear();
+    }
     if !set.partitions.borrow().is_empty() {
         return true;
     }
@@ -225,16 +227,6 @@ fn is_current(rm: &ReplicaManager, tp: &TopicPartition, generation: u64) -> bool
             .is_some_and(|p| p.generation() == generation)
 }
 
-/// The set's partitions of a current generation: tp, generation, leader epoch.
-fn current(rm: &ReplicaManager, set: &FetchSet) -> Vec<(TopicPartition, u64, Epoch)> {
-    set.partitions
-        .borrow()
-        .iter()
-        .filter(|(tp, f)| is_current(rm, tp, f.generation))
-        .map(|(tp, f)| (tp.clone(), f.generation, f.leader_epoch))
-        .collect()
-}
-
 fn is_delayed(followed: &Followed, now: SimTime) -> bool {
     followed.delayed_until.is_some_and(|until| until > now)
 }
@@ -250,70 +242,61 @@ fn idle_wait(rm: &ReplicaManager, set: &FetchSet) -> std::time::Duration {
         .map_or(rm.config.replica_fetch_backoff_ms, |until| until - now)
 }
 
-/// Kafka's `maybeTruncate`: reconcile, one at a time, every partition that must before it
-/// fetches.
-async fn truncate_pending(
-    rm: &ReplicaManager,
-    leader: BrokerId,
-    set: &FetchSet,
-    connection: &mut Connection,
-) {
-    let now = clock::now();
-    let pending: Vec<_> = current(rm, set)
-        .into_iter()
-        .filter(|(tp, _, _)| {
-            let ready = set
-                .partitions
-                .borrow()
-                .get(tp)
-                .is_some_and(|f| !is_delayed(f, now));
-            ready
-                && rm
-                    .partitions
-                    .borrow()
-                    .get(tp)
-                    .is_some_and(Partition::truncation_pending)
-        })
-        .collect();
-    for (tp, generation, leader_epoch) in pending {
-        if connection.is_broken() {
-            return;
-        }
-        let result = reconcile(rm, set, &tp, generation, leader_epoch, connection).await;
-        settle(rm, leader, set, &tp, generation, result);
-    }
-}
-
-/// The partitions to fetch this round: current, reconciled, not held back.
-fn ready(rm: &ReplicaManager, set: &FetchSet) -> Vec<Ask> {
+/// This round's work, over the partitions not held back (all current, as the round
+/// starts right after `keep_fetching`): what to fetch, and what must first reconcile its
+/// log with the leader's (Kafka's `maybeTruncate` before `maybeFetch`).
+fn plan(rm: &ReplicaManager, set: &FetchSet) -> (Round, Vec<(TopicPartition, u64, Epoch)>) {
     let now = clock::now();
     let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
     let followed = set.partitions.borrow();
     let partitions = rm.partitions.borrow();
-    followed
-        .iter()
-        .filter(|(_, f)| !is_delayed(f, now))
-        .filter_map(|(tp, f)| {
-            let partition = partitions
-                .get(tp)
-                .filter(|p| p.generation() == f.generation && !p.truncation_pending())?;
-            Some(Ask {
-                generation: f.generation,
-                leader_epoch: f.leader_epoch,
-                partition: FetchPartition {
-                    tp: tp.clone(),
-                    fetch_offset: partition.log().log_end_offset(),
-                    current_leader_epoch: f.leader_epoch,
-                    last_fetched_epoch: if leader_epoch_rule {
-                        partition.log().epochs().latest_epoch()
-                    } else {
-                        None
-                    },
-                    max_bytes: rm.config.replica_fetch_max_bytes,
-                },
-            })
-        })
-        .collect()
+    let mut round = Round {
+        partitions: Vec::with_capacity(followed.len()),
+        asked: Vec::with_capacity(followed.len()),
+    };
+    let mut truncating = Vec::new();
+    for (tp, f) in followed.iter().filter(|(_, f)| !is_delayed(f, now)) {
+        let Some(partition) = partitions
+            .get(tp)
+            .filter(|p| p.generation() == f.generation)
+        else {
+            continue;
+        };
+        if partition.truncation_pending() {
+            truncating.push((tp.clone(), f.generation, f.leader_epoch));
+            continue;
+        }
+        round.partitions.push(FetchPartition {
+            tp: tp.clone(),
+            fetch_offset: partition.log().log_end_offset(),
+            current_leader_epoch: f.leader_epoch,
+            last_fetched_epoch: if leader_epoch_rule {
+                partition.log().epochs().latest_epoch()
+            } else {
+                None
+            },
+            max_bytes: rm.config.replica_fetch_max_bytes,
+        });
+        round.asked.push((f.generation, f.leader_epoch));
+    }
+    (round, truncating)
+}
+
+/// Reconcile, one at a time, the partitions that must before they fetch.
+async fn truncate(
+    rm: &ReplicaManager,
+    leader: BrokerId,
+    set: &FetchSet,
+    connection: &mut Connection,
+    truncating: Vec<(TopicPartition, u64, Epoch)>,
+) {
+    for (tp, generation, leader_epoch) in truncating {
+        if connection.is_broken() || !is_current(rm, &tp, generation) {
+            continue;
+        }
+        let result = reconcile(rm, set, &tp, generation, leader_epoch, connection).await;
+        settle(rm, leader, set, &tp, generation, result);
+    }
 }
 
 /// One Fetch of every ready partition; each answer is applied in the request's order.
@@ -322,50 +305,76 @@ async fn fetch_round(
     leader: BrokerId,
     set: &FetchSet,
     connection: &mut Connection,
-    asks: Vec<Ask>,
+    round: Round,
 ) {
+    let Round { partitions, asked } = round;
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
         max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
         min_bytes: rm.config.replica_fetch_min_bytes,
-        partitions: asks.iter().map(|a| a.partition.clone()).collect(),
+        partitions,
     });
-    let all = || -> Vec<_> {
-        asks.iter()
-            .map(|a| (a.partition.tp.clone(), a.generation))
-            .collect()
-    };
     let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
-    let response = match set.unless_closed(call).await {
+    let answer = set.unless_closed(call).await;
+    let Request::Fetch(Fetch { partitions, .. }) = request else {
+        unreachable!("built as a Fetch above")
+    };
+    let all = || -> Vec<_> {
+        let all = partitions.iter().zip(&asked);
+        all.map(|(p, (g, _))| (p.tp.clone(), *g)).collect()
+    };
+    let response = match answer {
         None => return,
-        Some(Ok(Response::Fetch(response))) if response.partitions.len() == asks.len() => response,
+        Some(Ok(Response::Fetch(response))) if response.partitions.len() == partitions.len() => {
+            response
+        }
         Some(Ok(_)) => return fail_all(rm, leader, set, &all(), || Backoff::Unexpected),
         Some(Err(e)) => return fail_all(rm, leader, set, &all(), || Backoff::Net(e.clone())),
     };
-    for (ask, answer) in asks.iter().zip(response.partitions) {
-        let tp = &ask.partition.tp;
-        if !is_current(rm, tp, ask.generation) {
-            continue;
-        }
+    let asks = partitions.iter().zip(asked);
+    for ((asked, (generation, leader_epoch)), answer) in asks.zip(response.partitions) {
+        let tp = &asked.tp;
         let result = if answer.tp != *tp {
             Err(Backoff::Unexpected)
         } else {
-            apply_answer(rm, set, ask, answer, connection).await
+            let ask = Ask {
+                tp,
+                generation,
+                leader_epoch,
+                fetch_offset: asked.fetch_offset,
+            };
+            apply_answer(rm, set, &ask, answer, connection).await
         };
-        settle(rm, leader, set, tp, ask.generation, result);
+        settle(rm, leader, set, tp, generation, result);
     }
 }
 
+/// One partition's place in a fetch that was answered.
+struct Ask<'a> {
+    tp: &'a TopicPartition,
+    generation: u64,
+    leader_epoch: Epoch,
+    fetch_offset: Offset,
+}
+
+/// Apply the leader's answer for one partition, if the partition is still in the
+/// generation it was asked for.
 async fn apply_answer(
     rm: &ReplicaManager,
     set: &FetchSet,
-    ask: &Ask,
+    ask: &Ask<'_>,
     answer: FetchedPartition,
     connection: &mut Connection,
 ) -> Result<(), Backoff> {
-    let tp = &ask.partition.tp;
+    let tp = ask.tp;
+    if answer.error.is_none() && answer.diverging_epoch.is_none() {
+        return apply_fetch(rm, tp, ask.generation, ask.fetch_offset, answer).await;
+    }
+    if !is_current(rm, tp, ask.generation) {
+        return Ok(());
+    }
     match answer.error {
-        None => apply_fetch(rm, tp, ask.partition.fetch_offset, answer).await,
+        None => apply_fetch(rm, tp, ask.generation, ask.fetch_offset, answer).await,
         Some(ErrorCode::OffsetOutOfRange) => {
             out_of_range(
                 rm,
@@ -392,9 +401,6 @@ fn settle(
     generation: u64,
     result: Result<(), Backoff>,
 ) {
-    if !is_current(rm, tp, generation) {
-        return;
-    }
     let mut partitions = set.partitions.borrow_mut();
     let Some(followed) = partitions
         .get_mut(tp)
@@ -402,6 +408,12 @@ fn settle(
     else {
         return;
     };
+    if matches!(result, Ok(())) && followed.failing.is_none() {
+        return;
+    }
+    if !is_current(rm, tp, generation) {
+        return;
+    }
     match result {
         Ok(()) => {
             if followed.failing.take().is_some() {
@@ -445,16 +457,21 @@ fn fail_all(
 async fn apply_fetch(
     rm: &ReplicaManager,
     tp: &TopicPartition,
+    generation: u64,
     fetch_offset: Offset,
     response: FetchedPartition,
 ) -> Result<(), Backoff> {
     if let Some(diverging) = response.diverging_epoch {
         return truncate_step(rm, tp, diverging, "diverging-epoch").map(|_| ());
     }
+    if rm.offline.get() || rm.stopped.get() {
+        return Ok(());
+    }
     let flush = {
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
-        if partition.log().log_end_offset() != fetch_offset {
+        if partition.generation() != generation || partition.log().log_end_offset() != fetch_offset
+        {
             return Ok(());
         }
         if let Err(e) = partition.on_fetch_response(
