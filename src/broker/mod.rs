@@ -10,10 +10,14 @@
 //! bytes and waits on timers.
 //!
 //! ## What is simplified, and why
-//! - **One fetch loop per followed partition**, not one fetcher thread per leader
-//!   multiplexing partitions: the protocol each partition sees is the same, and tasks are
-//!   cheap in a simulation. Consequence: more connections than Kafka opens.
-//! - **Fetch sessions (KIP-227), fetch-from-follower (KIP-392), transactions, compaction,
+//! - **One fetcher per leader** (`num.replica.fetchers` = 1), fetching every partition
+//!   it follows from that leader in one request, as Kafka's `ReplicaFetcherThread` does; it
+//!   stops when its last partition leaves, and a leader elected again keeps its fetcher
+//!   (with any request still in flight to it).
+//! - **Fetch sessions (KIP-227)**: every fetch names all its partitions and every answer
+//!   carries them all, where Kafka sends only what changed. The same data moves; only
+//!   the work per round grows with the partitions (see `reports/performance.md`).
+//! - **Fetch-from-follower (KIP-392), transactions, compaction,
 //!   quotas, and multiple log dirs are absent**: they do not change what is lost or kept.
 //!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir
 //!   goes offline): in-flight requests get KAFKA_STORAGE_ERROR and `run` returns without
@@ -23,8 +27,8 @@
 //!   carries the HW from before that fetch; a fetch with nothing to return waits up to
 //!   `replica.fetch.wait.max.ms` and completes on new data, a leadership change or the
 //!   timeout, not on an HW move. Hence a follower's HW trails the leader's by a round.
-//! - **`fetch.min.bytes` / `replica.fetch.min.bytes` above 1 are not honoured**: any data
-//!   completes a waiting fetch, as with the default of 1 byte.
+//!   A fetch of many partitions waits for `fetch.min.bytes` / `replica.fetch.min.bytes`
+//!   over all of them, and is answered at once when any has an error or a divergence.
 //! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
 //!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
 //!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is

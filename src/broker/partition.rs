@@ -60,7 +60,7 @@ pub struct Partition {
     /// Leader only: the LEO when this leader epoch began.
     leader_epoch_start_offset: Offset,
     min_insync_replicas: u32,
-    /// Bumped at every role change: a fetcher of an older generation stops.
+    /// Bumped at every role change: the partition leaves a fetcher of an older generation.
     generation: u64,
     /// Follower, leader-epoch rule: the log must be reconciled with the leader's before
     /// the next fetch.
