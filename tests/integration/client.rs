@@ -757,3 +757,102 @@ fn idempotent_acks_keep_send_order_across_delivery_timeouts() {
     let inverted = acked_out_of_order(&ops);
     assert!(inverted.is_empty(), "acked out of send order: {inverted:?}");
 }
+
+/// As Kafka's consumer does, one Fetch to a broker carries every partition it leads:
+/// two partitions led by one broker are read through requests of both, and every record
+/// of each is read once.
+#[test]
+fn consumer_fetches_all_of_a_brokers_partitions_in_one_request() {
+    let batch = |partition: u64| {
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for seq in [0, 1] {
+            let id = MessageId {
+                producer: 1,
+                seq: partition * 10 + seq,
+            };
+            builder.push(0, None, Some(&id.value(16)));
+        }
+        builder.build()
+    };
+    let logs = Rc::new([batch(0), batch(1)]);
+    let sizes = Rc::new(RefCell::new(Vec::new()));
+    let seen = sizes.clone();
+    let mut sim = turmoil::Builder::new().rng_seed(1).build();
+    sim.host("broker-1", move || {
+        let (logs, sizes) = (logs.clone(), sizes.clone());
+        async move {
+            serve(move |request, _peer| {
+                let response = match request {
+                    Request::Metadata => {
+                        let mut m = metadata();
+                        let state = m.partitions[&TopicPartition::new("t", 0)].clone();
+                        m.partitions.insert(TopicPartition::new("t", 1), state);
+                        Response::Metadata(m)
+                    }
+                    Request::Fetch(fetch) => {
+                        sizes.borrow_mut().push(fetch.partitions.len());
+                        let partitions = fetch
+                            .partitions
+                            .into_iter()
+                            .map(|asked| FetchedPartition {
+                                records: if asked.fetch_offset == Offset(0) {
+                                    logs[asked.tp.partition as usize].clone()
+                                } else {
+                                    Vec::new()
+                                },
+                                tp: asked.tp,
+                                error: None,
+                                high_watermark: Offset(2),
+                                log_start_offset: Offset(0),
+                                diverging_epoch: None,
+                            })
+                            .collect();
+                        Response::Fetch(FetchResponse { partitions })
+                    }
+                    other => panic!("unexpected request {other:?}"),
+                };
+                std::future::ready(response)
+            })
+            .await?;
+            Ok(())
+        }
+    });
+    let history = History::default();
+    let ctx = ConsumerContext {
+        index: 1,
+        config: ConsumerConfig::default(),
+        topic: "t".to_string(),
+        partitions: 2,
+        brokers: 1,
+        history: history.clone(),
+    };
+    sim.client("consumer-1", async move {
+        let _ = tokio::time::timeout(Duration::from_secs(3), run_consumer(ctx)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    let mut reads: Vec<(u32, i64, Option<u64>)> = history
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e.op {
+            Op::Read { tp, offset, id, .. } => Some((tp.partition, offset.0, id.map(|i| i.seq))),
+            _ => None,
+        })
+        .collect();
+    reads.sort();
+    assert_eq!(
+        reads,
+        vec![
+            (0, 0, Some(0)),
+            (0, 1, Some(1)),
+            (1, 0, Some(10)),
+            (1, 1, Some(11))
+        ]
+    );
+    let sizes = seen.borrow();
+    assert!(!sizes.is_empty(), "the consumer fetched");
+    assert!(
+        sizes.iter().all(|&n| n == 2),
+        "every fetch carried both partitions: {sizes:?}"
+    );
+}
