@@ -17,6 +17,7 @@ use super::truncation::TruncationState;
 use crate::config::Truncation;
 use crate::history::facts::Fact;
 use crate::os::clock::{self, SimTime};
+use crate::protocol::fetch_session::SessionHandler;
 use crate::protocol::frame::{Connection, NetError};
 use crate::protocol::messages::{
     ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetsForLeaderEpoch, Request, Response,
@@ -71,6 +72,8 @@ struct Followed {
 #[derive(Default)]
 struct FetchSet {
     partitions: RefCell<BTreeMap<TopicPartition, Followed>>,
+    /// The fetch session with the leader (KIP-227), new with each connection.
+    session: RefCell<SessionHandler>,
     added: Notify,
     closed: Cell<bool>,
     close: Notify,
@@ -167,7 +170,10 @@ async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, s
             );
             connection = match set.unless_closed(connect).await {
                 None => return,
-                Some(Ok(connection)) => Some(connection),
+                Some(Ok(connection)) => {
+                    set.session.borrow_mut().reset();
+                    Some(connection)
+                }
                 Some(Err(e)) => {
                     let all = round.partitions.iter().zip(&round.asked);
                     let all: Vec<_> = all
@@ -308,43 +314,51 @@ async fn fetch_round(
     round: Round,
 ) {
     let Round { partitions, asked } = round;
+    let session = set.session.borrow_mut().build(&partitions);
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
         max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
         min_bytes: rm.config.replica_fetch_min_bytes,
-        partitions,
+        session_id: session.session_id,
+        session_epoch: session.session_epoch,
+        partitions: session.partitions,
+        forgotten: session.forgotten,
     });
     let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
     let answer = set.unless_closed(call).await;
-    let Request::Fetch(Fetch { partitions, .. }) = request else {
-        unreachable!("built as a Fetch above")
-    };
     let all = || -> Vec<_> {
         let all = partitions.iter().zip(&asked);
         all.map(|(p, (g, _))| (p.tp.clone(), *g)).collect()
     };
     let response = match answer {
         None => return,
-        Some(Ok(Response::Fetch(response))) if response.partitions.len() == partitions.len() => {
-            response
+        Some(Ok(Response::Fetch(response))) => response,
+        Some(Ok(_)) => {
+            set.session.borrow_mut().reset();
+            return fail_all(rm, leader, set, &all(), || Backoff::Unexpected);
         }
-        Some(Ok(_)) => return fail_all(rm, leader, set, &all(), || Backoff::Unexpected),
-        Some(Err(e)) => return fail_all(rm, leader, set, &all(), || Backoff::Net(e.clone())),
+        Some(Err(e)) => {
+            set.session.borrow_mut().reset();
+            return fail_all(rm, leader, set, &all(), || Backoff::Net(e.clone()));
+        }
     };
-    let asks = partitions.iter().zip(asked);
-    for ((asked, (generation, leader_epoch)), answer) in asks.zip(response.partitions) {
-        let tp = &asked.tp;
-        let result = if answer.tp != *tp {
-            Err(Backoff::Unexpected)
-        } else {
-            let ask = Ask {
-                tp,
-                generation,
-                leader_epoch,
-                fetch_offset: asked.fetch_offset,
-            };
-            apply_answer(rm, set, &ask, answer, connection).await
+    if !set.session.borrow_mut().handle_response(&response) {
+        // The leader lost the session: the next round opens a new one.
+        return;
+    }
+    // The answer holds the partitions with news, in order; the round's are sorted too.
+    for answer in response.partitions {
+        let Ok(i) = partitions.binary_search_by(|p| p.tp.cmp(&answer.tp)) else {
+            continue;
         };
+        let (tp, (generation, leader_epoch)) = (&partitions[i].tp, asked[i]);
+        let ask = Ask {
+            tp,
+            generation,
+            leader_epoch,
+            fetch_offset: partitions[i].fetch_offset,
+        };
+        let result = apply_answer(rm, set, &ask, answer, connection).await;
         settle(rm, leader, set, tp, generation, result);
     }
 }

@@ -14,9 +14,11 @@
 //!   it follows from that leader in one request, as Kafka's `ReplicaFetcherThread` does; it
 //!   stops when its last partition leaves, and a leader elected again keeps its fetcher
 //!   (with any request still in flight to it).
-//! - **Fetch sessions (KIP-227)**: every fetch names all its partitions and every answer
-//!   carries them all, where Kafka sends only what changed. The same data moves; only
-//!   the work per round grows with the partitions (see `reports/performance.md`).
+//! - **Fetch sessions (KIP-227) for followers only**: a follower's fetch names only the
+//!   partitions that changed and the answer carries only those with news
+//!   (`protocol::fetch_session`); a consumer's fetch names all its partitions, as Kafka's
+//!   did before 1.1. One session per follower at each leader, where Kafka's cache holds
+//!   up to `max.incremental.fetch.session.cache.slots` and evicts.
 //! - **Fetch-from-follower (KIP-392), transactions, compaction,
 //!   quotas, and multiple log dirs are absent**: they do not change what is lost or kept.
 //!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir

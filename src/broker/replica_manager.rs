@@ -15,6 +15,7 @@ use crate::config::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
 use crate::history::facts::Facts;
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
+use crate::protocol::fetch_session::SessionCache;
 use crate::protocol::messages::{
     ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse, FetchedPartition, OffsetSpec,
     OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
@@ -54,6 +55,8 @@ pub struct ReplicaManager {
     pub isr_wakeup: tokio::sync::Notify,
     /// One checkpoint write at a time: two writers of one file would share its temp file.
     pub checkpoint_lock: tokio::sync::Mutex<()>,
+    /// The followers' fetch sessions with this broker as their leader.
+    pub fetch_sessions: RefCell<SessionCache>,
 }
 
 /// An ISR change for the controller, based on this leader epoch and partition epoch.
@@ -105,6 +108,7 @@ impl ReplicaManager {
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
             checkpoint_lock: tokio::sync::Mutex::new(()),
+            fetch_sessions: RefCell::new(SessionCache::default()),
         }
     }
 
@@ -429,26 +433,42 @@ impl ReplicaManager {
     }
 
     /// A Fetch, from a follower or a consumer, of any number of partitions; long-polls up
-    /// to `max_wait_ms` until it can answer (Kafka's `DelayedFetch`).
+    /// to `max_wait_ms` until it can answer (Kafka's `DelayedFetch`). A follower's fetch
+    /// belongs to a fetch session (KIP-227): the answer then carries only what has news.
     pub async fn fetch(self: &Rc<Self>, request: Fetch) -> FetchResponse {
         let deadline = clock::now() + Duration::from_millis(request.max_wait_ms);
+        let (replica, min_bytes) = (request.replica, request.min_bytes);
+        let opened = self.fetch_sessions.borrow_mut().open(request);
+        let (context, partitions) = match opened {
+            Ok(opened) => opened,
+            Err(error) => {
+                return FetchResponse {
+                    error: Some(error),
+                    session_id: 0,
+                    partitions: Vec::new(),
+                }
+            }
+        };
         let notifies: Vec<Rc<Notify>> = {
-            let partitions = self.partitions.borrow();
-            request
-                .partitions
+            let hosted = self.partitions.borrow();
+            partitions
                 .iter()
-                .filter_map(|p| partitions.get(&p.tp).map(Partition::notify))
+                .filter_map(|p| hosted.get(&p.tp).map(Partition::notify))
                 .collect()
         };
         let mut first = true;
         loop {
             // Registered before the read, so that nothing appended after it is missed.
             let mut waits: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
-            let (response, complete) = self.read_for_fetch(&request, first);
+            let (answers, complete) = self.read_for_fetch(replica, &partitions, min_bytes, first);
             first = false;
             let now = clock::now();
             if complete || waits.is_empty() || now >= deadline {
-                return response;
+                return FetchResponse {
+                    error: None,
+                    session_id: context.session_id(),
+                    partitions: self.fetch_sessions.borrow_mut().respond(context, answers),
+                };
             }
             let any = std::future::poll_fn(|cx| {
                 if waits.iter_mut().any(|w| w.as_mut().poll(cx).is_ready()) {
@@ -463,13 +483,18 @@ impl ReplicaManager {
 
     /// Read every partition of the fetch. It may be answered now when a partition has an
     /// error or a divergence to report, or when there are `min_bytes` of records in all.
-    fn read_for_fetch(self: &Rc<Self>, request: &Fetch, first: bool) -> (FetchResponse, bool) {
+    fn read_for_fetch(
+        self: &Rc<Self>,
+        replica: Option<BrokerId>,
+        partitions: &[FetchPartition],
+        min_bytes: u64,
+        first: bool,
+    ) -> (Vec<FetchedPartition>, bool) {
         let mut urgent = false;
         let mut bytes = 0;
-        let partitions = request
-            .partitions
+        let answers = partitions
             .iter()
-            .map(|p| match self.read_partition(request.replica, p, first) {
+            .map(|p| match self.read_partition(replica, p, first) {
                 FetchRead::Now(answer) => {
                     urgent = true;
                     answer
@@ -480,10 +505,7 @@ impl ReplicaManager {
                 }
             })
             .collect();
-        (
-            FetchResponse { partitions },
-            urgent || bytes >= request.min_bytes,
-        )
+        (answers, urgent || bytes >= min_bytes)
     }
 
     /// One partition of a fetch. `first` is the fetch's first read, the one that records
@@ -814,35 +836,26 @@ mod tests {
         assert_eq!(offsets, vec![0]);
     }
 
-    fn fetch(min_bytes: u64, partitions: Vec<FetchPartition>) -> Fetch {
-        Fetch {
-            replica: FOLLOWER,
-            max_wait_ms: 500,
-            min_bytes,
-            partitions,
-        }
-    }
-
     /// Kafka's `DelayedFetch`: the records of all partitions count towards `min_bytes`,
     /// and an error in any partition answers the whole fetch at once.
     #[test]
     fn a_fetch_is_answered_at_min_bytes_or_on_any_error() {
         let rm = leader();
-        let (response, complete) = rm.read_for_fetch(&fetch(1, vec![follower_fetch(0)]), true);
-        let bytes = response.partitions[0].records.len() as u64;
+        let (answers, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(0)], 1, true);
+        let bytes = answers[0].records.len() as u64;
         assert!(complete && bytes > 0, "one byte is enough");
-        let (_, complete) = rm.read_for_fetch(&fetch(bytes + 1, vec![follower_fetch(0)]), true);
+        let (_, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(0)], bytes + 1, true);
         assert!(!complete, "fewer than min_bytes: wait for more");
-        let (_, complete) = rm.read_for_fetch(&fetch(0, vec![follower_fetch(2)]), true);
+        let (_, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(2)], 0, true);
         assert!(complete, "min_bytes 0 never waits");
         let unknown = FetchPartition {
             tp: TopicPartition::new("orders", 9),
             ..follower_fetch(0)
         };
-        let (response, complete) =
-            rm.read_for_fetch(&fetch(1 << 20, vec![follower_fetch(2), unknown]), true);
+        let (answers, complete) =
+            rm.read_for_fetch(FOLLOWER, &[follower_fetch(2), unknown], 1 << 20, true);
         assert!(complete, "an error is news");
-        let errors: Vec<_> = response.partitions.iter().map(|p| p.error).collect();
+        let errors: Vec<_> = answers.iter().map(|p| p.error).collect();
         assert_eq!(errors, vec![None, Some(ErrorCode::UnknownTopicOrPartition)]);
     }
 }

@@ -11,6 +11,7 @@ use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TI
 use crate::config::ConsumerConfig;
 use crate::history::{History, Op};
 use crate::os::clock::{self, SimTime};
+use crate::protocol::fetch_session::FINAL_EPOCH;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     Fetch, FetchPartition, FetchedPartition, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse,
@@ -278,7 +279,10 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
         replica: None,
         max_wait_ms: ctx.config.fetch_max_wait_ms.as_millis() as u64,
         min_bytes: ctx.config.fetch_min_bytes,
+        session_id: 0,
+        session_epoch: FINAL_EPOCH,
         partitions,
+        forgotten: Vec::new(),
     });
     // The broker may hold the fetch for `fetch.max.wait.ms` before answering.
     let timeout = ctx.config.request_timeout_ms + ctx.config.fetch_max_wait_ms;

@@ -6,6 +6,7 @@
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::CONNECTION_SETUP_TIMEOUT;
 use crate::history::final_state::ReadRecord;
+use crate::protocol::fetch_session::FINAL_EPOCH;
 use crate::protocol::frame::Connection;
 use crate::protocol::messages::{Fetch, FetchPartition, OffsetSpec, Request, Response};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
@@ -137,6 +138,9 @@ async fn read_from_leader(
             replica: None,
             max_wait_ms: 0,
             min_bytes: 0,
+            session_id: 0,
+            session_epoch: FINAL_EPOCH,
+            forgotten: Vec::new(),
             partitions: vec![FetchPartition {
                 tp: tp.clone(),
                 fetch_offset: position.offset,

@@ -323,6 +323,8 @@ fn not_served_here(request: Request) -> Response {
             log_start_offset: Offset::NONE,
         }),
         Request::Fetch(fetch) => Response::Fetch(FetchResponse {
+            error: None,
+            session_id: 0,
             partitions: fetch
                 .partitions
                 .into_iter()

@@ -40,6 +40,8 @@ pub enum ErrorCode {
     InvalidUpdateVersion,
     FencedInstanceId,
     BrokerNotAvailable,
+    FetchSessionIdNotFound,
+    InvalidFetchSessionEpoch,
 }
 
 impl ErrorCode {
@@ -63,6 +65,8 @@ impl ErrorCode {
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
+            ErrorCode::FetchSessionIdNotFound => "FETCH_SESSION_ID_NOT_FOUND",
+            ErrorCode::InvalidFetchSessionEpoch => "INVALID_FETCH_SESSION_EPOCH",
         }
     }
 
@@ -219,13 +223,19 @@ pub struct Fetch {
     /// How long the leader may hold the fetch while it has less than `min_bytes`.
     pub max_wait_ms: u64,
     pub min_bytes: u64,
-    /// Every partition the fetcher reads from this leader, in one request (Kafka's
-    /// FetchRequest topics): the leader answers all of them together.
+    /// The fetch session (KIP-227) this request belongs to; see `fetch_session`.
+    pub session_id: u32,
+    pub session_epoch: i32,
+    /// The partitions the fetcher reads from this leader, in one request (Kafka's
+    /// FetchRequest topics): all of them, or in an open session only those added or
+    /// changed since the last request.
     pub partitions: Vec<FetchPartition>,
+    /// In an open session: partitions that leave it.
+    pub forgotten: Vec<TopicPartition>,
 }
 
 /// One partition of a Fetch.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FetchPartition {
     pub tp: TopicPartition,
     pub fetch_offset: Offset,
@@ -237,9 +247,14 @@ pub struct FetchPartition {
     pub max_bytes: u64,
 }
 
-/// The answer to a Fetch: one entry per requested partition, in the request's order.
+/// The answer to a Fetch: one entry per partition, in the request's order (a full
+/// fetch), or only the partitions with news, in the session's order (an incremental one).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FetchResponse {
+    /// A session error (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH): the
+    /// fetcher starts a new session with a full fetch.
+    pub error: Option<ErrorCode>,
+    pub session_id: u32,
     pub partitions: Vec<FetchedPartition>,
 }
 

@@ -274,6 +274,8 @@ fn log_broker(
                 },
             },
             Request::Fetch(fetch) => Response::Fetch(FetchResponse {
+                error: None,
+                session_id: 0,
                 partitions: fetch
                     .partitions
                     .into_iter()
@@ -551,6 +553,8 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
                             .cloned()
                             .unwrap_or_default();
                         Response::Fetch(FetchResponse {
+                            error: None,
+                            session_id: 0,
                             partitions: vec![FetchedPartition {
                                 tp: asked.tp,
                                 error: fenced.then_some(ErrorCode::FencedLeaderEpoch),
@@ -807,7 +811,11 @@ fn consumer_fetches_all_of_a_brokers_partitions_in_one_request() {
                                 diverging_epoch: None,
                             })
                             .collect();
-                        Response::Fetch(FetchResponse { partitions })
+                        Response::Fetch(FetchResponse {
+                            error: None,
+                            session_id: 0,
+                            partitions,
+                        })
                     }
                     other => panic!("unexpected request {other:?}"),
                 };
