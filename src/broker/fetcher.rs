@@ -629,3 +629,89 @@ async fn out_of_range(
     }
     Err(out_of_range)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BrokerConfig, Bugs};
+    use crate::history::facts::Facts;
+    use crate::os::disk::{Disk, DiskConfig};
+    use crate::protocol::messages::{ClusterMetadata, PartitionState};
+    use crate::types::{Incarnation, PartitionEpoch};
+
+    /// Metadata `version` in which `leaders[p]` leads partition `p` of `t` in `epoch`;
+    /// broker 1 holds a replica of each.
+    fn image(version: u64, epoch: i32, leaders: &[u32]) -> ClusterMetadata {
+        let mut image = ClusterMetadata {
+            version,
+            ..ClusterMetadata::default()
+        };
+        for (p, &leader) in leaders.iter().enumerate() {
+            let state = PartitionState {
+                replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+                leader: Some(BrokerId(leader)),
+                leader_epoch: Epoch(epoch),
+                partition_epoch: PartitionEpoch(epoch),
+                isr: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+            };
+            image
+                .partitions
+                .insert(TopicPartition::new("t", p as u32), state);
+        }
+        image
+    }
+
+    /// Kafka's `shutdownIdleFetcherThreads`: once the metadata moves every partition of
+    /// a fetcher away from its leader, the fetcher is closed at once (its request in
+    /// flight with it); a fetcher that keeps one partition is kept.
+    #[test]
+    fn a_fetcher_left_without_partitions_is_closed_at_once() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime");
+        let _runtime = runtime.enter();
+        let local = tokio::task::LocalSet::new();
+        let _local = local.enter();
+        let rm = Rc::new(ReplicaManager::new(
+            BrokerId(1),
+            Incarnation(1),
+            BrokerConfig::default(),
+            BTreeMap::new(),
+            Disk::new(DiskConfig::default(), 1),
+            Facts::default(),
+            Bugs::default(),
+        ));
+        let fetchers = Rc::new(Fetchers::default());
+        let apply = |image| {
+            for (tp, generation, leader, epoch) in rm.apply_metadata(image) {
+                follow(&rm, &fetchers, tp, generation, leader, epoch);
+            }
+            shut_down_idle(&rm, &fetchers);
+        };
+        // Broker 2 leads partitions 0 and 1, broker 3 leads partition 2.
+        apply(image(1, 1, &[2, 2, 3]));
+        let set = |leader| fetchers.by_leader.borrow().get(&BrokerId(leader)).cloned();
+        let (from_2, from_3) = (set(2).expect("a fetcher"), set(3).expect("a fetcher"));
+        assert_eq!(from_2.partitions.borrow().len(), 2, "one fetcher for both");
+        // Partition 0 moves to broker 3; partition 2 moves to broker 1 itself.
+        apply(image(2, 2, &[3, 2, 1]));
+        assert!(!from_2.closed.get(), "it still follows partition 1");
+        assert_eq!(from_2.partitions.borrow().len(), 1);
+        assert!(
+            Rc::ptr_eq(&set(3).expect("kept"), &from_3),
+            "partition 0 joins the fetcher broker 3 already had"
+        );
+        let followed: Vec<u32> = from_3
+            .partitions
+            .borrow()
+            .keys()
+            .map(|tp| tp.partition)
+            .collect();
+        assert_eq!(followed, vec![0], "partition 2 is led here now: it left");
+        // Broker 1 leads everything: both fetchers are idle and closed.
+        apply(image(3, 3, &[1, 1, 1]));
+        assert!(from_2.closed.get() && from_3.closed.get());
+        assert!(fetchers.by_leader.borrow().is_empty());
+    }
+}
