@@ -148,10 +148,17 @@ pub fn shut_down_idle(rm: &ReplicaManager, fetchers: &Fetchers) {
 }
 
 /// What one fetch round asks for, and the generation and epoch of each partition asked.
-#[derive(Default)]
 struct Round {
     partitions: Vec<FetchPartition>,
     asked: Vec<(u64, Epoch)>,
+}
+
+impl Round {
+    /// Each partition asked, with its generation: what a failed round holds back.
+    fn asked(&self) -> impl Iterator<Item = (TopicPartition, u64)> + '_ {
+        let asked = self.partitions.iter().zip(&self.asked);
+        asked.map(|(p, &(generation, _))| (p.tp.clone(), generation))
+    }
 }
 
 async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, set: Rc<FetchSet>) {
@@ -175,9 +182,8 @@ async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, s
                     Some(connection)
                 }
                 Some(Err(e)) => {
-                    let all = round.partitions.iter().zip(&round.asked);
-                    let all: Vec<_> = all
-                        .map(|(p, (g, _))| (p.tp.clone(), *g))
+                    let all: Vec<_> = round
+                        .asked()
                         .chain(truncating.iter().map(|(tp, g, _)| (tp.clone(), *g)))
                         .collect();
                     fail_all(&rm, leader, &set, &all, || Backoff::Net(e.clone()));
@@ -305,7 +311,8 @@ async fn truncate(
     }
 }
 
-/// One Fetch of every ready partition; each answer is applied in the request's order.
+/// One Fetch of every ready partition, in the fetch session; the answers, the partitions
+/// with news, are applied in order.
 async fn fetch_round(
     rm: &ReplicaManager,
     leader: BrokerId,
@@ -313,8 +320,7 @@ async fn fetch_round(
     connection: &mut Connection,
     round: Round,
 ) {
-    let Round { partitions, asked } = round;
-    let session = set.session.borrow_mut().build(&partitions);
+    let session = set.session.borrow_mut().build(&round.partitions);
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
         max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
@@ -326,10 +332,7 @@ async fn fetch_round(
     });
     let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
     let answer = set.unless_closed(call).await;
-    let all = || -> Vec<_> {
-        let all = partitions.iter().zip(&asked);
-        all.map(|(p, (g, _))| (p.tp.clone(), *g)).collect()
-    };
+    let all = || -> Vec<_> { round.asked().collect() };
     let response = match answer {
         None => return,
         Some(Ok(Response::Fetch(response))) => response,
@@ -348,15 +351,16 @@ async fn fetch_round(
     }
     // The answer holds the partitions with news, in order; the round's are sorted too.
     for answer in response.partitions {
-        let Ok(i) = partitions.binary_search_by(|p| p.tp.cmp(&answer.tp)) else {
+        let found = round.partitions.binary_search_by(|p| p.tp.cmp(&answer.tp));
+        let Ok(i) = found else {
             continue;
         };
-        let (tp, (generation, leader_epoch)) = (&partitions[i].tp, asked[i]);
+        let (tp, (generation, leader_epoch)) = (&round.partitions[i].tp, round.asked[i]);
         let ask = Ask {
             tp,
             generation,
             leader_epoch,
-            fetch_offset: partitions[i].fetch_offset,
+            fetch_offset: round.partitions[i].fetch_offset,
         };
         let result = apply_answer(rm, set, &ask, answer, connection).await;
         settle(rm, leader, set, tp, generation, result);
@@ -381,14 +385,9 @@ async fn apply_answer(
     connection: &mut Connection,
 ) -> Result<(), Backoff> {
     let tp = ask.tp;
-    if answer.error.is_none() && answer.diverging_epoch.is_none() {
-        return apply_fetch(rm, tp, ask.generation, ask.fetch_offset, answer).await;
-    }
-    if !is_current(rm, tp, ask.generation) {
-        return Ok(());
-    }
     match answer.error {
         None => apply_fetch(rm, tp, ask.generation, ask.fetch_offset, answer).await,
+        Some(_) if !is_current(rm, tp, ask.generation) => Ok(()),
         Some(ErrorCode::OffsetOutOfRange) => {
             out_of_range(
                 rm,
@@ -476,6 +475,9 @@ async fn apply_fetch(
     response: FetchedPartition,
 ) -> Result<(), Backoff> {
     if let Some(diverging) = response.diverging_epoch {
+        if !is_current(rm, tp, generation) {
+            return Ok(());
+        }
         return truncate_step(rm, tp, diverging, "diverging-epoch").map(|_| ());
     }
     if rm.offline.get() || rm.stopped.get() {

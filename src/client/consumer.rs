@@ -73,6 +73,15 @@ impl Consumer {
             position.delayed_until = Some(clock::now() + self.ctx.config.retry_backoff_ms);
         }
     }
+
+    /// A request to the broker that leads `asks` failed: hold them back, and ask where
+    /// they are led now.
+    fn back_off(&self, asks: &[Ask]) {
+        for ask in asks {
+            self.delay(&ask.tp);
+        }
+        self.want_metadata();
+    }
 }
 
 /// Read all partitions until the host is stopped.
@@ -194,10 +203,7 @@ async fn fetch_from(consumer: Rc<Consumer>, broker: BrokerId) {
         }
         let Some(conn) = connection.as_mut() else {
             release(&consumer, &asks);
-            for ask in &asks {
-                consumer.delay(&ask.tp);
-            }
-            consumer.want_metadata();
+            consumer.back_off(&asks);
             continue;
         };
         let asks = validate(&consumer, conn, asks).await;
@@ -236,9 +242,9 @@ async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<As
                 end,
             })) = answer
             else {
-                release(consumer, std::slice::from_ref(&ask));
-                consumer.delay(&ask.tp);
-                consumer.want_metadata();
+                let failed = std::slice::from_ref(&ask);
+                release(consumer, failed);
+                consumer.back_off(failed);
                 continue;
             };
             let mut positions = consumer.positions.borrow_mut();
@@ -289,13 +295,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     let answer = connection.call(&request, timeout).await;
     let response = match answer {
         Ok(Response::Fetch(response)) if response.partitions.len() == asks.len() => response,
-        _ => {
-            for ask in asks {
-                consumer.delay(&ask.tp);
-            }
-            consumer.want_metadata();
-            return;
-        }
+        _ => return consumer.back_off(asks),
     };
     for (ask, answer) in asks.iter().zip(&response.partitions) {
         if answer.tp == ask.tp {

@@ -494,6 +494,37 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
     );
 }
 
+/// Run consumer-1 on topic `t` (`partitions` partitions, one broker) for `run_for` of
+/// `sim`; what it read, in the order it read it: (partition, offset, sequence).
+fn consume(
+    mut sim: turmoil::Sim<'_>,
+    partitions: u32,
+    run_for: Duration,
+) -> Vec<(u32, i64, Option<u64>)> {
+    let history = History::default();
+    let ctx = ConsumerContext {
+        index: 1,
+        config: ConsumerConfig::default(),
+        topic: "t".to_string(),
+        partitions,
+        brokers: 1,
+        history: history.clone(),
+    };
+    sim.client("consumer-1", async move {
+        let _ = tokio::time::timeout(run_for, run_consumer(ctx)).await;
+        Ok(())
+    });
+    sim.run().expect("the simulation completes");
+    history
+        .take_events()
+        .into_iter()
+        .filter_map(|e| match e.op {
+            Op::Read { tp, offset, id, .. } => Some((tp.partition, offset.0, id.map(|i| i.seq))),
+            _ => None,
+        })
+        .collect()
+}
+
 /// KIP-320, the dirty-read path: a consumer read offsets 2..4 in epoch 1; the new leader
 /// (epoch 2) has other records there. After the leader change the consumer validates its
 /// position, moves back to offset 2 and reads the replacements, so the history holds both
@@ -573,27 +604,9 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
             Ok(())
         }
     });
-    let history = History::default();
-    let ctx = ConsumerContext {
-        index: 1,
-        config: ConsumerConfig::default(),
-        topic: "t".to_string(),
-        partitions: 1,
-        brokers: 1,
-        history: history.clone(),
-    };
-    sim.client("consumer-1", async move {
-        let _ = tokio::time::timeout(Duration::from_secs(10), run_consumer(ctx)).await;
-        Ok(())
-    });
-    sim.run().expect("the simulation completes");
-    let reads: Vec<(i64, Option<u64>)> = history
-        .take_events()
+    let reads: Vec<(i64, Option<u64>)> = consume(sim, 1, Duration::from_secs(10))
         .into_iter()
-        .filter_map(|e| match e.op {
-            Op::Read { offset, id, .. } => Some((offset.0, id.map(|id| id.seq))),
-            _ => None,
-        })
+        .map(|(_, offset, seq)| (offset, seq))
         .collect();
     assert_eq!(
         reads,
@@ -825,28 +838,7 @@ fn consumer_fetches_all_of_a_brokers_partitions_in_one_request() {
             Ok(())
         }
     });
-    let history = History::default();
-    let ctx = ConsumerContext {
-        index: 1,
-        config: ConsumerConfig::default(),
-        topic: "t".to_string(),
-        partitions: 2,
-        brokers: 1,
-        history: history.clone(),
-    };
-    sim.client("consumer-1", async move {
-        let _ = tokio::time::timeout(Duration::from_secs(3), run_consumer(ctx)).await;
-        Ok(())
-    });
-    sim.run().expect("the simulation completes");
-    let mut reads: Vec<(u32, i64, Option<u64>)> = history
-        .take_events()
-        .into_iter()
-        .filter_map(|e| match e.op {
-            Op::Read { tp, offset, id, .. } => Some((tp.partition, offset.0, id.map(|i| i.seq))),
-            _ => None,
-        })
-        .collect();
+    let mut reads = consume(sim, 2, Duration::from_secs(3));
     reads.sort();
     assert_eq!(
         reads,
