@@ -19,6 +19,12 @@ const PAGE: usize = PAGE_BYTES as usize;
 
 type Page = [u8; PAGE];
 
+thread_local! {
+    /// The page every image grows by, shared: growing allocates nothing, and a page is
+    /// copied only when a write makes it its own.
+    static ZERO: Rc<Page> = Rc::new([0; PAGE]);
+}
+
 /// One file image: `len` bytes in shared pages.
 #[derive(Clone, Default)]
 pub struct Pages {
@@ -88,9 +94,8 @@ impl Pages {
                     Rc::make_mut(last)[within..].fill(0);
                 }
             }
-        } else {
-            let zero = Rc::new([0u8; PAGE]);
-            self.pages.resize(pages, zero);
+        } else if pages > self.pages.len() {
+            self.pages.resize(pages, ZERO.with(Rc::clone));
         }
         self.len = len;
     }

@@ -446,12 +446,10 @@ impl Link {
         rand: &mut dyn RngCore,
         host: &mut Host,
     ) {
-        let deliverable = self
-            .deliverable
-            .entry(host.addr)
-            .or_default()
-            .drain(..)
-            .collect::<Vec<Envelope>>();
+        let deliverable = match self.deliverable.get_mut(&host.addr) {
+            Some(queue) if !queue.is_empty() => queue.drain(..).collect::<Vec<Envelope>>(),
+            _ => return,
+        };
 
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);
