@@ -124,7 +124,7 @@ mod tests {
         }
     }
 
-    fn id(seq: u64) -> MessageId {
+    fn id(seq: u32) -> MessageId {
         MessageId { producer: 1, seq }
     }
 

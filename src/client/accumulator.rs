@@ -330,7 +330,7 @@ mod tests {
         SimTime::from_millis(v)
     }
 
-    fn record(seq: u64) -> PendingRecord {
+    fn record(seq: u32) -> PendingRecord {
         PendingRecord {
             id: MessageId { producer: 1, seq },
             timestamp_ms: 0,
@@ -460,7 +460,7 @@ mod tests {
         for batch in [drained.remove(1), drained.remove(1), drained.remove(0)] {
             acc.reenqueue(batch, at(0), ms(0));
         }
-        let order: Vec<u64> = std::iter::from_fn(|| acc.drain(0))
+        let order: Vec<u32> = std::iter::from_fn(|| acc.drain(0))
             .map(|b| b.records[0].id.seq)
             .collect();
         assert_eq!(order, vec![0, 1, 2, 3]);
@@ -513,7 +513,7 @@ mod tests {
             let mut drained: Vec<ProducerBatch> = Vec::new();
             for (seq, &(partition, value_len, drain)) in sends.iter().enumerate() {
                 let now = at(seq as u64);
-                acc.append(partition, record(seq as u64), None, value_len, now);
+                acc.append(partition, record(seq as u32), None, value_len, now);
                 if drain {
                     for p in acc.ready(now) {
                         drained.extend(acc.drain(p));
@@ -528,13 +528,13 @@ mod tests {
                 }
             }
             for partition in 0..3 {
-                let sent: Vec<u64> = sends
+                let sent: Vec<u32> = sends
                     .iter()
                     .enumerate()
                     .filter(|(_, s)| s.0 == partition)
-                    .map(|(seq, _)| seq as u64)
+                    .map(|(seq, _)| seq as u32)
                     .collect();
-                let got: Vec<u64> = drained
+                let got: Vec<u32> = drained
                     .iter()
                     .filter(|b| b.partition == partition)
                     .flat_map(|b| b.records.iter().map(|r| r.id.seq))

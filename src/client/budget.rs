@@ -12,7 +12,7 @@ use std::rc::Rc;
 #[derive(Clone, Debug, Default)]
 pub struct SendBudget {
     /// Next sequence number per producer number.
-    next_seq: Rc<RefCell<BTreeMap<u32, u64>>>,
+    next_seq: Rc<RefCell<BTreeMap<u32, u32>>>,
     /// Messages taken by all producers together.
     taken: Rc<Cell<u64>>,
     cap: Option<u64>,
@@ -29,18 +29,17 @@ impl SendBudget {
         }
     }
 
-    /// The id of producer `producer`'s next message, or `None` once the cap is reached.
+    /// The id of producer `producer`'s next message, or `None` once the cap is reached or
+    /// the producer has used every sequence number.
     pub fn take(&self, producer: u32) -> Option<MessageId> {
         if self.is_exhausted() {
             return None;
         }
         let mut next_seq = self.next_seq.borrow_mut();
-        let seq = next_seq.entry(producer).or_insert(0);
-        let id = MessageId {
-            producer,
-            seq: *seq,
-        };
-        *seq += 1;
+        let next = next_seq.entry(producer).or_insert(0);
+        let seq = *next;
+        *next = seq.checked_add(1)?;
+        let id = MessageId { producer, seq };
         self.taken.set(self.taken.get() + 1);
         Some(id)
     }

@@ -175,7 +175,7 @@ impl Producer {
     /// The application's `send`: partition the message, record the invoke, accumulate.
     fn send(&self, id: MessageId) {
         let now = clock::now();
-        let key = message_key(id.seq, self.keys);
+        let key = message_key(u64::from(id.seq), self.keys);
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
         let partition = match &key {
@@ -227,7 +227,7 @@ impl Producer {
         let mut builder =
             BatchBuilder::new(base_timestamp, producer_id, producer_epoch, base_sequence);
         for record in &batch.records {
-            let key = message_key(record.id.seq, self.keys);
+            let key = message_key(u64::from(record.id.seq), self.keys);
             let value = record.id.value(self.value_bytes);
             builder.push(record.timestamp_ms, key.as_deref(), Some(&value));
         }

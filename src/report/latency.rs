@@ -215,7 +215,10 @@ mod tests {
         let tp = TopicPartition::new("t", 0);
         let mut history = Vec::new();
         for seq in 0..100u64 {
-            let id = MessageId { producer: 1, seq };
+            let id = MessageId {
+                producer: 1,
+                seq: seq as u32,
+            };
             history.push(at(seq * 10, Op::Invoke { id, tp: tp.clone() }));
             history.push(at(
                 seq * 10 + seq + 1,

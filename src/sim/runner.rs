@@ -248,7 +248,6 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     timeline.heal = world.elapsed() - end;
 
     let read = final_read(&mut world, &harness.view, &partitions, settings.bugs)?;
-    let final_state = collect_final_state(&world, &harness, &partitions, read);
     if let Some(dir) = &options.dump_disks {
         for (host, disk) in world.disks() {
             disk.dump_to(&dir.join(host.to_string()))?;
@@ -256,6 +255,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     }
     timeline.hosts = world.hosts().to_vec();
     timeline.host_changes = world.host_changes().to_vec();
+    let final_state = collect_final_state(world, &harness, &partitions, read);
     Ok((history.take_events(), final_state, timeline))
 }
 
@@ -601,27 +601,52 @@ fn final_read(
     read.ok_or_else(|| RunError::Simulation("the final read did not finish".into()))
 }
 
+/// The final read and every replica's log. The simulation ends here: each broker's disk
+/// is read and dropped before the next one's, so a run never holds all its logs twice
+/// (as pages and as records), which was its peak of memory.
 fn collect_final_state(
-    world: &World<'_>,
+    world: World<'_>,
     harness: &Harness,
     partitions: &[(TopicPartition, Vec<BrokerId>)],
     read: FinalRead,
 ) -> FinalState {
     let metadata = harness.view.get();
+    let isr = |tp: &TopicPartition| {
+        metadata
+            .partitions
+            .get(tp)
+            .map(|p| p.isr.clone())
+            .unwrap_or_default()
+    };
+    let running: BTreeMap<BrokerId, bool> = partitions
+        .iter()
+        .flat_map(|(_, replicas)| replicas.iter().copied())
+        .map(|broker| (broker, world.is_running(HostName::Broker(broker.0))))
+        .collect();
+    let mut disks = world.into_disks();
+    let mut logs: BTreeMap<(BrokerId, &TopicPartition), ReplicaLog> = BTreeMap::new();
+    for (&broker, &running) in &running {
+        let disk = disks.remove(&HostName::Broker(broker.0));
+        for (tp, _) in partitions.iter().filter(|(_, r)| r.contains(&broker)) {
+            let log = replica_log(
+                disk.as_ref(),
+                tp,
+                broker,
+                isr(tp).contains(&broker),
+                running,
+            );
+            logs.insert((broker, tp), log);
+        }
+    }
     let mut by_tp: BTreeMap<TopicPartition, client::PartitionRead> =
         read.into_iter().map(|r| (r.tp.clone(), r)).collect();
     let partitions = partitions
         .iter()
         .map(|(tp, replicas)| {
-            let isr = metadata
-                .partitions
-                .get(tp)
-                .map(|p| p.isr.clone())
-                .unwrap_or_default();
             let read = by_tp.remove(tp);
             let replicas = replicas
                 .iter()
-                .map(|&broker| replica_log(world, tp, broker, isr.contains(&broker)))
+                .filter_map(|&broker| logs.remove(&(broker, tp)))
                 .collect();
             PartitionFinal {
                 tp: tp.clone(),
@@ -645,13 +670,14 @@ fn collect_final_state(
 }
 
 fn replica_log(
-    world: &World<'_>,
+    disk: Option<&Disk>,
     tp: &TopicPartition,
     broker: BrokerId,
     in_isr: bool,
+    running: bool,
 ) -> ReplicaLog {
     let mut records = Vec::new();
-    if let Some(disk) = world.disk(HostName::Broker(broker.0)) {
+    if let Some(disk) = disk {
         let read = storage::log::visit_records(disk, tp, |offset, _, record| {
             records.push(ReadRecord::new(offset, record.value.unwrap_or_default()));
         });
@@ -663,7 +689,7 @@ fn replica_log(
     ReplicaLog {
         broker,
         in_isr,
-        running: world.is_running(HostName::Broker(broker.0)),
+        running,
         log_start_offset: records.first().map_or(Default::default(), |r| r.offset),
         log_end_offset: records
             .last()

@@ -130,6 +130,14 @@ impl<'a> World<'a> {
         &self.disks
     }
 
+    /// End the simulation and keep only the disks: every host's software is dropped with
+    /// it, so each disk returned is its last handle and frees its pages when dropped.
+    pub fn into_disks(self) -> BTreeMap<HostName, Disk> {
+        let World { sim, disks, .. } = self;
+        drop(sim);
+        disks
+    }
+
     pub fn elapsed(&self) -> SimTime {
         SimTime::after_start(self.sim.elapsed())
     }

@@ -18,7 +18,7 @@ fn orders(partition: u32) -> TopicPartition {
     TopicPartition::new("orders", partition)
 }
 
-fn id(producer: u32, seq: u64) -> MessageId {
+fn id(producer: u32, seq: u32) -> MessageId {
     MessageId { producer, seq }
 }
 
@@ -393,7 +393,7 @@ fn with_acks_0_nothing_is_lost_but_missing_counts_what_never_arrived() {
     for seq in 0..4 {
         history = history
             .send(id(1, seq), &tp)
-            .completes_at(ms(seq))
+            .completes_at(ms(u64::from(seq)))
             .indeterminate("acks=0");
     }
     let history = history
@@ -682,11 +682,11 @@ fn a_history_of_a_million_events_checks() {
     let partitions: Vec<TopicPartition> = (0..4).map(orders).collect();
     let mut history = HistoryBuilder::new();
     let mut reads: Vec<Vec<ReadRecord>> = vec![Vec::new(); 4];
-    for seq in 0..500_000u64 {
-        let (producer, part) = ((seq % 2) as u32 + 1, (seq % 4) as usize);
+    for seq in 0..500_000u32 {
+        let (producer, part) = (seq % 2 + 1, (seq % 4) as usize);
         let m = id(producer, seq);
         let offset = reads[part].len() as i64;
-        let time = SimTime::after_start(Duration::from_micros(seq * 20));
+        let time = SimTime::after_start(Duration::from_micros(u64::from(seq) * 20));
         history = history
             .at(time)
             .send(m, &partitions[part])
@@ -732,7 +732,7 @@ fn clean_run(
     let mut history = HistoryBuilder::new();
     let mut read: Vec<Vec<ReadRecord>> = vec![Vec::new(); 3];
     let mut acked_at = Vec::new();
-    let mut next_seq = [0u64; 3];
+    let mut next_seq = [0u32; 3];
     for (i, (producer, part, fate)) in sends.iter().enumerate() {
         let (producer, part) = (*producer as usize, *part as usize);
         let m = id(producer as u32 + 1, next_seq[producer]);

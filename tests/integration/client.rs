@@ -240,7 +240,7 @@ fn acks_zero_records_info_for_every_send() {
 fn log_broker(
     leader: Option<BrokerId>,
 ) -> impl Fn(Request, String) -> std::future::Ready<Response> + Clone {
-    let batch = |base: i64, epoch: i32, seqs: [u64; 2]| {
+    let batch = |base: i64, epoch: i32, seqs: [u32; 2]| {
         let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
         for seq in seqs {
             builder.push(0, None, Some(&MessageId { producer: 1, seq }.value(16)));
@@ -332,10 +332,10 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
         (Some(BrokerId(1)), Offset(0), Offset(4))
     );
     assert!(read.complete);
-    let ids: Vec<(i64, u64)> = read
+    let ids: Vec<(i64, u32)> = read
         .records
         .iter()
-        .map(|r| (r.offset.0, r.id.map_or(u64::MAX, |id| id.seq)))
+        .map(|r| (r.offset.0, r.id.map_or(u32::MAX, |id| id.seq)))
         .collect();
     assert_eq!(ids, vec![(0, 0), (1, 1), (2, 2), (3, 3)]);
 }
@@ -390,7 +390,7 @@ fn consumer_records_what_it_reads_below_the_high_watermark() {
         Ok(())
     });
     sim.run().expect("the simulation completes");
-    let reads: Vec<(i64, Option<u64>)> = history
+    let reads: Vec<(i64, Option<u32>)> = history
         .take_events()
         .into_iter()
         .map(|e| {
@@ -500,7 +500,7 @@ fn consume(
     mut sim: turmoil::Sim<'_>,
     partitions: u32,
     run_for: Duration,
-) -> Vec<(u32, i64, Option<u64>)> {
+) -> Vec<(u32, i64, Option<u32>)> {
     let history = History::default();
     let ctx = ConsumerContext {
         index: 1,
@@ -531,7 +531,7 @@ fn consume(
 /// what it saw first (later checked as dirty reads) and what replaced it.
 #[test]
 fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
-    let batch = |base: i64, epoch: i32, seqs: [u64; 2]| {
+    let batch = |base: i64, epoch: i32, seqs: [u32; 2]| {
         let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
         for seq in seqs {
             builder.push(0, None, Some(&MessageId { producer: 1, seq }.value(16)));
@@ -604,7 +604,7 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
             Ok(())
         }
     });
-    let reads: Vec<(i64, Option<u64>)> = consume(sim, 1, Duration::from_secs(10))
+    let reads: Vec<(i64, Option<u32>)> = consume(sim, 1, Duration::from_secs(10))
         .into_iter()
         .map(|(_, offset, seq)| (offset, seq))
         .collect();
@@ -736,8 +736,8 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
 }
 
 /// Acked (offset, message seq) pairs whose seq goes down as the offset goes up.
-fn acked_out_of_order(ops: &[Op]) -> Vec<[(Offset, u64); 2]> {
-    let mut acked: Vec<(Offset, u64)> = ops
+fn acked_out_of_order(ops: &[Op]) -> Vec<[(Offset, u32); 2]> {
+    let mut acked: Vec<(Offset, u32)> = ops
         .iter()
         .filter_map(|op| match op {
             Op::Ok { id, offset, .. } => Some((*offset, id.seq)),
@@ -780,7 +780,7 @@ fn idempotent_acks_keep_send_order_across_delivery_timeouts() {
 /// of each is read once.
 #[test]
 fn consumer_fetches_all_of_a_brokers_partitions_in_one_request() {
-    let batch = |partition: u64| {
+    let batch = |partition: u32| {
         let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
         for seq in [0, 1] {
             let id = MessageId {
