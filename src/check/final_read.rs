@@ -92,11 +92,7 @@ impl<'a> FinalIndex<'a> {
     pub fn unparsed(&self) -> impl Iterator<Item = (usize, Offset, &'a [u8])> + '_ {
         self.unparsed.iter().map(|&(part, i)| {
             let record = &self.partitions[part].read[i];
-            (
-                part,
-                record.offset,
-                record.unparsed.as_deref().unwrap_or_default(),
-            )
+            (part, record.offset, record.unparsed().unwrap_or_default())
         })
     }
 }

@@ -17,7 +17,11 @@ use tokio::time::Instant;
 /// The most one request of the final read may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
-const FETCH_MAX_BYTES: u64 = 1_048_576;
+/// A quarter of a consumer's default `max.partition.fetch.bytes`: the final read reads
+/// every partition at once, and an answer is copied at each step from the leader's log to
+/// the reader (read, encoded, sent, received, decoded), so six 1 MiB answers in flight
+/// were the peak of a run's memory.
+const FETCH_MAX_BYTES: u64 = 262_144;
 
 /// One partition's final read.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,8 +17,9 @@ pub struct ReadRecord {
     pub offset: Offset,
     pub id: Option<MessageId>,
     pub crc: u32,
-    /// The value, when it carries no id.
-    pub unparsed: Option<Box<[u8]>>,
+    /// The value, when it carries no id. Rare, so behind a thin pointer: eight bytes per
+    /// record instead of sixteen, and a run holds four records per message.
+    unparsed: Option<Box<Box<[u8]>>>,
 }
 
 impl ReadRecord {
@@ -28,8 +29,13 @@ impl ReadRecord {
             offset,
             id,
             crc: crc32c::crc32c(value),
-            unparsed: id.is_none().then(|| value.into()),
+            unparsed: id.is_none().then(|| Box::new(value.into())),
         }
+    }
+
+    /// The value, when it carries no id.
+    pub fn unparsed(&self) -> Option<&[u8]> {
+        self.unparsed.as_deref().map(|value| &**value)
     }
 }
 
