@@ -152,6 +152,10 @@ struct Link {
     /// Messages that are ready to be delivered.
     deliverable: IndexMap<IpAddr, VecDeque<Envelope>>,
 
+    /// How many messages `deliverable` holds, so that a link with none is skipped
+    /// without a lookup.
+    queued: usize,
+
     /// The current network time, moved forward with [`Link::tick`].
     now: Instant,
 }
@@ -331,6 +335,7 @@ impl Link {
             config: config::Link::default(),
             sent: VecDeque::new(),
             deliverable: IndexMap::default(),
+            queued: 0,
             now,
         }
     }
@@ -431,6 +436,7 @@ impl Link {
                         .entry(sent.dst.ip())
                         .or_default()
                         .push_back(envelope);
+                    self.queued += 1;
                     deliverable += 1;
                 }
             }
@@ -446,10 +452,14 @@ impl Link {
         rand: &mut dyn RngCore,
         host: &mut Host,
     ) {
+        if self.queued == 0 {
+            return;
+        }
         let deliverable = match self.deliverable.get_mut(&host.addr) {
             Some(queue) if !queue.is_empty() => queue.drain(..).collect::<Vec<Envelope>>(),
             _ => return,
         };
+        self.queued -= deliverable.len();
 
         for message in deliverable {
             let (src, dst) = (message.src, message.dst);
