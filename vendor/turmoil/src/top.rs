@@ -289,8 +289,9 @@ impl Topology {
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
         let _ = self.rt.tick(duration);
+        let now = self.rt.now();
         for link in self.links.values_mut() {
-            link.tick(self.rt.now());
+            link.tick(now);
         }
     }
 
