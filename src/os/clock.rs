@@ -1,11 +1,13 @@
 //! The one simulated clock, and the one type for its instants.
 //!
-//! Inside a host, "now" is turmoil's clock for that host; outside (the world between
-//! steps, the disk's OS flusher, the trace), it is the time the world published in a
-//! thread-local before the step. The two are equal at every read: turmoil runs a host's
-//! tasks at the time of the step the world published, so broker, producer, controller,
-//! disk, history and trace all see one clock. Reading turmoil's inside a host keeps a bare
-//! turmoil test (no world publishing the time) correct; tests of the disk alone set the
+//! "Now" is the time the world published in a thread-local before the step it runs. Inside
+//! a host that equals turmoil's clock for the host at every read: turmoil runs a host's
+//! tasks at the time of the step, and tokio's timers have millisecond ticks, so broker,
+//! producer, controller, disk, history and trace all see one clock. Reading the published
+//! time instead of asking turmoil (a lookup of the current host and of its runtime's
+//! clock) matters: it is read several times per message. Builds with debug assertions,
+//! the tests among them, check the equality at every read. Without a world on the thread
+//! (a bare turmoil test), hosts read turmoil's clock; tests of the disk alone set the
 //! published time by hand. Several seeds on several threads each see their own.
 //!
 //! Durations are `std::time::Duration`; only instants are `SimTime`, so that an instant
@@ -104,17 +106,44 @@ impl fmt::Display for SimTime {
 
 thread_local! {
     static NOW: Cell<SimTime> = const { Cell::new(SimTime::ZERO) };
+    /// Whether a world publishes the time on this thread at every step.
+    static WORLD: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The current simulated time of this thread's simulation.
 pub fn now() -> SimTime {
-    turmoil::sim_elapsed().map_or_else(|| NOW.with(Cell::get), SimTime::after_start)
+    let published = NOW.with(Cell::get);
+    if WORLD.with(Cell::get) {
+        debug_assert_eq!(
+            turmoil::sim_elapsed().map_or(published, SimTime::after_start),
+            published,
+            "a host's clock left the time the world published"
+        );
+        return published;
+    }
+    turmoil::sim_elapsed().map_or(published, SimTime::after_start)
 }
 
-/// Publish the current simulated time for code outside the hosts; only the world (and
-/// tests) call this.
+/// Publish the current simulated time; only the world (and tests) call this.
 pub fn set(now: SimTime) {
     NOW.with(|cell| cell.set(now));
+}
+
+/// While held, this thread's world publishes the time at every step, and hosts read it
+/// (see the module docs). Dropped with the world, so a later bare turmoil test on the same
+/// thread reads turmoil's clock again.
+pub struct Published(());
+
+/// Start publishing for this thread's world.
+pub fn publish() -> Published {
+    WORLD.with(|world| world.set(true));
+    Published(())
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        WORLD.with(|world| world.set(false));
+    }
 }
 
 /// Inside a host: sleep until the simulated clock reads `at` (at once if it has passed).

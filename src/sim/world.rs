@@ -61,6 +61,8 @@ pub struct World<'a> {
     stopped: BTreeMap<HostName, Stopped>,
     network: Network,
     changes: Vec<HostChange>,
+    /// This world publishes the simulated time for its thread.
+    _published: clock::Published,
 }
 
 impl<'a> World<'a> {
@@ -88,6 +90,7 @@ impl<'a> World<'a> {
             stopped: BTreeMap::new(),
             network: Network::new(latency_min, latency_max),
             changes: Vec::new(),
+            _published: clock::publish(),
         }
     }
 
