@@ -611,12 +611,11 @@ fn collect_final_state(
     read: FinalRead,
 ) -> FinalState {
     let metadata = harness.view.get();
-    let isr = |tp: &TopicPartition| {
+    let in_isr = |tp: &TopicPartition, broker: BrokerId| {
         metadata
             .partitions
             .get(tp)
-            .map(|p| p.isr.clone())
-            .unwrap_or_default()
+            .is_some_and(|p| p.isr.contains(&broker))
     };
     let running: BTreeMap<BrokerId, bool> = partitions
         .iter()
@@ -628,13 +627,7 @@ fn collect_final_state(
     for (&broker, &running) in &running {
         let disk = disks.remove(&HostName::Broker(broker.0));
         for (tp, _) in partitions.iter().filter(|(_, r)| r.contains(&broker)) {
-            let log = replica_log(
-                disk.as_ref(),
-                tp,
-                broker,
-                isr(tp).contains(&broker),
-                running,
-            );
+            let log = replica_log(disk.as_ref(), tp, broker, in_isr(tp, broker), running);
             logs.insert((broker, tp), log);
         }
         drop(disk);
