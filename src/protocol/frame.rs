@@ -59,21 +59,26 @@ pub struct Envelope<T> {
 }
 
 /// Encode `value` as one frame and write it with a single write (one TCP segment).
+///
+/// The body is sized first, so the frame is allocated once at its length instead of
+/// growing (and copying) as postcard appends record batches to it.
 pub async fn write_frame<W, T>(stream: &mut W, value: &T) -> Result<(), NetError>
 where
     W: AsyncWrite + Unpin,
     T: Serialize,
 {
-    let mut frame = vec![0u8; LENGTH_PREFIX_BYTES];
-    frame = postcard::to_extend(value, frame).map_err(|e| NetError::Codec(e.to_string()))?;
-    let body_bytes = frame.len() - LENGTH_PREFIX_BYTES;
+    let codec = |e: postcard::Error| NetError::Codec(e.to_string());
+    let body_bytes = postcard::experimental::serialized_size(value).map_err(codec)?;
     if body_bytes > MAX_FRAME_BYTES {
         return Err(NetError::Codec(format!(
             "frame of {body_bytes} bytes exceeds MAX_FRAME_BYTES ({MAX_FRAME_BYTES})"
         )));
     }
+    let mut frame = Vec::with_capacity(LENGTH_PREFIX_BYTES + body_bytes);
     // Lossless: body_bytes ≤ MAX_FRAME_BYTES < u32::MAX.
-    frame[..LENGTH_PREFIX_BYTES].copy_from_slice(&(body_bytes as u32).to_be_bytes());
+    frame.extend_from_slice(&(body_bytes as u32).to_be_bytes());
+    let frame = postcard::to_extend(value, frame).map_err(codec)?;
+    debug_assert_eq!(frame.len(), LENGTH_PREFIX_BYTES + body_bytes);
     stream
         .write_all(&frame)
         .await

@@ -7,7 +7,7 @@ use rand::rngs::SmallRng;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use tokio::task::LocalSet;
-use tokio::time::{sleep, Duration, Instant};
+use tokio::time::{sleep, Duration, Instant, Sleep};
 
 use super::Result;
 
@@ -66,6 +66,10 @@ pub struct Rt<'a> {
 
     /// Runtime configuration.
     config: Config,
+
+    /// The timer [`Rt::tick`] waits on, re-armed at every tick rather than created anew.
+    /// It belongs to `tokio`'s time driver, so it goes whenever the runtime is replaced.
+    tick_sleep: Option<Pin<Box<Sleep>>>,
 }
 
 impl<'a> Rt<'a> {
@@ -84,6 +88,7 @@ impl<'a> Rt<'a> {
             nodename,
             handle: Some(handle),
             config,
+            tick_sleep: None,
         }
     }
 
@@ -104,6 +109,7 @@ impl<'a> Rt<'a> {
             nodename,
             handle: Some(handle),
             config,
+            tick_sleep: None,
         }
     }
 
@@ -118,6 +124,7 @@ impl<'a> Rt<'a> {
             nodename: String::new().into(),
             handle: None,
             config,
+            tick_sleep: None,
         }
     }
 
@@ -161,12 +168,16 @@ impl<'a> Rt<'a> {
     // that caused failure. Subsequent calls do not return the error as it is
     // expected to fail the simulation.
     pub(crate) fn tick(&mut self, duration: Duration) -> Result<bool> {
-        self.tokio.block_on(async {
-            self.local
-                .run_until(async {
-                    sleep(duration).await;
-                })
-                .await
+        let (tokio, local, slot) = (&self.tokio, &self.local, &mut self.tick_sleep);
+        tokio.block_on(async {
+            let timer = match slot {
+                Some(timer) => {
+                    timer.as_mut().reset(Instant::now() + duration);
+                    timer
+                }
+                None => slot.insert(Box::pin(sleep(duration))),
+            };
+            local.run_until(timer.as_mut()).await
         });
 
         // pull for software completion
@@ -222,6 +233,7 @@ impl<'a> Rt<'a> {
     ///
     /// Both the [`Runtime`] and [`LocalSet`] are replaced with new instances.
     fn cancel_tasks(&mut self) {
+        self.tick_sleep = None;
         let (tokio, local) = init(&mut self.config);
 
         _ = mem::replace(&mut self.tokio, tokio);
