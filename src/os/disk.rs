@@ -546,6 +546,17 @@ impl Disk {
         Ok(self.state.borrow().inode(path)?.cached.read(offset, len))
     }
 
+    /// [`read`](Self::read) into the caller's buffer: for the small reads a lookup repeats,
+    /// like the batch headers an offset search walks.
+    pub fn read_into(&self, path: &str, offset: u64, buf: &mut [u8]) -> Result<usize, DiskError> {
+        Ok(self
+            .state
+            .borrow()
+            .inode(path)?
+            .cached
+            .read_into(offset, buf))
+    }
+
     pub fn read_all(&self, path: &str) -> Result<Vec<u8>, DiskError> {
         Ok(self.state.borrow().inode(path)?.cached.to_vec())
     }

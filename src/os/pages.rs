@@ -47,17 +47,38 @@ impl Pages {
 
     /// Up to `len` bytes from `offset`; shorter at the end.
     pub fn read(&self, offset: u64, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.readable(offset, len));
+        self.each_chunk(offset, len, |chunk| out.extend_from_slice(chunk));
+        out
+    }
+
+    /// Fill `buf` from `offset` without allocating; returns how many bytes there were
+    /// (fewer than `buf.len()` at the end).
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> usize {
+        let mut filled = 0;
+        self.each_chunk(offset, buf.len(), |chunk| {
+            buf[filled..filled + chunk.len()].copy_from_slice(chunk);
+            filled += chunk.len();
+        });
+        filled
+    }
+
+    fn readable(&self, offset: u64, len: usize) -> usize {
         let start = offset.min(self.len);
-        let end = start.saturating_add(len as u64).min(self.len);
-        let mut out = Vec::with_capacity((end - start) as usize);
+        (start.saturating_add(len as u64).min(self.len) - start) as usize
+    }
+
+    /// The bytes of `len` from `offset` (clipped to the end), page by page.
+    fn each_chunk(&self, offset: u64, len: usize, mut f: impl FnMut(&[u8])) {
+        let start = offset.min(self.len);
+        let end = start + self.readable(offset, len) as u64;
         let mut at = start;
         while at < end {
             let (page, within) = ((at / PAGE_BYTES) as usize, (at % PAGE_BYTES) as usize);
             let take = (PAGE - within).min((end - at) as usize);
-            out.extend_from_slice(&self.pages[page][within..within + take]);
+            f(&self.pages[page][within..within + take]);
             at += take as u64;
         }
-        out
     }
 
     /// Every byte, in one buffer.
@@ -248,6 +269,10 @@ mod tests {
             let start = (offset as usize).min(data.len());
             let end = start.saturating_add(len).min(data.len());
             prop_assert_eq!(pages.read(offset, len), data[start..end].to_vec());
+            let mut buf = vec![0xAA; len];
+            let filled = pages.read_into(offset, &mut buf);
+            prop_assert_eq!(&buf[..filled], &data[start..end]);
+            prop_assert!(buf[filled..].iter().all(|&b| b == 0xAA), "nothing past the end is written");
         }
     }
 

@@ -251,19 +251,25 @@ where
     H: Fn(Request, String) -> F,
     F: Future<Output = Response>,
 {
+    // One idle timer for the connection's life, re-armed per request: a busy connection
+    // would otherwise register and drop a timer for every request it reads.
+    let idle = tokio::time::sleep(CONNECTIONS_MAX_IDLE);
+    tokio::pin!(idle);
     loop {
-        let request = match tokio::time::timeout(
-            CONNECTIONS_MAX_IDLE,
-            read_frame::<_, Envelope<Request>>(&mut stream),
-        )
-        .await
-        {
-            Ok(Ok(request)) => request,
-            Ok(Err(NetError::Codec(reason))) => {
+        idle.as_mut()
+            .reset(tokio::time::Instant::now() + CONNECTIONS_MAX_IDLE);
+        let read = tokio::select! {
+            biased;
+            read = read_frame::<_, Envelope<Request>>(&mut stream) => read,
+            () = &mut idle => return,
+        };
+        let request = match read {
+            Ok(request) => request,
+            Err(NetError::Codec(reason)) => {
                 tracing::debug!(%peer, %reason, "dropping connection after a bad frame");
                 return;
             }
-            Ok(Err(_)) | Err(_) => return,
+            Err(_) => return,
         };
         let response = Envelope {
             correlation_id: request.correlation_id,

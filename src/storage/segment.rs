@@ -302,9 +302,10 @@ impl Segment {
         target: Offset,
     ) -> Result<Option<(u64, BatchHeader)>, DiskError> {
         let mut first = true;
+        let mut buf = [0u8; BATCH_HEADER_LEN];
         while position < self.size_bytes {
-            let bytes = disk.read(&self.log_path, position, BATCH_HEADER_LEN)?;
-            let Ok(header) = record::parse_header(&bytes) else {
+            let read = disk.read_into(&self.log_path, position, &mut buf)?;
+            let Ok(header) = record::parse_header(&buf[..read]) else {
                 return Ok(None);
             };
             if first && header.base_offset > target {
