@@ -9,6 +9,7 @@
 //! so that histories of a million events check in well under a second.
 
 mod counts;
+pub mod coverage;
 mod describe;
 mod expect;
 mod final_read;

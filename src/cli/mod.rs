@@ -4,6 +4,7 @@
 mod bench;
 mod run;
 mod sweep;
+mod test_seeds;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -48,6 +49,9 @@ enum Command {
     Run(run::RunArgs),
     /// Run a base scenario under every combination of settings and write a report.
     Sweep(sweep::SweepArgs),
+    /// Suggest a scenario's `test_seeds`: the seeds that show, in the least time, every
+    /// behaviour its seeds show.
+    TestSeeds(test_seeds::TestSeedsArgs),
     /// List every supported configuration key with its default and meaning.
     Config,
     /// Print the batches and records of a log segment, like kafka-dump-log.sh.
@@ -94,6 +98,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Sweep(args) => sweep::run(args),
+        Command::TestSeeds(args) => test_seeds::run(args),
         Command::Config => {
             out(&crate::scenario::config_reference());
             EXIT_OK

@@ -72,6 +72,7 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
     scenario.variants =
         parse::sweep_variants(&base, &matrix).map_err(|e| locate(e, &text, path))?;
     if let Some(seeds) = matrix.seeds {
+        scenario.test_seeds.clone_from(&seeds);
         scenario.seeds = seeds;
     }
     Ok(Sweep {

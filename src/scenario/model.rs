@@ -14,6 +14,9 @@ pub struct Scenario {
     pub description: String,
     pub path: PathBuf,
     pub seeds: Vec<u64>,
+    /// The seeds `cargo test` runs (`test_seeds`): a subset of `seeds` chosen for coverage
+    /// per second, or all of them.
+    pub test_seeds: Vec<u64>,
     /// At least one; a scenario without `[variants]` has one, named after the file.
     pub variants: Vec<Variant>,
 }

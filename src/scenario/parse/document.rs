@@ -26,7 +26,8 @@ pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
         name: doc.name.clone().unwrap_or(stem),
         description: doc.description.clone(),
         path: path.to_owned(),
-        seeds: doc.seeds.clone().unwrap_or_else(|| vec![1]),
+        seeds: doc.seeds(),
+        test_seeds: doc.test_seeds(),
         variants,
     })
 }

@@ -39,7 +39,7 @@ pub(crate) fn matrix(text: &str) -> Result<Matrix, Error> {
         match entry.key.as_str() {
             "name" => name = Some(keys::string("name", &entry.value)?.to_owned()),
             "base" => base = Some(keys::string("base", &entry.value)?.to_owned()),
-            "seeds" => seeds = Some(read_seeds(&entry.value)?),
+            "seeds" => seeds = Some(read_seeds("seeds", &entry.value)?),
             "vary" => {
                 vary_span = entry.key_span.clone();
                 let valid = variant_paths(false);
@@ -100,7 +100,8 @@ pub(crate) fn sweep_base(text: &str, path: &Path) -> Result<(Base, Scenario), Er
         name: doc.name.clone().unwrap_or_else(|| file_stem(path)),
         description: doc.description.clone(),
         path: path.to_owned(),
-        seeds: doc.seeds.clone().unwrap_or_else(|| vec![1]),
+        seeds: doc.seeds(),
+        test_seeds: doc.test_seeds(),
         variants: vec![Variant::new(
             file_stem(path),
             settings,

@@ -21,6 +21,7 @@ const TOP_LEVEL: &[&str] = &[
     "name",
     "description",
     "seeds",
+    "test_seeds",
     "duration",
     "heal",
     "cluster",
@@ -44,6 +45,8 @@ pub(super) struct Doc {
     pub(super) name: Option<String>,
     pub(super) description: String,
     pub(super) seeds: Option<Vec<u64>>,
+    /// The seeds `cargo test` runs, with where the file gives them.
+    pub(super) test_seeds: Option<(Vec<u64>, Range<usize>)>,
     pub(super) duration: Option<(Duration, Range<usize>)>,
     pub(super) heal: Option<Duration>,
     pub(super) cluster: Option<Cluster>,
@@ -63,7 +66,10 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
         match entry.key.as_str() {
             "name" => doc.name = Some(keys::string("name", value)?.to_owned()),
             "description" => doc.description = keys::string("description", value)?.to_owned(),
-            "seeds" => doc.seeds = Some(read_seeds(value)?),
+            "seeds" => doc.seeds = Some(read_seeds("seeds", value)?),
+            "test_seeds" => {
+                doc.test_seeds = Some((read_seeds("test_seeds", value)?, value.span.clone()));
+            }
             "duration" => {
                 let duration = keys::duration("duration", value)?;
                 if duration.is_zero() {
@@ -98,10 +104,36 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
             },
         }
     }
+    if let Some((test_seeds, span)) = &doc.test_seeds {
+        let seeds = doc.seeds();
+        if let Some(stray) = test_seeds.iter().find(|seed| !seeds.contains(seed)) {
+            return Err(Error::at(
+                span,
+                format!(
+                    "test seed {stray} is not among `seeds`: `test_seeds` picks the seeds \
+                     `cargo test` runs out of the file's own"
+                ),
+            ));
+        }
+    }
     Ok(doc)
 }
 
-pub(super) fn read_seeds(node: &Node) -> Result<Vec<u64>, Error> {
+impl Doc {
+    /// The file's seeds: `seeds = 1` where it is silent.
+    pub(super) fn seeds(&self) -> Vec<u64> {
+        self.seeds.clone().unwrap_or_else(|| vec![1])
+    }
+
+    /// The seeds `cargo test` runs: all of [`seeds`](Self::seeds) where the file is silent.
+    pub(super) fn test_seeds(&self) -> Vec<u64> {
+        self.test_seeds
+            .as_ref()
+            .map_or_else(|| self.seeds(), |(seeds, _)| seeds.clone())
+    }
+}
+
+pub(super) fn read_seeds(key: &str, node: &Node) -> Result<Vec<u64>, Error> {
     let at = |message: String| Error::at(&node.span, message);
     match &node.value {
         Value::Integer(count) => seed_count(u64::try_from(*count).unwrap_or(0)).map_err(at),
@@ -125,7 +157,7 @@ pub(super) fn read_seeds(node: &Node) -> Result<Vec<u64>, Error> {
             check_seed_list(seeds).map_err(at)
         }
         _ => Err(keys::wrong_type(
-            "seeds",
+            key,
             "a count, a list of seeds or a range string like \"100..200\"",
             node,
         )),

@@ -256,6 +256,33 @@ fn topic_config_dotted_keys_and_seed_forms() {
 }
 
 #[test]
+fn test_seeds_pick_among_the_seeds_and_default_to_all_of_them() {
+    let all = ok(&format!("seeds = 5\n{MINIMAL}"));
+    assert_eq!(all.test_seeds, vec![1, 2, 3, 4, 5]);
+    let picked = ok(&format!("seeds = 5\ntest_seeds = [4, 2]\n{MINIMAL}"));
+    assert_eq!(picked.seeds, vec![1, 2, 3, 4, 5]);
+    assert_eq!(picked.test_seeds, vec![4, 2]);
+    let before = ok(&format!("test_seeds = \"3..5\"\nseeds = 9\n{MINIMAL}"));
+    assert_eq!(
+        before.test_seeds,
+        vec![3, 4],
+        "the order of the keys does not matter"
+    );
+    assert_error(
+        &format!("seeds = 5\ntest_seeds = [2, 6]\n{MINIMAL}"),
+        "s.toml:2:14: test seed 6 is not among `seeds`: `test_seeds` picks the seeds `cargo test` runs out of the file's own",
+    );
+    assert_error(
+        &format!("test_seeds = 2\n{MINIMAL}"),
+        "s.toml:1:14: test seed 2 is not among `seeds`: `test_seeds` picks the seeds `cargo test` runs out of the file's own",
+    );
+    assert_error(
+        &format!("test_seeds = true\n{MINIMAL}"),
+        "s.toml:1:14: `test_seeds` must be a count, a list of seeds or a range string like \"100..200\", found a boolean",
+    );
+}
+
+#[test]
 fn kafka_producer_rules_between_keys() {
     // acks=1 with idempotence left at its default: Kafka quietly turns idempotence off.
     let s = ok(&format!("{MINIMAL}[producer]\nacks = 1\n"))
