@@ -127,7 +127,7 @@ fn suggestion(
     let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
     let _ = write!(
         text,
-        "\ntest_seeds = [{}]\n# {} of {} seeds, {:.1} s of {:.1} s: every behaviour the {} seeds show\n# (a behaviour: in one variant, a count at 0 or above it, or an [expect_some] holding)\n",
+        "\ntest_seeds = [{}]\n# {} of {} seeds, {:.1} s of {:.1} s: every behaviour the {} seeds show\n# (a behaviour: in one variant, a count's order of magnitude, 0, 1-9, 10-99, ...,\n# or an [expect_some] holding)\n",
         list.join(", "),
         seeds.len(),
         runs.len(),
