@@ -24,6 +24,14 @@ pub fn advance_leader_hw(current: Offset, candidate: Offset, leader_leo: Offset)
     hw
 }
 
+/// Kafka's strict min ISR (since 3.7, KAFKA-15583): a leader whose committed ISR is
+/// smaller than `min.insync.replicas` (capped at the replica count) does not move its HW.
+/// Before 3.7 the HW followed a lone leader's LEO, so a consumer could read, and a later
+/// election roll back, records no other replica had. A pending expansion does not count.
+pub fn under_min_isr(committed_isr: usize, min_insync_replicas: u32, replicas: usize) -> bool {
+    committed_isr < (min_insync_replicas as usize).min(replicas)
+}
+
 /// A follower's HW after a fetch response: the leader's HW, capped by what it has itself.
 pub fn follower_hw(leader_hw: Offset, own_leo: Offset) -> Offset {
     leader_hw.min(own_leo)
@@ -49,6 +57,21 @@ mod tests {
             advance_leader_hw(Offset(8), candidate, Offset(10)),
             Offset(8)
         );
+    }
+
+    #[test]
+    fn under_min_isr_counts_the_committed_isr_against_min_isr_capped_at_the_replicas() {
+        assert!(under_min_isr(1, 2, 3), "the leader alone, min ISR 2");
+        assert!(!under_min_isr(2, 2, 3));
+        assert!(
+            !under_min_isr(1, 1, 3),
+            "min ISR 1: a lone leader moves its HW"
+        );
+        assert!(
+            !under_min_isr(2, 3, 2),
+            "min ISR above the replica count is capped"
+        );
+        assert!(under_min_isr(1, 3, 2));
     }
 
     #[test]

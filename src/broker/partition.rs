@@ -299,9 +299,16 @@ impl Partition {
         }
     }
 
-    /// Leader: move the HW to the minimum LEO of the maximal ISR if that is higher.
+    /// Leader: move the HW to the minimum LEO of the maximal ISR if that is higher, unless
+    /// the committed ISR is under min ISR (`hw::under_min_isr`).
     fn maybe_increment_hw(&mut self) {
-        if !self.is_leader() {
+        if !self.is_leader()
+            || hw::under_min_isr(
+                self.isr.len(),
+                self.min_insync_replicas,
+                self.replicas.len(),
+            )
+        {
             return;
         }
         let leo = self.log.log_end_offset();
@@ -714,6 +721,39 @@ mod tests {
             Offset(2),
             "broker 3 is being added: counted in the maximal ISR"
         );
+    }
+
+    /// Kafka 3.7's strict min ISR: with min ISR 2, a leader left alone in the ISR appends
+    /// (acks=1 still succeeds) but its HW stays, so no consumer reads a record only it has.
+    #[test]
+    fn a_leader_under_min_isr_holds_its_hw_until_the_isr_is_back() {
+        let mut p = partition_with(0);
+        p.min_insync_replicas = 2;
+        p.apply(
+            &state(1, 0, 0, &[1, 2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
+        p.on_follower_fetch(BrokerId(2), Offset(0), SimTime::ZERO);
+        p.on_isr_committed(&state(1, 0, 1, &[1]));
+        let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        batch.push(0, None, Some(b"m0"));
+        p.on_produce(batch.build(), SimTime::ZERO).expect("append");
+        assert_eq!(p.log.log_end_offset(), Offset(1));
+        assert_eq!(
+            p.hw,
+            Offset(0),
+            "the ISR is the leader alone, under min ISR 2"
+        );
+        p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO);
+        assert!(
+            p.pending_isr.is_some(),
+            "broker 2 caught up: expansion proposed"
+        );
+        assert_eq!(p.hw, Offset(0), "a proposed expansion does not count");
+        p.on_isr_committed(&state(1, 0, 2, &[1, 2]));
+        assert_eq!(p.hw, Offset(1), "back at min ISR, the HW catches up");
     }
 
     #[test]
