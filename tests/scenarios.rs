@@ -6,7 +6,7 @@
 
 use hightide::check;
 use hightide::scenario;
-use hightide::sim::batch::{self, Job};
+use hightide::sim::batch;
 use hightide::sim::runner::RunOptions;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
@@ -28,15 +28,8 @@ fn run_scenario(path: &Path) -> Result<(), Failed> {
         Ok(spec) => scenario::parse_seeds(spec).map_err(|e| format!("HIGHTIDE_SEEDS: {e}"))?,
         Err(_) => scenario.test_seeds.clone(),
     };
-    let jobs: Vec<Job> = seeds
-        .iter()
-        .flat_map(|&seed| {
-            scenario
-                .variants
-                .iter()
-                .map(move |variant| Job { variant, seed })
-        })
-        .collect();
+    let variants: Vec<_> = scenario.variants.iter().collect();
+    let jobs = batch::jobs(&seeds, &variants);
     // libtest-mimic already runs one scenario per core.
     let results = batch::run_all(&jobs, 1, &RunOptions::default());
     let relative = path

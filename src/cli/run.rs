@@ -3,7 +3,7 @@
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario::{self, model::Scenario};
-use crate::sim::batch::{self, Job};
+use crate::sim::batch;
 use crate::sim::runner::{RunOptions, RunOutcome};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -81,10 +81,7 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     }
-    let jobs: Vec<Job> = seeds
-        .iter()
-        .flat_map(|&seed| variants.iter().map(move |&variant| Job { variant, seed }))
-        .collect();
+    let jobs = batch::jobs(&seeds, &variants);
     let options = RunOptions {
         trace: args.trace,
         dump_disks: args.dump_disks.clone(),

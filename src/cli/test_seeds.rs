@@ -5,7 +5,7 @@
 use super::{out, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::check::coverage::{self, SeedRuns};
 use crate::scenario;
-use crate::sim::batch::{self, Job};
+use crate::sim::batch;
 use crate::sim::runner::RunOptions;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -31,16 +31,8 @@ pub fn run(args: TestSeedsArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let jobs: Vec<Job> = scenario
-        .seeds
-        .iter()
-        .flat_map(|&seed| {
-            scenario
-                .variants
-                .iter()
-                .map(move |variant| Job { variant, seed })
-        })
-        .collect();
+    let variants: Vec<_> = scenario.variants.iter().collect();
+    let jobs = batch::jobs(&scenario.seeds, &variants);
     let threads = args.jobs.unwrap_or_else(batch::default_threads);
     let variant_index = |name: &str| scenario.variants.iter().position(|v| v.name == name);
     let mut by_seed: BTreeMap<u64, SeedRuns> = BTreeMap::new();

@@ -14,6 +14,14 @@ pub struct Job<'a> {
     pub seed: u64,
 }
 
+/// Every variant on every seed, seed by seed: the order runs are printed in.
+pub fn jobs<'a>(seeds: &[u64], variants: &[&'a Variant]) -> Vec<Job<'a>> {
+    seeds
+        .iter()
+        .flat_map(|&seed| variants.iter().map(move |&variant| Job { variant, seed }))
+        .collect()
+}
+
 /// Run every job on up to `threads` threads; results come back in job order.
 pub fn run_all(
     jobs: &[Job<'_>],
