@@ -14,7 +14,6 @@
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
-use crate::config::Truncation;
 use crate::history::facts::Fact;
 use crate::os::clock::{self, SimTime};
 use crate::protocol::fetch_session::SessionHandler;
@@ -259,7 +258,10 @@ fn idle_wait(rm: &ReplicaManager, set: &FetchSet) -> std::time::Duration {
 /// log with the leader's (Kafka's `maybeTruncate` before `maybeFetch`).
 fn plan(rm: &ReplicaManager, set: &FetchSet) -> (Round, Vec<(TopicPartition, u64, Epoch)>) {
     let now = clock::now();
-    let leader_epoch_rule = rm.config.replication_truncation == Truncation::LeaderEpoch;
+    // Kafka 2.8+ followers send their last fetched epoch, so the leader can answer with
+    // where their logs diverge (KAFKA-10554).
+    let send_last_fetched_epoch = rm.config.replication_truncation.uses_leader_epochs()
+        && rm.config.rules.diverging_epoch_in_fetch;
     let followed = set.partitions.borrow();
     let partitions = rm.partitions.borrow();
     let mut round = Round {
@@ -282,7 +284,7 @@ fn plan(rm: &ReplicaManager, set: &FetchSet) -> (Round, Vec<(TopicPartition, u64
             tp: tp.clone(),
             fetch_offset: partition.log().log_end_offset(),
             current_leader_epoch: f.leader_epoch,
-            last_fetched_epoch: if leader_epoch_rule {
+            last_fetched_epoch: if send_last_fetched_epoch {
                 partition.log().epochs().latest_epoch()
             } else {
                 None
@@ -582,7 +584,12 @@ fn truncate_step(
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
     partition
-        .on_epoch_end(answer, reason, clock::now())
+        .on_epoch_end(
+            answer,
+            rm.config.replication_truncation,
+            reason,
+            clock::now(),
+        )
         .map_err(|e| storage_failed(rm, partition, &e))
 }
 

@@ -60,6 +60,8 @@ pub struct Partition {
     /// Leader only: the LEO when this leader epoch began.
     leader_epoch_start_offset: Offset,
     min_insync_replicas: u32,
+    /// Kafka 3.7+ (KAFKA-15583): under min ISR, the HW holds.
+    strict_min_isr: bool,
     /// Bumped at every role change: the partition leaves a fetcher of an older generation.
     generation: u64,
     /// Follower, leader-epoch rule: the log must be reconciled with the leader's before
@@ -81,6 +83,7 @@ impl Partition {
         log: Log,
         hw: Offset,
         min_insync_replicas: u32,
+        strict_min_isr: bool,
         facts: Facts,
         bugs: Bugs,
     ) -> Partition {
@@ -98,6 +101,7 @@ impl Partition {
             followers: BTreeMap::new(),
             leader_epoch_start_offset: Offset::NONE,
             min_insync_replicas,
+            strict_min_isr,
             generation: 0,
             truncation_pending: false,
             notify: Rc::new(Notify::new()),
@@ -274,7 +278,9 @@ impl Partition {
                 }
                 self.truncation_pending = false;
             }
-            Truncation::LeaderEpoch => self.truncation_pending = true,
+            Truncation::LeaderEpoch | Truncation::LeaderEpochSingleRound => {
+                self.truncation_pending = true
+            }
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
         Ok(())
@@ -300,14 +306,15 @@ impl Partition {
     }
 
     /// Leader: move the HW to the minimum LEO of the maximal ISR if that is higher, unless
-    /// the committed ISR is under min ISR (`hw::under_min_isr`).
+    /// the committed ISR is under min ISR (`hw::under_min_isr`) and the release is strict.
     fn maybe_increment_hw(&mut self) {
         if !self.is_leader()
-            || hw::under_min_isr(
-                self.isr.len(),
-                self.min_insync_replicas,
-                self.replicas.len(),
-            )
+            || (self.strict_min_isr
+                && hw::under_min_isr(
+                    self.isr.len(),
+                    self.min_insync_replicas,
+                    self.replicas.len(),
+                ))
         {
             return;
         }
@@ -451,9 +458,13 @@ impl Partition {
             let leo = self.log.log_end_offset();
             let records = match rule {
                 // Our LEO may sit inside a leader's batch: take its records from there, as
-                // 0.10's per-message offsets served them (`record::records_from`).
-                Truncation::HighWatermark => record::records_from(records, leo)
-                    .map_err(|e| StorageError::InvalidRecord(e.to_string()))?,
+                // 0.10's per-message offsets served them (`record::records_from`). A single
+                // round can leave it there too (KAFKA-6361); taking the tail is an
+                // approximation of what 0.11 to 1.1 did then.
+                Truncation::HighWatermark | Truncation::LeaderEpochSingleRound => {
+                    record::records_from(records, leo)
+                        .map_err(|e| StorageError::InvalidRecord(e.to_string()))?
+                }
                 Truncation::LeaderEpoch => Cow::Borrowed(records),
             };
             self.log.append_as_follower(&records, now)?;
@@ -471,13 +482,18 @@ impl Partition {
     pub fn on_epoch_end(
         &mut self,
         answer: EpochEndOffset,
+        rule: Truncation,
         reason: &'static str,
         now: SimTime,
     ) -> Result<TruncationState, StorageError> {
         let leo = self.log.log_end_offset();
-        let ours = (answer.epoch != Epoch::NONE)
-            .then(|| self.log.epochs().end_offset_for(answer.epoch, leo));
-        let step = truncation::leader_epoch_truncation(answer, ours, leo, self.hw);
+        let step = if rule == Truncation::LeaderEpochSingleRound {
+            truncation::single_round_truncation(answer.end_offset, leo, self.hw)
+        } else {
+            let ours = (answer.epoch != Epoch::NONE)
+                .then(|| self.log.epochs().end_offset_for(answer.epoch, leo));
+            truncation::leader_epoch_truncation(answer, ours, leo, self.hw)
+        };
         self.truncate_to(step.offset, reason, now)?;
         if step.completed {
             self.truncation_pending = false;
@@ -631,8 +647,15 @@ mod tests {
             SimTime::ZERO,
         )
         .expect("a new log opens");
-        let mut partition =
-            Partition::new(ME, log, Offset(0), 1, Facts::default(), Bugs::default());
+        let mut partition = Partition::new(
+            ME,
+            log,
+            Offset(0),
+            1,
+            true,
+            Facts::default(),
+            Bugs::default(),
+        );
         for i in 0..records {
             let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
             batch.push(0, None, Some(format!("m{i}").as_bytes()));
@@ -754,6 +777,27 @@ mod tests {
         assert_eq!(p.hw, Offset(0), "a proposed expansion does not count");
         p.on_isr_committed(&state(1, 0, 2, &[1, 2]));
         assert_eq!(p.hw, Offset(1), "back at min ISR, the HW catches up");
+    }
+
+    /// Before Kafka 3.7 the HW follows the ISR alone: a leader left alone commits what it
+    /// appends, and a consumer may read a record no other replica has.
+    #[test]
+    fn before_kafka_3_7_a_leader_alone_commits_its_appends() {
+        let mut p = partition_with(0);
+        p.min_insync_replicas = 2;
+        p.strict_min_isr = false;
+        p.apply(
+            &state(1, 0, 0, &[1, 2]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
+        p.on_follower_fetch(BrokerId(2), Offset(0), SimTime::ZERO);
+        p.on_isr_committed(&state(1, 0, 1, &[1]));
+        let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        batch.push(0, None, Some(b"m0"));
+        p.on_produce(batch.build(), SimTime::ZERO).expect("append");
+        assert_eq!(p.hw, Offset(1), "the ISR is the leader alone: its LEO");
     }
 
     #[test]

@@ -133,7 +133,15 @@ impl ReplicaManager {
     pub fn host(&self, log: Log, hw: Offset) {
         let min_isr = self.min_insync_replicas(&log.tp().topic);
         let tp = log.tp().clone();
-        let partition = Partition::new(self.id, log, hw, min_isr, self.facts.clone(), self.bugs);
+        let partition = Partition::new(
+            self.id,
+            log,
+            hw,
+            min_isr,
+            self.config.rules.strict_min_isr,
+            self.facts.clone(),
+            self.bugs,
+        );
         self.partitions.borrow_mut().insert(tp, partition);
     }
 

@@ -1,6 +1,6 @@
 //! Where a follower cuts its log when it follows a (new) leader.
 //!
-//! Two rules, chosen by `replication.truncation`:
+//! Three rules, chosen by `replication.truncation` (which follows the Kafka release):
 //! - [`Truncation::HighWatermark`], the pre-KIP-101 rule: truncate to the HW the follower
 //!   knows (after a restart, the checkpointed one). Because a follower learns the HW one
 //!   fetch round after the leader, this can cut messages every ISR member had and that
@@ -11,6 +11,10 @@
 //!   with an older epoch than the one asked (the follower has epochs the leader never
 //!   saw), truncate to the end of the follower's own largest epoch ≤ that answer and ask
 //!   again, until both logs agree on an epoch (Kafka's `getOffsetTruncationState`).
+//! - [`Truncation::LeaderEpochSingleRound`], KIP-101 as Kafka 0.11 to 1.1 ran it: one
+//!   round, truncating to where the leader says the follower's last epoch ends. When the
+//!   follower has epochs the leader never had, that offset can lie past where the logs
+//!   diverge, and the follower keeps records the leader does not have (KIP-279's case).
 //!
 //! The same decision serves a leader's `diverging_epoch` answer to a fetch (KIP-320/595),
 //! which the leader computes with [`diverging_epoch`].
@@ -65,6 +69,20 @@ pub fn leader_epoch_truncation(
         }
         _ => done(leader.end_offset.min(follower_leo)),
     }
+}
+
+/// The single-round rule (Kafka 0.11–1.1): the leader's end offset for the follower's last
+/// epoch is where the follower cuts, whatever epochs lie below it; an answer without an
+/// offset (the leader has no epoch that old) falls back to the HW.
+pub fn single_round_truncation(
+    leader_end_offset: Offset,
+    follower_leo: Offset,
+    follower_hw: Offset,
+) -> TruncationState {
+    if leader_end_offset == Offset::NONE {
+        return done(follower_hw.min(follower_leo));
+    }
+    done(leader_end_offset.min(follower_leo))
 }
 
 fn done(offset: Offset) -> TruncationState {
@@ -186,6 +204,35 @@ mod tests {
             }
         );
         assert_eq!(converge(&follower, 10, 4, &leader, 12), (Offset(5), 2));
+    }
+
+    /// KIP-279's case for the single round: the follower led epochs 1 and 3 alone; the
+    /// leader says epoch 2 (its largest ≤ 3) ends at 12, so the follower keeps all 10 of
+    /// its records, 5..10 of which the leader never had. The repeated rounds cut at 5.
+    #[test]
+    fn a_single_round_keeps_records_of_epochs_the_leader_never_had() {
+        let leader = [(0, 0), (2, 6)];
+        let answer = end_for(&leader, 3, 12);
+        assert_eq!(
+            single_round_truncation(answer.end_offset, Offset(10), Offset(4)),
+            TruncationState {
+                offset: Offset(10),
+                completed: true
+            }
+        );
+        assert_eq!(
+            converge(&[(0, 0), (1, 5), (3, 8)], 10, 4, &leader, 12).0,
+            Offset(5)
+        );
+        assert_eq!(
+            single_round_truncation(Offset::NONE, Offset(10), Offset(4)).offset,
+            Offset(4),
+            "no epoch to match on: the HW"
+        );
+        assert_eq!(
+            single_round_truncation(Offset(7), Offset(10), Offset(4)).offset,
+            Offset(7)
+        );
     }
 
     #[test]

@@ -53,7 +53,12 @@ enum Command {
     /// behaviour its seeds show.
     TestSeeds(test_seeds::TestSeedsArgs),
     /// List every supported configuration key with its default and meaning.
-    Config,
+    Config {
+        /// The Kafka release whose defaults to list (default: the newest modelled), with
+        /// the changes up to it.
+        #[arg(long, value_name = "X.Y")]
+        kafka: Option<String>,
+    },
     /// Print the batches and records of a log segment, like kafka-dump-log.sh.
     DumpLog {
         /// A segment file (`00000000000000000000.log`).
@@ -99,8 +104,16 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
-        Command::Config => {
-            out(&crate::scenario::config_reference());
+        Command::Config { kafka } => {
+            let release = match kafka.as_deref().map(crate::config::Release::parse) {
+                None => crate::config::Release::NEWEST,
+                Some(Ok(release)) => release,
+                Some(Err(error)) => {
+                    eprintln!("error: --kafka: {error}");
+                    return EXIT_BAD_INPUT;
+                }
+            };
+            out(&crate::scenario::config_reference(release));
             EXIT_OK
         }
         Command::DumpLog { file, print_data } => match std::fs::read(&file) {

@@ -227,10 +227,34 @@ struct Printer<'a> {
 /// Replay lines printed at most; the rest are counted.
 const REPLAY_LINES: usize = 10;
 
+/// Which Kafka the runs model: one release, or each variant's when they differ (the
+/// table then has a `kafka` row).
+fn releases_line(scenario: &Scenario) -> String {
+    let mut releases: Vec<_> = scenario
+        .variants
+        .iter()
+        .map(|v| v.settings.cluster.kafka)
+        .collect();
+    releases.sort_unstable();
+    releases.dedup();
+    let names: Vec<String> = releases.iter().map(ToString::to_string).collect();
+    match names.as_slice() {
+        [one] => format!("Kafka {one}: its rules and defaults (`hightide config --kafka {one}`)"),
+        many => format!(
+            "Kafka {}, one per variant (the `kafka` row)",
+            many.join(", ")
+        ),
+    }
+}
+
 impl<'a> Printer<'a> {
     fn new(scenario: &'a Scenario, args: &'a RunArgs, variants: usize, runs: usize) -> Printer<'a> {
         if !args.json {
-            super::out(&format!("{}\n\n", scenario.name));
+            super::out(&format!(
+                "{}\n{}\n\n",
+                scenario.name,
+                releases_line(scenario)
+            ));
         }
         let progress = (std::io::stderr().is_terminal() && !args.trace && runs > 1).then(|| {
             let bar = indicatif::ProgressBar::new(runs as u64);

@@ -109,6 +109,8 @@ pub struct ControllerState {
     /// `unclean.leader.election.enable` per topic, the topic override applied.
     unclean_leader_election_enable: BTreeMap<String, bool>,
     default_unclean_leader_election_enable: bool,
+    /// KRaft's controller ignored the key before Kafka 3.9 (KAFKA-12670).
+    unclean_election_honoured: bool,
     session_timeout: Duration,
     next_producer_id: ProducerId,
     /// Bugs a mutation test injected (none in any real run).
@@ -183,6 +185,7 @@ impl ControllerState {
             shutting_down: BTreeSet::new(),
             unclean_leader_election_enable,
             default_unclean_leader_election_enable: config.unclean_leader_election_enable,
+            unclean_election_honoured: config.rules.unclean_election_honoured,
             session_timeout: config.broker_session_timeout_ms,
             next_producer_id: snapshot.next_producer_id,
             bugs: Bugs::default(),
@@ -494,11 +497,15 @@ impl ControllerState {
         }
     }
 
+    /// Whether `tp` may get an unclean leader: its `unclean.leader.election.enable`, if
+    /// this release's controller honours the key at all.
     fn unclean(&self, tp: &TopicPartition) -> bool {
-        self.unclean_leader_election_enable
-            .get(&*tp.topic)
-            .copied()
-            .unwrap_or(self.default_unclean_leader_election_enable)
+        self.unclean_election_honoured
+            && self
+                .unclean_leader_election_enable
+                .get(&*tp.topic)
+                .copied()
+                .unwrap_or(self.default_unclean_leader_election_enable)
     }
 
     /// Elect a leader for `tp` from `isr`, and the ISR it leads: the same, or just the

@@ -16,6 +16,7 @@ pub fn run_json(report: &RunReport) -> Value {
     json!({
         "scenario": report.scenario,
         "variant": report.variant,
+        "kafka": report.kafka.to_string(),
         "seed": report.seed,
         "counts": report.verdict.counts,
         "pass": report.pass(),

@@ -6,6 +6,7 @@ pub use crate::check::ANOMALIES;
 use super::latency::HistoryStats;
 use crate::check::Expectation;
 use crate::check::{count_name, Counts, SomeTally, Verdict};
+use crate::config::Release;
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
@@ -17,6 +18,8 @@ use std::time::Duration;
 pub struct RunReport {
     pub scenario: String,
     pub variant: String,
+    /// The Kafka release the variant models.
+    pub kafka: Release,
     pub seed: u64,
     pub verdict: Verdict,
     /// The `[expect]` expectations this run fails (`check::evaluate`).
@@ -36,6 +39,7 @@ impl RunReport {
         RunReport {
             scenario: scenario.to_string(),
             variant: outcome.variant.clone(),
+            kafka: variant.settings.cluster.kafka,
             seed: outcome.seed,
             verdict: outcome.verdict.clone(),
             failures: outcome.failures.clone(),
@@ -154,7 +158,14 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
         let _ = write!(text, "  {:>width$}", report.variant);
     }
     text.push('\n');
-    for (label, cell) in TABLE_ROWS {
+    // The release is a row only when it is one of the things that differ.
+    let kafka_row: Row = ("kafka", |r| r.kafka.to_string());
+    let releases_differ = reports.windows(2).any(|w| w[0].kafka != w[1].kafka);
+    let rows = releases_differ
+        .then_some(kafka_row)
+        .into_iter()
+        .chain(TABLE_ROWS);
+    for (label, cell) in rows {
         let _ = write!(text, "{label:<LABEL_WIDTH$}");
         for (report, width) in reports.iter().zip(&widths) {
             let _ = write!(text, "  {:>width$}", cell(report));

@@ -4,6 +4,7 @@
 use super::*;
 use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
+use crate::config::Release;
 use std::time::Duration;
 
 fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
@@ -40,6 +41,7 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
     RunReport {
         scenario: "leader-failure".into(),
         variant: variant.into(),
+        kafka: Release::NEWEST,
         seed,
         verdict: Verdict {
             counts,

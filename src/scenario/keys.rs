@@ -7,7 +7,9 @@ use super::model::{Network, Workload};
 use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
-use crate::config::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, TopicConfig, Truncation};
+use crate::config::{
+    Acks, BrokerConfig, ConsumerConfig, Era, ProducerConfig, Release, TopicConfig, Truncation,
+};
 use crate::os::disk::{DiskConfig, PowerLossModel};
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -21,7 +23,6 @@ pub(crate) struct Section<T: 'static> {
     pub name: &'static str,
     pub title: &'static str,
     pub keys: &'static [Key<T>],
-    pub defaults: fn() -> T,
 }
 
 pub(crate) struct Key<T: 'static> {
@@ -95,8 +96,9 @@ impl<T> Key<T> {
         }
     }
 
-    /// The value as `hightide config` prints it.
-    fn show(&self, value: &T) -> String {
+    /// The value as `hightide config` prints it; a topic key shows what it inherits from
+    /// `broker`.
+    fn show(&self, value: &T, broker: &BrokerConfig) -> String {
         match &self.kind {
             Kind::Int { get, .. } => get(value).to_string(),
             Kind::Bool { get, .. } => get(value).to_string(),
@@ -104,7 +106,7 @@ impl<T> Key<T> {
             Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } => {
                 let inherited = BROKER
                     .find(inherits)
-                    .map(|key| key.show(&(BROKER.defaults)()))
+                    .map(|key| key.show(broker, broker))
                     .unwrap_or_default();
                 format!("[broker] {inherits} ({inherited})")
             }
@@ -270,7 +272,6 @@ macro_rules! topic_int {
 pub(crate) static BROKER: Section<BrokerConfig> = Section {
     name: "broker",
     title: "Kafka broker configuration (every broker)",
-    defaults: BrokerConfig::default,
     keys: &[
         int!("min.insync.replicas", min_insync_replicas as u32, 1, INT_MAX,
             "With acks=all, the fewest in-sync replicas (leader included) that must have a write to acknowledge it; fewer and produce fails with NOT_ENOUGH_REPLICAS."),
@@ -324,7 +325,7 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "A broker whose heartbeats stop this long is fenced: it leaves every ISR and loses its leaderships."),
         Key {
             name: "replication.truncation",
-            meaning: "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101/279, Kafka 0.11+) or \"high-watermark\" (the older rule, which can lose or diverge data). Not a Kafka key: a switch between Kafka's eras.",
+            meaning: "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101 with KIP-279's repeated rounds, Kafka 2.0+), \"leader-epoch-single-round\" (KIP-101 alone, 0.11 to 1.1) or \"high-watermark\" (before 0.11; can lose or diverge data). Not a Kafka key: it follows `kafka`, and is settable for experiments.",
             kind: Kind::Other { set: set_truncation, show: show_truncation },
         },
     ],
@@ -333,11 +334,12 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
 fn set_truncation(config: &mut BrokerConfig, node: &Node) -> Result<(), Error> {
     config.replication_truncation = match string("replication.truncation", node)? {
         "leader-epoch" => Truncation::LeaderEpoch,
+        "leader-epoch-single-round" => Truncation::LeaderEpochSingleRound,
         "high-watermark" => Truncation::HighWatermark,
         other => {
             return Err(Error::at(
                 &node.span,
-                format!("invalid `replication.truncation` `{other}`: expected \"leader-epoch\" or \"high-watermark\""),
+                format!("invalid `replication.truncation` `{other}`: expected \"leader-epoch\", \"leader-epoch-single-round\" or \"high-watermark\""),
             ))
         }
     };
@@ -347,6 +349,7 @@ fn set_truncation(config: &mut BrokerConfig, node: &Node) -> Result<(), Error> {
 fn show_truncation(config: &BrokerConfig) -> String {
     match config.replication_truncation {
         Truncation::LeaderEpoch => "\"leader-epoch\"".to_owned(),
+        Truncation::LeaderEpochSingleRound => "\"leader-epoch-single-round\"".to_owned(),
         Truncation::HighWatermark => "\"high-watermark\"".to_owned(),
     }
 }
@@ -354,7 +357,6 @@ fn show_truncation(config: &BrokerConfig) -> String {
 pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
     name: "producer",
     title: "Kafka producer configuration (every producer)",
-    defaults: ProducerConfig::default,
     keys: &[
         Key {
             name: "acks",
@@ -421,7 +423,6 @@ fn show_acks(config: &ProducerConfig) -> String {
 pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
     name: "consumer",
     title: "Kafka consumer configuration (the consumers of [workload] and the final read)",
-    defaults: ConsumerConfig::default,
     keys: &[
         millis!(
             "fetch.max.wait.ms",
@@ -464,7 +465,6 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
 pub(crate) static TOPIC: Section<TopicConfig> = Section {
     name: "topic config",
     title: "Per-topic overrides: [cluster] topics = [{ name = ..., config = { \"min.insync.replicas\" = 2 } }]",
-    defaults: TopicConfig::default,
     keys: &[
         topic_int!("min.insync.replicas", min_insync_replicas as u32, 1, INT_MAX, "min.insync.replicas"),
         Key {
@@ -497,7 +497,6 @@ pub(crate) static TOPIC: Section<TopicConfig> = Section {
 pub(crate) static DISK: Section<DiskConfig> = Section {
     name: "disk",
     title: "The simulated disk of every broker and of the controller",
-    defaults: DiskConfig::default,
     keys: &[
         duration!("writeback", writeback,
             "How often the OS flusher runs (Linux dirty_writeback_centisecs)."),
@@ -545,7 +544,6 @@ pub(crate) fn default_network() -> Network {
 pub(crate) static NETWORK: Section<Network> = Section {
     name: "network",
     title: "The simulated network",
-    defaults: default_network,
     keys: &[Key {
         name: "latency",
         meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
@@ -628,7 +626,6 @@ pub(crate) const MAX_HOSTS: i64 = 1000;
 pub(crate) static WORKLOAD: Section<Workload> = Section {
     name: "workload",
     title: "What the clients do",
-    defaults: default_workload,
     keys: &[
         int!("producers", producers as u32, 1, MAX_HOSTS, "Producer hosts producer-1 .. producer-N."),
         Key {
@@ -659,8 +656,8 @@ fn set_messages(workload: &mut Workload, node: &Node) -> Result<(), Error> {
     Ok(())
 }
 
-fn render<T>(out: &mut String, section: &Section<T>, header: &str) {
-    let defaults = (section.defaults)();
+/// The keys of one section with `defaults`; a key the release lacks says so instead.
+fn render<T>(out: &mut String, section: &Section<T>, header: &str, defaults: &T, era: &Era) {
     let _ = writeln!(out, "{header}  # {}", section.title);
     for key in section.keys {
         let name = if key.name.contains('.') {
@@ -668,25 +665,71 @@ fn render<T>(out: &mut String, section: &Section<T>, header: &str) {
         } else {
             key.name.to_owned()
         };
-        let _ = writeln!(out, "{name} = {}", key.show(&defaults));
+        match era.release.lacks_key(section.name, key.name) {
+            Some((added, source)) => {
+                let _ = writeln!(
+                    out,
+                    "# {name}: not in Kafka {}, it came in {added} ({source})",
+                    era.release
+                );
+            }
+            None => {
+                let _ = writeln!(out, "{name} = {}", key.show(defaults, &era.broker));
+            }
+        }
         let _ = writeln!(out, "    {}", key.meaning);
     }
     out.push('\n');
 }
 
-/// Every supported key by section, with its default and its meaning (`hightide config`).
-pub fn config_reference() -> String {
+/// Every supported key by section, with its default in `release` and its meaning, after
+/// the history of Kafka's changes up to that release (`hightide config [--kafka X.Y]`).
+pub fn config_reference(release: Release) -> String {
+    let era = release.era();
     let mut out = String::new();
     out.push_str("# Every configuration key of a scenario file, its default, and what it does.\n");
     out.push_str("# Kafka keys keep Kafka's names, defaults and meanings; durations are strings\n");
     out.push_str("# with a unit (\"250ms\", \"10s\", \"2m\"); sizes are integers of bytes.\n\n");
-    render(&mut out, &BROKER, "[broker]");
-    render(&mut out, &PRODUCER, "[producer]");
-    render(&mut out, &CONSUMER, "[consumer]");
-    render(&mut out, &TOPIC, "# topic config");
-    render(&mut out, &DISK, "[disk]");
-    render(&mut out, &NETWORK, "[network]");
-    render(&mut out, &WORKLOAD, "[workload]");
+    let _ = writeln!(
+        out,
+        "[cluster]\nkafka = \"{release}\"\n    The Kafka release whose rules and defaults apply: {} to {} (default {}); keys set explicitly win.\n",
+        Release::OLDEST,
+        Release::NEWEST,
+        Release::NEWEST
+    );
+    let _ = writeln!(
+        out,
+        "# Kafka {release}: 0.10's rules and defaults (no leader epochs, unclean elections on, acks=1 without retries, no idempotent producer, a ZooKeeper controller) and these changes:"
+    );
+    for step in release.history() {
+        let _ = writeln!(
+            out,
+            "#   {:<5} {} ({})",
+            step.since.to_string(),
+            step.change,
+            step.source
+        );
+    }
+    out.push('\n');
+    render(&mut out, &BROKER, "[broker]", &era.broker, &era);
+    render(&mut out, &PRODUCER, "[producer]", &era.producer, &era);
+    render(
+        &mut out,
+        &CONSUMER,
+        "[consumer]",
+        &ConsumerConfig::default(),
+        &era,
+    );
+    render(
+        &mut out,
+        &TOPIC,
+        "# topic config",
+        &TopicConfig::default(),
+        &era,
+    );
+    render(&mut out, &DISK, "[disk]", &DiskConfig::default(), &era);
+    render(&mut out, &NETWORK, "[network]", &default_network(), &era);
+    render(&mut out, &WORKLOAD, "[workload]", &default_workload(), &era);
     out
 }
 
@@ -698,27 +741,30 @@ mod tests {
         Node { span: 3..4, value }
     }
 
-    fn every_key_default_reads_back<T: PartialEq + std::fmt::Debug>(section: &Section<T>) {
+    fn every_key_default_reads_back<T: PartialEq + std::fmt::Debug>(
+        section: &Section<T>,
+        defaults: fn() -> T,
+    ) {
         // Setting a key to the default it prints must leave the defaults unchanged, so the
         // printed defaults are the real ones.
         for key in section.keys {
-            let mut value = (section.defaults)();
-            let shown = key.show(&value);
+            let mut value = defaults();
+            let shown = key.show(&value, &BrokerConfig::default());
             // The prose defaults (inherited keys, "unset") are not TOML and are skipped.
             let Ok(root) = super::super::node::parse_document(&format!("v = {shown}")) else {
                 continue;
             };
             key.apply(&mut value, &root[0].value).unwrap();
-            assert_eq!(value, (section.defaults)(), "{}", key.name);
+            assert_eq!(value, defaults(), "{}", key.name);
         }
     }
 
     #[test]
     fn printed_defaults_are_the_defaults() {
-        every_key_default_reads_back(&BROKER);
-        every_key_default_reads_back(&PRODUCER);
-        every_key_default_reads_back(&CONSUMER);
-        every_key_default_reads_back(&DISK);
+        every_key_default_reads_back(&BROKER, BrokerConfig::default);
+        every_key_default_reads_back(&PRODUCER, ProducerConfig::default);
+        every_key_default_reads_back(&CONSUMER, ConsumerConfig::default);
+        every_key_default_reads_back(&DISK, DiskConfig::default);
     }
 
     #[test]
@@ -799,7 +845,7 @@ mod tests {
 
     #[test]
     fn reference_lists_every_key_with_its_default() {
-        let text = config_reference();
+        let text = config_reference(Release::NEWEST);
         assert!(text.contains("\"min.insync.replicas\" = 1\n"), "{text}");
         assert!(text.contains("\"log.flush.interval.messages\" = 9223372036854775807\n"));
         assert!(text.contains("acks = \"all\"\n"));
@@ -820,7 +866,9 @@ mod tests {
         ] {
             assert!(text.contains(section), "{section}");
         }
-        let keys = BROKER.keys.len()
+        // `[cluster] kafka`, then the registry's keys.
+        let keys = 1
+            + BROKER.keys.len()
             + PRODUCER.keys.len()
             + CONSUMER.keys.len()
             + TOPIC.keys.len()

@@ -2,7 +2,7 @@
 //! its fully resolved settings, so the runner never looks at TOML.
 
 use crate::check::{self, Expectation};
-use crate::config::{BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, TopicConfig};
+use crate::config::{BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig};
 use crate::os::disk::DiskConfig;
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
@@ -68,6 +68,8 @@ pub struct Settings {
 pub struct Cluster {
     pub brokers: u32,
     pub topics: Vec<Topic>,
+    /// The Kafka release whose rules and defaults apply (`kafka = "3.9"`).
+    pub kafka: Release,
 }
 
 impl Cluster {

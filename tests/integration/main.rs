@@ -23,6 +23,7 @@ mod os {
 
 mod scenario {
     mod parse;
+    mod releases;
 }
 
 mod sim {

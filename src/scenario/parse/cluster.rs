@@ -2,7 +2,7 @@
 
 use super::sections::config_entries;
 use super::{keys, table};
-use crate::config::TopicConfig;
+use crate::config::{Release, TopicConfig};
 use crate::scenario::model::{Cluster, Topic};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::{suggest, unknown_key, Error};
@@ -13,7 +13,7 @@ struct TopicSpans {
     replication_factor: Range<usize>,
 }
 
-const CLUSTER_KEYS: &[&str] = &["brokers", "topics"];
+const CLUSTER_KEYS: &[&str] = &["brokers", "topics", "kafka"];
 const TOPIC_KEYS: &[&str] = &["name", "partitions", "replication_factor", "config"];
 /// Partitions per topic a scenario may ask for: bounded so a typo cannot exhaust memory.
 const MAX_PARTITIONS: i64 = 10_000;
@@ -22,8 +22,10 @@ pub(super) fn read_cluster(entry: &Entry) -> Result<Cluster, Error> {
     let entries = table("cluster", &entry.value)?;
     let mut brokers = None;
     let mut topics_node = None;
+    let mut kafka = Release::NEWEST;
     for e in entries {
         match e.key.as_str() {
+            "kafka" => kafka = read_release(&e.value)?,
             "brokers" => {
                 brokers = Some(keys::integer_in("brokers", &e.value, 1, keys::MAX_HOSTS)? as u32)
             }
@@ -77,7 +79,30 @@ pub(super) fn read_cluster(entry: &Entry) -> Result<Cluster, Error> {
         }
         topics.push(topic);
     }
-    Ok(Cluster { brokers, topics })
+    Ok(Cluster {
+        brokers,
+        topics,
+        kafka,
+    })
+}
+
+/// `kafka = "3.9"`: a release hightide models. A TOML float (`kafka = 3.9`) is refused
+/// with its fix, since floats cannot tell 2.1 from 2.10.
+pub(super) fn read_release(node: &Node) -> Result<Release, Error> {
+    match &node.value {
+        Value::String(text) => Release::parse(text).map_err(|m| Error::at(&node.span, m)),
+        Value::Float(value) => Err(Error::at(
+            &node.span,
+            format!(
+                "`kafka` must be a string, like \"{value}\": a number cannot tell 2.1 from 2.10"
+            ),
+        )),
+        _ => Err(keys::wrong_type(
+            "kafka",
+            "a release string like \"3.9\"",
+            node,
+        )),
+    }
 }
 
 fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {

@@ -55,7 +55,7 @@ pub(super) fn document(text: &str) -> Result<(Doc, Settings), Error> {
         ));
     }
     let doc = read_document(&root)?;
-    let base = resolve(&doc, &[], doc.faults.as_ref())?;
+    let base = resolve(&doc, &[], None, doc.faults.as_ref())?;
     // Every fault set must be valid, used by a variant here or not: a sweep may pick it.
     for faults in doc.fault_sets.values() {
         check_faults(faults, &base)?;

@@ -8,7 +8,7 @@ use super::keys;
 use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
-use crate::config::ProducerConfig;
+use crate::config::{ProducerConfig, Release};
 use crate::scenario::model::{Settings, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
@@ -19,7 +19,7 @@ pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Var
     let mut variants = Vec::with_capacity(raws.len());
     for raw in raws {
         let faults = raw.faults.as_ref().or(doc.faults.as_ref());
-        let settings = resolve(doc, &raw.assigns, faults)?;
+        let settings = resolve(doc, &raw.assigns, raw.kafka, faults)?;
         let mut expect = doc.expect.clone();
         expect.extend(raw.expect.iter().copied());
         let mut expect_some = doc.expect_some.clone();
@@ -34,26 +34,33 @@ pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Var
     Ok(variants)
 }
 
-/// One variant's settings: defaults, then the top-level assignments, then the variant's.
+/// One variant's settings: the release's defaults (the variant's release, else the
+/// file's), then the top-level assignments, then the variant's.
 pub(super) fn resolve(
     doc: &Doc,
     variant: &[Assign],
+    kafka: Option<Release>,
     faults: Option<&FaultChoice>,
 ) -> Result<Settings, Error> {
     let (duration, _) = doc
         .duration
         .clone()
         .ok_or_else(|| Error::nowhere("missing `duration` (the simulated time of the workload phase, e.g. duration = \"30s\")".to_owned()))?;
-    let cluster = doc
+    let mut cluster = doc
         .cluster
         .clone()
         .ok_or_else(|| Error::nowhere("missing [cluster] (brokers and topics)".to_owned()))?;
+    if let Some(kafka) = kafka {
+        cluster.kafka = kafka;
+    }
+    let release = cluster.kafka;
+    let era = release.era();
     let mut settings = Settings {
         duration,
         heal: doc.heal.unwrap_or(Duration::from_secs(30)),
         cluster,
-        broker: Default::default(),
-        producer: Default::default(),
+        broker: era.broker,
+        producer: era.producer,
         consumer: Default::default(),
         workload: keys::default_workload(),
         disk: Default::default(),
@@ -65,12 +72,21 @@ pub(super) fn resolve(
     // The value span of every key set explicitly (the last setting wins).
     let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
     for assign in doc.assigns.iter().chain(variant) {
+        if let Some((added, source)) = release.lacks_key(assign.sec.name(), &assign.key) {
+            return Err(Error::at(
+                &assign.value.span,
+                format!(
+                    "`{}` is not a key of Kafka {release}: it came in {added} ({source})",
+                    assign.key
+                ),
+            ));
+        }
         assign
             .sec
             .apply(&mut settings, &assign.key, &assign.value)?;
         explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
     }
-    producer_rules(&mut settings.producer, &explicit)?;
+    producer_rules(&mut settings.producer, release, &explicit)?;
     resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
     let chosen = match faults {
         None => Vec::new(),
@@ -106,9 +122,12 @@ pub(super) fn resolve(
 /// them, left at its default it is quietly off); `delivery.timeout.ms` left at its
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
 /// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
-/// value stands, and a request may be cut short by the delivery timeout.
+/// value stands, and a request may be cut short by the delivery timeout. Before Kafka 2.1
+/// there is no delivery timeout: a batch expires `linger.ms + request.timeout.ms` after it
+/// was made, which the same field models (retries later than that are cut short).
 fn producer_rules(
     producer: &mut ProducerConfig,
+    release: Release,
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
 ) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
@@ -127,7 +146,8 @@ fn producer_rules(
     let floor = producer
         .linger_ms
         .saturating_add(producer.request_timeout_ms);
-    if producer.delivery_timeout_ms < floor && span_of("delivery.timeout.ms").is_none() {
+    let raised = producer.delivery_timeout_ms < floor && span_of("delivery.timeout.ms").is_none();
+    if raised || !release.has_delivery_timeout() {
         producer.delivery_timeout_ms = floor;
     }
     Ok(())

@@ -580,7 +580,7 @@ fn seeds_spec_for_the_command_line() {
 
 #[test]
 fn config_reference_covers_every_section() {
-    let text = config_reference();
+    let text = config_reference(hightide::config::Release::NEWEST);
     for needle in [
         "[broker]",
         "\"min.insync.replicas\" = 1",

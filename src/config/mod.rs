@@ -3,6 +3,10 @@
 //! documents each key for `hightide config`. A `.ms` key keeps its name but holds a
 //! `Duration`: the unit is Kafka's spelling of the key, not the field's type.
 
+mod release;
+
+pub use release::{Era, Release, Rules, Step, KNOWN as RELEASES, STEPS as RELEASE_STEPS};
+
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -20,10 +24,21 @@ pub enum Acks {
 /// How a follower finds where its log diverges from the new leader's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Truncation {
-    /// KIP-101/KIP-279: ask the leader for the end offset of the last fetched epoch.
+    /// KIP-101 with KIP-279: ask the leader where the follower's last epoch ends, and ask
+    /// again while the epoch histories disagree (Kafka 2.0+).
     LeaderEpoch,
+    /// KIP-101 as Kafka 0.11 to 1.1 ran it: one OffsetsForLeaderEpoch round, whose answer
+    /// is trusted even where the follower has epochs the leader never had.
+    LeaderEpochSingleRound,
     /// The pre-KIP-101 rule: truncate to the checkpointed high watermark.
     HighWatermark,
+}
+
+impl Truncation {
+    /// Whether followers reconcile by leader epoch (any rule since KIP-101).
+    pub fn uses_leader_epochs(self) -> bool {
+        self != Truncation::HighWatermark
+    }
 }
 
 /// Kafka's "never" for a count: `Long.MAX_VALUE`.
@@ -36,7 +51,8 @@ const fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
 }
 
-/// Broker configuration (`[broker]`), Kafka's defaults.
+/// Broker configuration (`[broker]`), the newest release's defaults (`Release::era` gives
+/// another's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BrokerConfig {
     pub min_insync_replicas: u32,
@@ -62,6 +78,8 @@ pub struct BrokerConfig {
     pub broker_heartbeat_interval_ms: Duration,
     pub broker_session_timeout_ms: Duration,
     pub replication_truncation: Truncation,
+    /// The release's rules that no key sets.
+    pub rules: Rules,
 }
 
 impl Default for BrokerConfig {
@@ -89,6 +107,11 @@ impl Default for BrokerConfig {
             broker_heartbeat_interval_ms: ms(2_000),
             broker_session_timeout_ms: ms(9_000),
             replication_truncation: Truncation::LeaderEpoch,
+            rules: Rules {
+                strict_min_isr: true,
+                diverging_epoch_in_fetch: true,
+                unclean_election_honoured: true,
+            },
         }
     }
 }
@@ -109,11 +132,14 @@ pub struct TopicConfig {
     pub index_interval_bytes: Option<u64>,
 }
 
-/// Producer configuration (`[producer]`), Kafka's defaults (3.0+: acks=all, idempotent).
+/// Producer configuration (`[producer]`), the newest release's defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProducerConfig {
     pub acks: Acks,
     pub enable_idempotence: bool,
+    /// The most requests in flight an idempotent producer may have; `None`: the release has
+    /// no idempotent producer. Not a key: it follows the release.
+    pub idempotence_max_in_flight: Option<u32>,
     pub retries: u32,
     pub max_in_flight_requests_per_connection: u32,
     pub linger_ms: Duration,
@@ -129,6 +155,7 @@ impl Default for ProducerConfig {
         ProducerConfig {
             acks: Acks::All,
             enable_idempotence: true,
+            idempotence_max_in_flight: Some(5),
             retries: i32::MAX as u32,
             max_in_flight_requests_per_connection: 5,
             linger_ms: ms(5),
@@ -151,15 +178,20 @@ pub struct IdempotenceConflict {
 
 impl ProducerConfig {
     /// Kafka's rule (KafkaProducer's constructor): idempotence needs acks=all, at most 5
-    /// requests in flight and retries. The first key that breaks it, if any.
+    /// requests in flight (1 before Kafka 1.0) and retries. The first key that breaks it.
     pub fn idempotence_conflict(&self) -> Option<IdempotenceConflict> {
         let conflict = |key, needs| Some(IdempotenceConflict { key, needs });
+        let max_in_flight = self.idempotence_max_in_flight.unwrap_or(0);
         if self.acks != Acks::All {
             conflict("acks", "`acks` = \"all\"")
-        } else if self.max_in_flight_requests_per_connection > 5 {
+        } else if self.max_in_flight_requests_per_connection > max_in_flight {
             conflict(
                 "max.in.flight.requests.per.connection",
-                "`max.in.flight.requests.per.connection` <= 5",
+                if max_in_flight == 1 {
+                    "`max.in.flight.requests.per.connection` = 1 before Kafka 1.0"
+                } else {
+                    "`max.in.flight.requests.per.connection` <= 5"
+                },
             )
         } else if self.retries == 0 {
             conflict("retries", "`retries` > 0")

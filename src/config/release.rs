@@ -1,0 +1,412 @@
+//! Kafka's releases, and what each changed about durability.
+//!
+//! A scenario names the release it models (`[cluster] kafka = "2.8"`). A release's
+//! defaults and rules are Kafka 0.10's with every [`STEP`](STEPS) up to it applied, in
+//! order; keys a scenario sets explicitly are applied after, so they win. A minor release
+//! stands for its last patch release (3.0 is 3.0.2: the idempotence default works).
+//!
+//! Each step says what changed and where Kafka says so (a KIP, an issue, a release), so
+//! `hightide config --kafka X.Y` can print the history a number depends on.
+
+use super::{Acks, BrokerConfig, ProducerConfig, Truncation, NEVER_MS};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A Kafka minor release, `major.minor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Release {
+    pub major: u8,
+    pub minor: u8,
+}
+
+const fn v(major: u8, minor: u8) -> Release {
+    Release { major, minor }
+}
+
+/// Every release a scenario may name, oldest first: each minor release from 0.10.
+pub const KNOWN: &[Release] = &[
+    v(0, 10),
+    v(0, 11),
+    v(1, 0),
+    v(1, 1),
+    v(2, 0),
+    v(2, 1),
+    v(2, 2),
+    v(2, 3),
+    v(2, 4),
+    v(2, 5),
+    v(2, 6),
+    v(2, 7),
+    v(2, 8),
+    v(3, 0),
+    v(3, 1),
+    v(3, 2),
+    v(3, 3),
+    v(3, 4),
+    v(3, 5),
+    v(3, 6),
+    v(3, 7),
+    v(3, 8),
+    v(3, 9),
+    v(4, 0),
+];
+
+impl Release {
+    /// The newest release modelled: what a scenario gets when it names none.
+    pub const NEWEST: Release = KNOWN[KNOWN.len() - 1];
+    pub const OLDEST: Release = KNOWN[0];
+
+    /// `"2.8"` → 2.8, if it is a release hightide knows. The error lists the known ones.
+    pub fn parse(text: &str) -> Result<Release, String> {
+        let known = || {
+            let names: Vec<String> = KNOWN.iter().map(Release::to_string).collect();
+            names.join(", ")
+        };
+        let parsed = text.split_once('.').and_then(|(major, minor)| {
+            let number = |part: &str| {
+                (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| part.parse::<u8>().ok())
+                    .flatten()
+            };
+            Some(v(number(major)?, number(minor)?))
+        });
+        match parsed {
+            Some(release) if KNOWN.contains(&release) => Ok(release),
+            Some(release) if release > Release::NEWEST => Err(format!(
+                "Kafka {release} is newer than the newest release modelled ({}); the releases are: {}",
+                Release::NEWEST,
+                known()
+            )),
+            Some(release) => Err(format!(
+                "unknown Kafka release `{release}`; the releases are: {}",
+                known()
+            )),
+            None => Err(format!(
+                "invalid Kafka release `{text}`: expected a minor release like \"3.9\"; the releases are: {}",
+                known()
+            )),
+        }
+    }
+
+    /// The defaults and rules of this release, before any key a scenario sets.
+    pub fn era(self) -> Era {
+        let mut era = Era::kafka_0_10();
+        era.release = self;
+        for step in STEPS.iter().filter(|step| step.since <= self) {
+            (step.apply)(&mut era);
+        }
+        era
+    }
+
+    /// The steps up to this release, oldest first.
+    pub fn history(self) -> impl Iterator<Item = &'static Step> {
+        STEPS.iter().filter(move |step| step.since <= self)
+    }
+
+    /// Whether the producer has `delivery.timeout.ms` (KIP-91, 2.1).
+    pub fn has_delivery_timeout(self) -> bool {
+        self >= v(2, 1)
+    }
+
+    /// If `key` of `[section]` came after this release: the release it came in, and the
+    /// source that says so.
+    pub fn lacks_key(self, section: &str, key: &str) -> Option<(Release, &'static str)> {
+        NEWER_KEYS
+            .iter()
+            .find(|k| k.0 == section && k.1 == key && self < k.2)
+            .map(|k| (k.2, k.3))
+    }
+}
+
+/// Keys hightide accepts that Kafka 0.10 did not have: section, key, the release that
+/// added it, the source.
+const NEWER_KEYS: &[(&str, &str, Release, &str)] = &[
+    ("producer", "enable.idempotence", v(0, 11), "KIP-98"),
+    ("producer", "delivery.timeout.ms", v(2, 1), "KIP-91"),
+];
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl Default for Release {
+    fn default() -> Self {
+        Release::NEWEST
+    }
+}
+
+/// What a release does that no configuration key says. Kafka changed these between
+/// releases without a switch, so they follow the release alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rules {
+    /// A leader whose ISR is below `min.insync.replicas` holds its high watermark, so an
+    /// acks=1 write cannot become committed on the leader alone (KAFKA-15583, 3.7).
+    pub strict_min_isr: bool,
+    /// Followers fetch with their last fetched epoch and the leader answers with the epoch
+    /// where their logs diverge, instead of a separate OffsetsForLeaderEpoch round first
+    /// (KAFKA-10554, 2.8).
+    pub diverging_epoch_in_fetch: bool,
+    /// Whether the controller elects a leader outside the ISR when
+    /// `unclean.leader.election.enable` allows it. ZooKeeper's controller always did;
+    /// KRaft's ignored the key until 3.9 (KAFKA-12670).
+    pub unclean_election_honoured: bool,
+}
+
+/// A release's defaults and rules: the broker's and the producer's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Era {
+    pub release: Release,
+    pub broker: BrokerConfig,
+    pub producer: ProducerConfig,
+}
+
+impl Era {
+    /// Kafka 0.10.2: no leader epochs, unclean elections on, acks=1 without retries, no
+    /// idempotent producer, a ZooKeeper controller with a 6 s session.
+    fn kafka_0_10() -> Era {
+        Era {
+            release: Release::OLDEST,
+            broker: BrokerConfig {
+                unclean_leader_election_enable: true,
+                replica_lag_time_max_ms: ms(10_000),
+                replication_truncation: Truncation::HighWatermark,
+                broker_session_timeout_ms: ms(6_000),
+                broker_heartbeat_interval_ms: ms(2_000),
+                rules: Rules {
+                    strict_min_isr: false,
+                    diverging_epoch_in_fetch: false,
+                    unclean_election_honoured: true,
+                },
+                ..BrokerConfig::default()
+            },
+            producer: ProducerConfig {
+                acks: Acks::Leader,
+                enable_idempotence: false,
+                idempotence_max_in_flight: None,
+                retries: 0,
+                linger_ms: Duration::ZERO,
+                delivery_timeout_ms: NEVER_MS,
+                ..ProducerConfig::default()
+            },
+        }
+    }
+}
+
+const fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+/// One release's changes to what hightide models: when, what, Kafka's own source for it,
+/// and the change itself.
+pub struct Step {
+    pub since: Release,
+    pub change: &'static str,
+    pub source: &'static str,
+    apply: fn(&mut Era),
+}
+
+/// Kafka's durability history as hightide models it, oldest first.
+pub static STEPS: &[Step] = &[
+    Step {
+        since: v(0, 11),
+        change: "Leader epochs: a follower asks the leader where its last epoch ends (one OffsetsForLeaderEpoch round) instead of truncating to its high watermark; `replication.truncation` = \"leader-epoch-single-round\"",
+        source: "KIP-101",
+        apply: |era| era.broker.replication_truncation = Truncation::LeaderEpochSingleRound,
+    },
+    Step {
+        since: v(0, 11),
+        change: "`unclean.leader.election.enable` defaults to false",
+        source: "KIP-106",
+        apply: |era| era.broker.unclean_leader_election_enable = false,
+    },
+    Step {
+        since: v(0, 11),
+        change: "The idempotent producer (`enable.idempotence`, off by default), with at most 1 request in flight",
+        source: "KIP-98",
+        apply: |era| era.producer.idempotence_max_in_flight = Some(1),
+    },
+    Step {
+        since: v(1, 0),
+        change: "An idempotent producer may have up to 5 requests in flight",
+        source: "KAFKA-5494",
+        apply: |era| era.producer.idempotence_max_in_flight = Some(5),
+    },
+    Step {
+        since: v(2, 0),
+        change: "Truncation repeats OffsetsForLeaderEpoch rounds until the epoch histories agree; `replication.truncation` = \"leader-epoch\"",
+        source: "KIP-279",
+        apply: |era| era.broker.replication_truncation = Truncation::LeaderEpoch,
+    },
+    Step {
+        since: v(2, 1),
+        change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired after `linger.ms` + `request.timeout.ms`",
+        source: "KIP-91",
+        apply: |era| {
+            era.producer.delivery_timeout_ms = ms(120_000);
+            era.producer.retries = i32::MAX as u32;
+        },
+    },
+    Step {
+        since: v(2, 5),
+        change: "`replica.lag.time.max.ms` 10000 → 30000, and the ZooKeeper session (`zookeeper.session.timeout.ms`, `broker.session.timeout.ms` here) 6000 → 18000",
+        source: "KIP-537",
+        apply: |era| {
+            era.broker.replica_lag_time_max_ms = ms(30_000);
+            era.broker.broker_session_timeout_ms = ms(18_000);
+            era.broker.broker_heartbeat_interval_ms = ms(6_000);
+        },
+    },
+    Step {
+        since: v(2, 8),
+        change: "Followers send their last fetched epoch with each fetch and the leader answers with the diverging epoch",
+        source: "KAFKA-10554",
+        apply: |era| era.broker.rules.diverging_epoch_in_fetch = true,
+    },
+    Step {
+        since: v(3, 0),
+        change: "`acks` = \"all\" and `enable.idempotence` = true by default (in effect from 3.0.1, which fixed 3.0.0 leaving idempotence off)",
+        source: "KIP-679, KAFKA-13598",
+        apply: |era| {
+            era.producer.acks = Acks::All;
+            era.producer.enable_idempotence = true;
+        },
+    },
+    Step {
+        since: v(3, 3),
+        change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`",
+        source: "KIP-833, KIP-631",
+        apply: |era| {
+            era.broker.broker_session_timeout_ms = ms(9_000);
+            era.broker.broker_heartbeat_interval_ms = ms(2_000);
+            era.broker.rules.unclean_election_honoured = false;
+        },
+    },
+    Step {
+        since: v(3, 7),
+        change: "Strict min ISR: a leader whose ISR is below `min.insync.replicas` does not advance its high watermark",
+        source: "KAFKA-15583",
+        apply: |era| era.broker.rules.strict_min_isr = true,
+    },
+    Step {
+        since: v(3, 9),
+        change: "The KRaft controller honours `unclean.leader.election.enable`",
+        source: "KAFKA-12670",
+        apply: |era| era.broker.rules.unclean_election_honoured = true,
+    },
+    Step {
+        since: v(4, 0),
+        change: "`linger.ms` defaults to 5",
+        source: "KIP-1030",
+        apply: |era| era.producer.linger_ms = ms(5),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_release_is_the_config_default() {
+        let era = Release::NEWEST.era();
+        assert_eq!(era.broker, BrokerConfig::default());
+        assert_eq!(era.producer, ProducerConfig::default());
+    }
+
+    #[test]
+    fn known_releases_and_steps_are_in_order() {
+        assert!(KNOWN.windows(2).all(|w| w[0] < w[1]));
+        assert!(STEPS.windows(2).all(|w| w[0].since <= w[1].since));
+        for step in STEPS {
+            assert!(KNOWN.contains(&step.since), "{}", step.since);
+            assert!(step.since > Release::OLDEST, "0.10 is the base, not a step");
+        }
+    }
+
+    #[test]
+    fn parse_accepts_known_minor_releases_only() {
+        assert_eq!(Release::parse("2.8"), Ok(v(2, 8)));
+        assert_eq!(Release::parse("0.10"), Ok(v(0, 10)));
+        let unknown = Release::parse("2.9").unwrap_err();
+        assert!(
+            unknown.starts_with("unknown Kafka release `2.9`; the releases are: 0.10, 0.11, 1.0"),
+            "{unknown}"
+        );
+        assert!(Release::parse("9.0")
+            .unwrap_err()
+            .contains("newer than the newest"));
+        for bad in ["3", "3.9.1", "v3.9", "3.", ".9", "3.x", ""] {
+            let error = Release::parse(bad).unwrap_err();
+            assert!(error.starts_with("invalid Kafka release"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn each_era_takes_the_latest_step_at_or_below_it() {
+        let era = |major, minor| v(major, minor).era();
+        assert_eq!(
+            era(0, 10).broker.replication_truncation,
+            Truncation::HighWatermark
+        );
+        assert!(era(0, 10).broker.unclean_leader_election_enable);
+        assert_eq!(era(0, 10).producer.acks, Acks::Leader);
+        assert_eq!(era(0, 10).producer.idempotence_max_in_flight, None);
+        assert_eq!(
+            era(0, 11).broker.replication_truncation,
+            Truncation::LeaderEpochSingleRound
+        );
+        assert_eq!(era(0, 11).producer.idempotence_max_in_flight, Some(1));
+        assert_eq!(era(1, 1).producer.idempotence_max_in_flight, Some(5));
+        assert_eq!(
+            era(1, 1).broker.replication_truncation,
+            Truncation::LeaderEpochSingleRound
+        );
+        assert_eq!(
+            era(2, 0).broker.replication_truncation,
+            Truncation::LeaderEpoch
+        );
+        assert_eq!(era(2, 0).producer.retries, 0);
+        assert_eq!(era(2, 1).producer.retries, i32::MAX as u32);
+        assert_eq!(era(2, 4).broker.replica_lag_time_max_ms, ms(10_000));
+        assert_eq!(era(2, 5).broker.replica_lag_time_max_ms, ms(30_000));
+        assert!(!era(2, 7).broker.rules.diverging_epoch_in_fetch);
+        assert!(era(2, 8).broker.rules.diverging_epoch_in_fetch);
+        assert_eq!(era(2, 8).producer.acks, Acks::Leader);
+        assert!(!era(2, 8).producer.enable_idempotence);
+        assert_eq!(era(3, 0).producer.acks, Acks::All);
+        assert!(era(3, 0).producer.idempotent());
+        assert!(era(3, 2).broker.rules.unclean_election_honoured);
+        assert!(!era(3, 3).broker.rules.unclean_election_honoured);
+        assert_eq!(era(3, 2).broker.broker_session_timeout_ms, ms(18_000));
+        assert_eq!(era(3, 3).broker.broker_session_timeout_ms, ms(9_000));
+        assert!(!era(3, 6).broker.rules.strict_min_isr);
+        assert!(era(3, 7).broker.rules.strict_min_isr);
+        assert!(!era(3, 8).broker.rules.unclean_election_honoured);
+        assert!(era(3, 9).broker.rules.unclean_election_honoured);
+        assert_eq!(era(3, 9).producer.linger_ms, Duration::ZERO);
+        assert_eq!(era(4, 0).producer.linger_ms, ms(5));
+    }
+
+    #[test]
+    fn keys_newer_than_a_release_are_named_with_the_release_that_added_them() {
+        assert_eq!(
+            v(2, 0).lacks_key("producer", "delivery.timeout.ms"),
+            Some((v(2, 1), "KIP-91"))
+        );
+        assert_eq!(v(2, 1).lacks_key("producer", "delivery.timeout.ms"), None);
+        assert_eq!(
+            v(0, 10).lacks_key("producer", "enable.idempotence"),
+            Some((v(0, 11), "KIP-98"))
+        );
+        assert_eq!(v(0, 10).lacks_key("producer", "acks"), None);
+    }
+
+    #[test]
+    fn history_lists_the_steps_up_to_a_release() {
+        assert_eq!(Release::OLDEST.history().count(), 0);
+        assert_eq!(v(0, 11).history().count(), 3);
+        assert_eq!(Release::NEWEST.history().count(), STEPS.len());
+    }
+}
