@@ -50,8 +50,8 @@ pub enum AttemptResult {
 pub enum Decision {
     /// Acknowledged: record `i` of the batch is at `base_offset + i`.
     Ok { base_offset: Offset },
-    /// Send again after `retry.backoff.ms`; refresh metadata first when the leader may have moved.
-    Retry { refresh_metadata: bool },
+    /// Send again after `retry.backoff.ms`.
+    Retry,
     /// Definitely not written.
     Fail(String),
     /// Outcome unknown.
@@ -111,6 +111,21 @@ pub fn invalidates_metadata(error: ErrorCode) -> bool {
     )
 }
 
+/// Whether the attempt says the leader may have moved, so metadata must be refreshed,
+/// whatever becomes of the batch: Kafka's `Sender` asks for an update on every
+/// invalid-metadata error, retried or not, and its `NetworkClient` on every disconnect and
+/// request timeout. A producer without retries would otherwise keep sending to a deposed
+/// leader.
+pub fn refreshes_metadata(result: &AttemptResult) -> bool {
+    match *result {
+        AttemptResult::Response {
+            error: Some(error), ..
+        } => invalidates_metadata(error),
+        AttemptResult::Response { error: None, .. } => false,
+        AttemptResult::TimedOut | AttemptResult::Disconnected => true,
+    }
+}
+
 /// Whether this attempt may have written the batch.
 pub fn may_have_written(result: &AttemptResult) -> bool {
     match result {
@@ -153,22 +168,16 @@ pub fn decide(
             let retriable = error.is_retriable()
                 || (error == ErrorCode::OutOfOrderSequenceNumber && progress.earlier_unresolved);
             if retriable && can_retry {
-                Decision::Retry {
-                    refresh_metadata: invalidates_metadata(error),
-                }
+                Decision::Retry
             } else if error == ErrorCode::OutOfOrderSequenceNumber {
                 Decision::Info(error.name().to_string())
             } else {
                 give_up(error.name())
             }
         }
-        AttemptResult::TimedOut if can_retry => Decision::Retry {
-            refresh_metadata: true,
-        },
+        AttemptResult::TimedOut if can_retry => Decision::Retry,
         AttemptResult::TimedOut => give_up("request timed out (request.timeout.ms)"),
-        AttemptResult::Disconnected if can_retry => Decision::Retry {
-            refresh_metadata: true,
-        },
+        AttemptResult::Disconnected if can_retry => Decision::Retry,
         AttemptResult::Disconnected => give_up("disconnected"),
     }
 }
@@ -254,10 +263,7 @@ mod tests {
             ErrorCode::KafkaStorageError,
         ] {
             assert!(
-                matches!(
-                    decide(&error(e), &fresh(), &POLICY, now()),
-                    Decision::Retry { .. }
-                ),
+                matches!(decide(&error(e), &fresh(), &POLICY, now()), Decision::Retry),
                 "{e}"
             );
         }
@@ -268,10 +274,9 @@ mod tests {
                 &POLICY,
                 now()
             ),
-            Decision::Retry {
-                refresh_metadata: true
-            }
+            Decision::Retry
         );
+        assert!(refreshes_metadata(&error(ErrorCode::NotLeaderOrFollower)));
         assert_eq!(
             decide(
                 &error(ErrorCode::NotEnoughReplicas),
@@ -279,10 +284,26 @@ mod tests {
                 &POLICY,
                 now()
             ),
-            Decision::Retry {
-                refresh_metadata: false
-            }
+            Decision::Retry
         );
+        assert!(!refreshes_metadata(&error(ErrorCode::NotEnoughReplicas)));
+    }
+
+    /// With no retry left the batch fails, but the producer must still look the leader up
+    /// again, or every later send goes to the deposed leader too.
+    #[test]
+    fn a_batch_given_up_on_still_refreshes_metadata() {
+        let result = error(ErrorCode::NotLeaderOrFollower);
+        assert!(matches!(
+            decide(&result, &exhausted(), &POLICY, now()),
+            Decision::Fail(_) | Decision::Info(_)
+        ));
+        assert!(refreshes_metadata(&result));
+        assert!(refreshes_metadata(&AttemptResult::TimedOut));
+        assert!(!refreshes_metadata(&AttemptResult::Response {
+            error: None,
+            base_offset: Offset(0)
+        }));
     }
 
     #[test]
@@ -348,12 +369,7 @@ mod tests {
     #[test]
     fn timeouts_and_disconnects_are_retried_then_unknown() {
         for result in [AttemptResult::TimedOut, AttemptResult::Disconnected] {
-            assert_eq!(
-                decide(&result, &fresh(), &POLICY, now()),
-                Decision::Retry {
-                    refresh_metadata: true
-                }
-            );
+            assert_eq!(decide(&result, &fresh(), &POLICY, now()), Decision::Retry);
             assert!(matches!(
                 decide(&result, &exhausted(), &POLICY, now()),
                 Decision::Info(_)
@@ -426,7 +442,7 @@ mod tests {
                 &POLICY,
                 now()
             ),
-            Decision::Retry { .. }
+            Decision::Retry
         ));
         assert_eq!(
             decide(

@@ -257,7 +257,7 @@ impl Producer {
                     id,
                     error: error.clone(),
                 },
-                Decision::Retry { .. } => return,
+                Decision::Retry => return,
             };
             self.history.record(&self.name, op);
         }
@@ -293,12 +293,12 @@ impl Producer {
         };
         let decision = decide(&result, &progress, &self.policy, now);
         batch.maybe_written |= may_have_written(&result);
+        if outcome::refreshes_metadata(&result) {
+            self.request_metadata();
+        }
         match decision {
-            Decision::Retry { refresh_metadata } => {
+            Decision::Retry => {
                 tracing::debug!(producer = %self.name, partition = batch.partition, ?result, "retrying batch");
-                if refresh_metadata {
-                    self.request_metadata();
-                }
                 state
                     .accumulator
                     .reenqueue(batch, now, self.config.retry_backoff_ms);
