@@ -36,6 +36,7 @@ pub async fn register(rm: &ReplicaManager) {
     let request = Request::RegisterBroker {
         broker: rm.id,
         incarnation: rm.incarnation,
+        clean_shutdown: rm.clean_shutdown.get(),
     };
     loop {
         if rm.stopped.get() || rm.offline.get() {

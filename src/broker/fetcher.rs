@@ -662,6 +662,8 @@ mod tests {
                 leader_epoch: Epoch(epoch),
                 partition_epoch: PartitionEpoch(epoch),
                 isr: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
+                elr: Vec::new(),
+                last_known_leader: None,
             };
             image
                 .partitions

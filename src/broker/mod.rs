@@ -169,6 +169,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
 async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
     let disk = &rm.disk;
     let clean_shutdown = disk.exists(checkpoint::CLEAN_SHUTDOWN);
+    rm.clean_shutdown.set(clean_shutdown);
     if clean_shutdown {
         let deleted = disk.delete(checkpoint::CLEAN_SHUTDOWN);
         if let Err(e) = deleted.and(disk.fsync_dir("").await) {

@@ -674,6 +674,8 @@ mod tests {
             leader_epoch: Epoch(epoch),
             partition_epoch: PartitionEpoch(partition_epoch),
             isr: isr.iter().map(|&id| BrokerId(id)).collect(),
+            elr: Vec::new(),
+            last_known_leader: None,
         }
     }
 

@@ -50,6 +50,9 @@ pub struct ReplicaManager {
     pub offline: Cell<bool>,
     /// Controlled shutdown finished: background tasks stop.
     pub stopped: Cell<bool>,
+    /// This process found the clean-shutdown marker: the controller learns it at
+    /// registration (KIP-966 takes a broker back from an unclean one out of ELRs).
+    pub clean_shutdown: Cell<bool>,
     /// AlterPartition proposals to send, drained by the controller link.
     pub isr_proposals: RefCell<Vec<IsrProposal>>,
     pub isr_wakeup: tokio::sync::Notify,
@@ -105,6 +108,7 @@ impl ReplicaManager {
             metadata: RefCell::new(ClusterMetadata::default()),
             offline: Cell::new(false),
             stopped: Cell::new(false),
+            clean_shutdown: Cell::new(false),
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
             checkpoint_lock: tokio::sync::Mutex::new(()),
@@ -732,6 +736,8 @@ mod tests {
                 leader_epoch,
                 partition_epoch: PartitionEpoch(leader_epoch.0),
                 isr: vec![BrokerId(1), BrokerId(2)],
+                elr: Vec::new(),
+                last_known_leader: None,
             },
         );
         image

@@ -93,6 +93,8 @@ mod tests {
             leader_epoch: Epoch(epoch),
             partition_epoch: PartitionEpoch(0),
             isr: vec![BrokerId(1)],
+            elr: Vec::new(),
+            last_known_leader: None,
         }
     }
 

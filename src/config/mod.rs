@@ -111,6 +111,7 @@ impl Default for BrokerConfig {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
                 unclean_election_honoured: true,
+                eligible_leader_replicas: true,
             },
         }
     }

@@ -50,6 +50,7 @@ pub const KNOWN: &[Release] = &[
     v(3, 8),
     v(3, 9),
     v(4, 0),
+    v(4, 1),
 ];
 
 impl Release {
@@ -153,6 +154,11 @@ pub struct Rules {
     /// `unclean.leader.election.enable` allows it. ZooKeeper's controller always did;
     /// KRaft's ignored the key until 3.9 (KAFKA-12670).
     pub unclean_election_honoured: bool,
+    /// KIP-966 part 1: replicas that leave the ISR while it is below min ISR stay
+    /// eligible to lead, the ISR may become empty, and a broker back from an unclean
+    /// shutdown loses its eligibility (4.1 by default; in 4.0 off unless the
+    /// `eligible.leader.replicas.version` feature is raised).
+    pub eligible_leader_replicas: bool,
 }
 
 /// A release's defaults and rules: the broker's and the producer's.
@@ -179,6 +185,7 @@ impl Era {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
                     unclean_election_honoured: true,
+                    eligible_leader_replicas: false,
                 },
                 ..BrokerConfig::default()
             },
@@ -302,6 +309,12 @@ pub static STEPS: &[Step] = &[
         source: "KIP-1030",
         apply: |era| era.producer.linger_ms = ms(5),
     },
+    Step {
+        since: v(4, 1),
+        change: "Eligible leader replicas (KIP-966 part 1) on by default for new clusters: who leaves the ISR while it is below `min.insync.replicas` stays eligible to lead an empty ISR, unless it restarts without a clean shutdown",
+        source: "KIP-966",
+        apply: |era| era.broker.rules.eligible_leader_replicas = true,
+    },
 ];
 
 #[cfg(test)]
@@ -387,6 +400,8 @@ mod tests {
         assert!(era(3, 9).broker.rules.unclean_election_honoured);
         assert_eq!(era(3, 9).producer.linger_ms, Duration::ZERO);
         assert_eq!(era(4, 0).producer.linger_ms, ms(5));
+        assert!(!era(4, 0).broker.rules.eligible_leader_replicas);
+        assert!(era(4, 1).broker.rules.eligible_leader_replicas);
     }
 
     #[test]

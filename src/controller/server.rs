@@ -164,11 +164,14 @@ impl Controller {
             Request::RegisterBroker {
                 broker,
                 incarnation,
+                clean_shutdown,
             } => {
-                let outcome = self
-                    .state
-                    .borrow_mut()
-                    .register(broker, incarnation, clock::now());
+                let outcome = self.state.borrow_mut().register(
+                    broker,
+                    incarnation,
+                    clean_shutdown,
+                    clock::now(),
+                );
                 match outcome {
                     Ok(changes) => {
                         self.commit(changes).await;
@@ -364,11 +367,11 @@ fn record_fact(facts: &Facts, change: &Change) {
         return;
     };
     match election {
-        Some(Election::Clean(_)) => facts.record(Fact::Election {
+        Some(Election::Clean(_) | Election::Eligible(_)) => facts.record(Fact::Election {
             tp: tp.clone(),
             unclean: false,
         }),
-        Some(Election::Unclean(_)) => facts.record(Fact::Election {
+        Some(Election::Unclean(_) | Election::LastKnownLeader(_)) => facts.record(Fact::Election {
             tp: tp.clone(),
             unclean: true,
         }),
@@ -404,7 +407,16 @@ fn trace_change(change: &Change) {
             let leader = state
                 .leader
                 .map_or_else(|| "none".to_string(), |l| l.to_string());
-            let isr = brokers_list(&state.isr);
+            // The ELR shows only where it exists, so runs without it trace as before.
+            let isr = if state.elr.is_empty() {
+                brokers_list(&state.isr)
+            } else {
+                format!(
+                    "{} elr={}",
+                    brokers_list(&state.isr),
+                    brokers_list(&state.elr)
+                )
+            };
             match election {
                 Some(election) => tracing::info!(
                     tp = %tp,
@@ -458,6 +470,8 @@ mod tests {
                 leader_epoch: Epoch(1),
                 partition_epoch: PartitionEpoch(1),
                 isr: ids(isr),
+                elr: Vec::new(),
+                last_known_leader: None,
             },
             previous_isr: ids(previous_isr),
         }

@@ -12,13 +12,18 @@
 //!   the ISRs and its partitions are re-elected. A fenced broker that heartbeats again
 //!   with the same incarnation was only cut off: it is unfenced, but it re-enters ISRs
 //!   only when a leader proposes it (AlterPartition) after it caught up.
-//! - The ISR never becomes empty: when its last member fails, the partition goes offline
-//!   (no leader) with that member kept in the ISR, the clean candidate when it returns.
+//! - Without ELR the ISR never becomes empty: when its last member fails, the partition
+//!   goes offline (no leader) with that member kept in the ISR, the clean candidate when
+//!   it returns.
+//! - With KIP-966's ELR (Kafka 4.1) the last member does leave: while the ISR is below
+//!   `min.insync.replicas`, who leaves it joins the ELR (`election::target_elr`), and an
+//!   empty ISR elects from the ELR. A broker that registers again after an unclean
+//!   shutdown (no clean-shutdown marker) leaves every ISR and ELR it was in.
 //! - Every leader change (an election, or going offline) bumps the leader epoch; every
 //!   leader or ISR change bumps the partition epoch; every change bumps the version.
 
 use crate::config::{BrokerConfig, Bugs, TopicConfig};
-use crate::controller::election::{elect, Election};
+use crate::controller::election::{elect, target_elr, Election, Eligible};
 use crate::os::clock::SimTime;
 use crate::protocol::messages::{
     AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,
@@ -111,6 +116,11 @@ pub struct ControllerState {
     default_unclean_leader_election_enable: bool,
     /// KRaft's controller ignored the key before Kafka 3.9 (KAFKA-12670).
     unclean_election_honoured: bool,
+    /// `min.insync.replicas` per topic, the topic override applied: the ELR's threshold.
+    min_insync_replicas: BTreeMap<String, u32>,
+    default_min_insync_replicas: u32,
+    /// KIP-966's eligible leader replicas (Kafka 4.1).
+    elr_enabled: bool,
     session_timeout: Duration,
     next_producer_id: ProducerId,
     /// Bugs a mutation test injected (none in any real run).
@@ -141,6 +151,8 @@ impl ControllerState {
                     leader_epoch: Epoch(0),
                     partition_epoch: PartitionEpoch(0),
                     isr: replicas.clone(),
+                    elr: Vec::new(),
+                    last_known_leader: None,
                 };
                 (tp.clone(), state)
             })
@@ -179,6 +191,15 @@ impl ControllerState {
                 (tp.topic.to_string(), enabled)
             })
             .collect();
+        let min_insync_replicas = topics
+            .iter()
+            .map(|(tp, _, topic_config)| {
+                let min_isr = topic_config
+                    .min_insync_replicas
+                    .unwrap_or(config.min_insync_replicas);
+                (tp.topic.to_string(), min_isr)
+            })
+            .collect();
         ControllerState {
             metadata: snapshot.metadata,
             last_heartbeat,
@@ -186,6 +207,9 @@ impl ControllerState {
             unclean_leader_election_enable,
             default_unclean_leader_election_enable: config.unclean_leader_election_enable,
             unclean_election_honoured: config.rules.unclean_election_honoured,
+            min_insync_replicas,
+            default_min_insync_replicas: config.min_insync_replicas,
+            elr_enabled: config.rules.eligible_leader_replicas,
             session_timeout: config.broker_session_timeout_ms,
             next_producer_id: snapshot.next_producer_id,
             bugs: Bugs::default(),
@@ -232,11 +256,14 @@ impl ControllerState {
     }
 
     /// `RegisterBroker`. The same incarnation again is a retry (it refreshes the session
-    /// and unfences); a newer one is first the failure of the old; an older one is stale.
+    /// and unfences); a newer one is first the failure of the old, and, with ELR, after an
+    /// unclean shutdown (`clean_shutdown` false) the end of its eligibility; an older one
+    /// is stale.
     pub fn register(
         &mut self,
         broker: BrokerId,
         incarnation: Incarnation,
+        clean_shutdown: bool,
         now: SimTime,
     ) -> Result<Vec<Change>, ErrorCode> {
         let mut changes = Vec::new();
@@ -247,7 +274,12 @@ impl ControllerState {
                 self.unfence(broker, &mut changes);
                 return Ok(changes);
             }
-            Some(_) => self.fence(broker, FenceCause::NewIncarnation, &mut changes),
+            Some(_) => {
+                self.fence(broker, FenceCause::NewIncarnation, &mut changes);
+                if self.elr_enabled && !clean_shutdown {
+                    self.forget_unclean(broker, &mut changes);
+                }
+            }
             None => {}
         }
         self.shutting_down.remove(&broker);
@@ -289,8 +321,13 @@ impl ControllerState {
                 self.unfence(broker, &mut changes);
                 changes
             }
-            // Unknown broker or newer incarnation: `register` cannot fail here.
-            _ => self.register(broker, incarnation, now).unwrap_or_default(),
+            // Unknown broker or newer incarnation: `register` cannot fail here. The
+            // heartbeat cannot say how the last process ended; its own registration, on
+            // its way, will (as the same incarnation it then changes nothing more), so
+            // the new process is taken as unclean: the side that keeps no stale ELR member.
+            _ => self
+                .register(broker, incarnation, false, now)
+                .unwrap_or_default(),
         };
         HeartbeatOutcome {
             fenced: self.is_fenced(broker, incarnation),
@@ -356,9 +393,8 @@ impl ControllerState {
             .copied()
             .filter(|replica| request.new_isr.contains(replica))
             .collect();
-        let leader = current.leader;
         let mut changes = Vec::new();
-        self.update_partition(&request.tp, leader, isr, None, &mut changes);
+        self.change_isr(&request.tp, isr, false, None, &mut changes);
         let state = self.metadata.partitions[&request.tp].clone();
         Ok((state, changes))
     }
@@ -390,21 +426,34 @@ impl ControllerState {
                 .filter(|&b| b != broker)
                 .collect();
             if current.leader == Some(broker) {
-                // A hand-off is always clean: unclean election is for lost leaders only.
-                let election = elect(&current.replicas, &others, |b| self.is_eligible(b), false);
+                // A hand-off is always clean, and from the ISR: unclean election is for
+                // lost leaders only, the ELR for an empty ISR.
+                let election = elect(
+                    &current.replicas,
+                    &others,
+                    Eligible::default(),
+                    |b| self.is_eligible(b),
+                    false,
+                );
                 match election {
-                    Election::Clean(leader) => self.update_partition(
-                        &tp,
-                        Some(leader),
-                        others,
-                        Some(election),
-                        &mut changes,
-                    ),
-                    Election::Unclean(_) | Election::Offline => remaining += 1,
+                    Election::Clean(leader) => {
+                        let elr = self.elr_after(&tp, &others, None);
+                        self.update_partition(
+                            &tp,
+                            Some(leader),
+                            others,
+                            elr,
+                            Some(election),
+                            &mut changes,
+                        )
+                    }
+                    Election::Eligible(_)
+                    | Election::LastKnownLeader(_)
+                    | Election::Unclean(_)
+                    | Election::Offline => remaining += 1,
                 }
             } else if !others.is_empty() {
-                let leader = current.leader;
-                self.update_partition(&tp, leader, others, None, &mut changes);
+                self.change_isr(&tp, others, false, None, &mut changes);
             }
         }
         if remaining == 0 {
@@ -465,16 +514,34 @@ impl ControllerState {
                 .copied()
                 .filter(|&b| b != broker || keep)
                 .collect();
-            if isr.is_empty() {
+            if isr.is_empty() && !self.elr_enabled {
                 isr.push(broker);
             }
-            if led {
-                let (election, isr) = self.elect_for(&tp, &current.replicas, isr);
-                self.update_partition(&tp, election.leader(), isr, Some(election), changes);
-            } else {
-                let leader = current.leader;
-                self.update_partition(&tp, leader, isr, None, changes);
-            }
+            self.change_isr(&tp, isr, led, None, changes);
+        }
+    }
+
+    /// KIP-966: `broker` restarted without a clean shutdown, so its log may have lost what
+    /// it had: it leaves every ISR and ELR it is in (Kafka's
+    /// `handleBrokerUncleanShutdown`). It is fenced already, so it leads nothing.
+    fn forget_unclean(&mut self, broker: BrokerId, changes: &mut Vec<Change>) {
+        let partitions: Vec<TopicPartition> = self
+            .metadata
+            .partitions
+            .iter()
+            .filter(|(_, state)| state.isr.contains(&broker) || state.elr.contains(&broker))
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        for tp in partitions {
+            let current = &self.metadata.partitions[&tp];
+            let isr: Vec<BrokerId> = current
+                .isr
+                .iter()
+                .copied()
+                .filter(|&b| b != broker)
+                .collect();
+            // Registration elects for every leaderless partition once it is done.
+            self.change_isr(&tp, isr, false, Some(broker), changes);
         }
     }
 
@@ -489,11 +556,12 @@ impl ControllerState {
             .collect();
         for tp in offline {
             let current = &self.metadata.partitions[&tp];
-            let (election, isr) = self.elect_for(&tp, &current.replicas, current.isr.clone());
+            let (isr, elr) = (current.isr.clone(), current.elr.clone());
+            let (election, isr, elr) = self.elect_for(&tp, isr, elr);
             if election == Election::Offline {
                 continue;
             }
-            self.update_partition(&tp, election.leader(), isr, Some(election), changes);
+            self.update_partition(&tp, election.leader(), isr, elr, Some(election), changes);
         }
     }
 
@@ -508,44 +576,113 @@ impl ControllerState {
                 .unwrap_or(self.default_unclean_leader_election_enable)
     }
 
-    /// Elect a leader for `tp` from `isr`, and the ISR it leads: the same, or just the
-    /// leader after an unclean election. Under the injected bug every replica counts as
-    /// in sync.
+    /// `tp`'s `min.insync.replicas`.
+    fn min_insync_replicas(&self, tp: &TopicPartition) -> u32 {
+        self.min_insync_replicas
+            .get(&*tp.topic)
+            .copied()
+            .unwrap_or(self.default_min_insync_replicas)
+    }
+
+    /// The ELR of `tp` once its ISR is `target_isr` (empty without ELR).
+    fn elr_after(
+        &self,
+        tp: &TopicPartition,
+        target_isr: &[BrokerId],
+        unclean_shutdown: Option<BrokerId>,
+    ) -> Vec<BrokerId> {
+        if !self.elr_enabled {
+            return Vec::new();
+        }
+        let current = &self.metadata.partitions[tp];
+        target_elr(
+            &current.replicas,
+            &current.isr,
+            &current.elr,
+            target_isr,
+            self.min_insync_replicas(tp),
+            unclean_shutdown,
+        )
+    }
+
+    /// Move `tp` to the ISR `isr` (and the ELR that follows from it), electing a leader
+    /// when `elect` (the leader is gone), else keeping the leader.
+    fn change_isr(
+        &mut self,
+        tp: &TopicPartition,
+        isr: Vec<BrokerId>,
+        elect: bool,
+        unclean_shutdown: Option<BrokerId>,
+        changes: &mut Vec<Change>,
+    ) {
+        let elr = self.elr_after(tp, &isr, unclean_shutdown);
+        if elect {
+            let (election, isr, elr) = self.elect_for(tp, isr, elr);
+            self.update_partition(tp, election.leader(), isr, elr, Some(election), changes);
+        } else {
+            let leader = self.metadata.partitions[tp].leader;
+            self.update_partition(tp, leader, isr, elr, None, changes);
+        }
+    }
+
+    /// Elect a leader for `tp` from `isr`, else (ISR empty) from `elr`, and the ISR and
+    /// ELR it leads: the same; or just the leader elected from the ELR, which leaves it; or
+    /// just the leader and no ELR after an unclean election. Under the injected bug every
+    /// replica counts as in sync.
     fn elect_for(
         &self,
         tp: &TopicPartition,
-        replicas: &[BrokerId],
         isr: Vec<BrokerId>,
-    ) -> (Election, Vec<BrokerId>) {
+        mut elr: Vec<BrokerId>,
+    ) -> (Election, Vec<BrokerId>, Vec<BrokerId>) {
+        let current = &self.metadata.partitions[tp];
+        let replicas = &current.replicas;
         let candidates = if self.bugs.clean_election_outside_isr {
             replicas
         } else {
             &isr
         };
+        let eligible = Eligible {
+            elr: &elr,
+            last_known_leader: current.last_known_leader,
+        };
         let election = elect(
             replicas,
             candidates,
+            eligible,
             |b| self.is_eligible(b),
             self.unclean(tp),
         );
         let isr = match election {
-            Election::Unclean(leader) => vec![leader],
+            Election::Unclean(leader) | Election::LastKnownLeader(leader) => {
+                elr.clear();
+                vec![leader]
+            }
+            Election::Eligible(leader) => {
+                elr.retain(|&b| b != leader);
+                vec![leader]
+            }
             Election::Clean(leader) if !isr.contains(&leader) => vec![leader],
             _ => isr,
         };
-        (election, isr)
+        (election, isr, elr)
     }
 
-    /// Apply a new leader and ISR to `tp`, bumping the epochs and version if it changed.
+    /// Apply a new leader, ISR and ELR to `tp`, bumping the epochs and version if it
+    /// changed.
     fn update_partition(
         &mut self,
         tp: &TopicPartition,
         leader: Option<BrokerId>,
         isr: Vec<BrokerId>,
+        elr: Vec<BrokerId>,
         election: Option<Election>,
         changes: &mut Vec<Change>,
     ) {
-        debug_assert!(!isr.is_empty(), "the ISR of {tp} must never become empty");
+        debug_assert!(
+            !isr.is_empty() || self.elr_enabled,
+            "the ISR of {tp} must never become empty without ELR"
+        );
         debug_assert!(
             leader.is_none_or(|l| isr.contains(&l)),
             "the leader of {tp} must be in its ISR"
@@ -560,13 +697,21 @@ impl ControllerState {
             "the ISR {isr:?} of {tp} must be distinct replicas of {:?}",
             state.replicas
         );
-        if state.leader == leader && state.isr == isr {
+        if state.leader == leader && state.isr == isr && state.elr == elr {
             return;
         }
         if state.leader != leader {
             state.leader_epoch = Epoch(state.leader_epoch.0 + 1);
         }
+        // KIP-966 remembers who led when the ISR emptied, and forgets once there is a
+        // leader again (`maybeUpdateLastKnownLeader`).
+        if leader.is_some() {
+            state.last_known_leader = None;
+        } else if isr.is_empty() && !state.isr.is_empty() {
+            state.last_known_leader = state.leader;
+        }
         state.leader = leader;
+        state.elr = elr;
         let previous_isr = std::mem::replace(&mut state.isr, isr);
         state.partition_epoch = state.partition_epoch.next();
         let state = state.clone();
@@ -590,9 +735,23 @@ impl ControllerState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Release;
     use proptest::prelude::*;
 
     const SESSION_MS: u64 = 9_000;
+
+    /// The rules before KIP-966: most tests here are about them.
+    fn kafka_4_0() -> BrokerConfig {
+        Release::parse("4.0").expect("known").era().broker
+    }
+
+    /// Kafka 4.1: eligible leader replicas, with `min.insync.replicas` = `min_isr`.
+    fn kafka_4_1(min_isr: u32) -> BrokerConfig {
+        BrokerConfig {
+            min_insync_replicas: min_isr,
+            ..Release::parse("4.1").expect("known").era().broker
+        }
+    }
 
     fn tp(partition: u32) -> TopicPartition {
         TopicPartition::new("orders", partition)
@@ -609,6 +768,15 @@ mod tests {
     /// A cluster of `brokers` brokers with partitions of `orders` placed on `replicas`,
     /// every broker registered (incarnation 1) at time 0.
     fn cluster(brokers: u32, replicas: &[&[u32]], unclean: Option<bool>) -> ControllerState {
+        cluster_with(&kafka_4_0(), brokers, replicas, unclean)
+    }
+
+    fn cluster_with(
+        config: &BrokerConfig,
+        brokers: u32,
+        replicas: &[&[u32]],
+        unclean: Option<bool>,
+    ) -> ControllerState {
         let topic_config = TopicConfig {
             unclean_leader_election_enable: unclean,
             ..TopicConfig::default()
@@ -618,10 +786,10 @@ mod tests {
             .enumerate()
             .map(|(p, r)| (tp(p as u32), ids(r), topic_config.clone()))
             .collect();
-        let mut state = ControllerState::new(&BrokerConfig::default(), brokers, &topics, at(0));
+        let mut state = ControllerState::new(config, brokers, &topics, at(0));
         for broker in 1..=brokers {
             state
-                .register(BrokerId(broker), Incarnation(1), at(0))
+                .register(BrokerId(broker), Incarnation(1), false, at(0))
                 .expect("register");
         }
         state
@@ -656,6 +824,92 @@ mod tests {
         }
     }
 
+    /// KIP-966's lesson: min ISR 2, the followers leave the ISR while it is below min ISR
+    /// and stay eligible; the leader is fenced, the ISR empties and a follower leads,
+    /// cleanly. Kafka 4.0 keeps the lost leader as the ISR and waits for it instead.
+    #[test]
+    fn with_elr_a_follower_that_left_below_min_isr_takes_over_an_empty_isr() {
+        let mut state = cluster_with(&kafka_4_1(2), 3, &[&[1, 2, 3]], Some(false));
+        state
+            .alter_partition(&alter(&state, 0, 1, &[1]))
+            .expect("shrink");
+        let p = partition(&state, 0);
+        assert_eq!((p.isr.clone(), p.elr.clone()), (ids(&[1]), ids(&[2, 3])));
+        let mut now = 0;
+        time_out(&mut state, &[1], &mut now);
+        let p = partition(&state, 0);
+        assert_eq!(p.leader, Some(BrokerId(2)), "elected from the ELR");
+        assert_eq!((p.isr.clone(), p.elr.clone()), (ids(&[2]), ids(&[1, 3])));
+        // Broker 1 comes back from a power loss: no clean-shutdown marker, no eligibility.
+        state
+            .register(BrokerId(1), Incarnation(2), false, at(now))
+            .expect("register");
+        assert_eq!(partition(&state, 0).elr, ids(&[3]));
+
+        let mut old = cluster_with(
+            &BrokerConfig {
+                min_insync_replicas: 2,
+                ..kafka_4_0()
+            },
+            3,
+            &[&[1, 2, 3]],
+            Some(false),
+        );
+        old.alter_partition(&alter(&old, 0, 1, &[1]))
+            .expect("shrink");
+        let mut now = 0;
+        time_out(&mut old, &[1], &mut now);
+        let p = partition(&old, 0);
+        assert_eq!((p.leader, p.isr.clone()), (None, ids(&[1])));
+        old.register(BrokerId(1), Incarnation(2), false, at(now))
+            .expect("register");
+        let p = partition(&old, 0);
+        assert_eq!(
+            (p.leader, p.isr.clone()),
+            (Some(BrokerId(1)), ids(&[1])),
+            "re-elected with whatever survived its disk"
+        );
+    }
+
+    /// Min ISR 1, every broker down: the last leader is the only one left in ISR or ELR.
+    /// Back from a clean shutdown it leads from the ELR; back from an unclean one it is
+    /// out of the ELR and returns as the last known leader, an unclean election.
+    #[test]
+    fn with_elr_the_last_leader_returns_from_the_elr_or_as_last_known_leader() {
+        for clean in [true, false] {
+            let mut state = cluster_with(&kafka_4_1(1), 3, &[&[1, 2, 3]], Some(false));
+            let mut now = 0;
+            time_out(&mut state, &[2, 3], &mut now);
+            assert_eq!(partition(&state, 0).isr, ids(&[1]));
+            let changes = time_out(&mut state, &[1, 2, 3], &mut now);
+            let p = partition(&state, 0);
+            assert_eq!(
+                (p.leader, p.isr.clone(), p.elr.clone()),
+                (None, vec![], ids(&[1]))
+            );
+            assert_eq!(p.last_known_leader, Some(BrokerId(1)));
+            assert!(!changes.is_empty());
+            let changes = state
+                .register(BrokerId(1), Incarnation(2), clean, at(now))
+                .expect("register");
+            let elected = changes.iter().find_map(|c| match c {
+                Change::Partition {
+                    election: Some(e), ..
+                } => Some(*e),
+                _ => None,
+            });
+            let expected = if clean {
+                Election::Eligible(BrokerId(1))
+            } else {
+                Election::LastKnownLeader(BrokerId(1))
+            };
+            assert_eq!(elected, Some(expected), "clean shutdown: {clean}");
+            let p = partition(&state, 0);
+            assert_eq!((p.isr.clone(), p.elr.clone()), (ids(&[1]), vec![]));
+            assert_eq!(p.last_known_leader, None);
+        }
+    }
+
     #[test]
     fn a_new_cluster_follows_the_placement() {
         let state = cluster(3, &[&[1, 2, 3], &[2, 3, 1]], None);
@@ -674,7 +928,7 @@ mod tests {
     fn a_new_incarnation_is_first_the_failure_of_the_old() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         let changes = state
-            .register(BrokerId(1), Incarnation(2), at(100))
+            .register(BrokerId(1), Incarnation(2), false, at(100))
             .expect("register");
         let after = partition(&state, 0);
         assert_eq!(
@@ -713,14 +967,14 @@ mod tests {
     fn a_retried_registration_changes_nothing_and_an_older_one_is_stale() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         assert_eq!(
-            state.register(BrokerId(2), Incarnation(1), at(5)),
+            state.register(BrokerId(2), Incarnation(1), false, at(5)),
             Ok(vec![])
         );
         state
-            .register(BrokerId(2), Incarnation(5), at(6))
+            .register(BrokerId(2), Incarnation(5), false, at(6))
             .expect("register");
         assert_eq!(
-            state.register(BrokerId(2), Incarnation(4), at(7)),
+            state.register(BrokerId(2), Incarnation(4), false, at(7)),
             Err(ErrorCode::StaleBrokerEpoch)
         );
         let outcome = state.heartbeat(BrokerId(2), Incarnation(4), at(8));
@@ -752,16 +1006,16 @@ mod tests {
     #[test]
     fn a_broker_that_never_registers_is_fenced_after_the_session_timeout() {
         let topics = vec![(tp(0), ids(&[1, 2]), TopicConfig::default())];
-        let mut state = ControllerState::new(&BrokerConfig::default(), 2, &topics, at(0));
+        let mut state = ControllerState::new(&kafka_4_0(), 2, &topics, at(0));
         state
-            .register(BrokerId(2), Incarnation(1), at(0))
+            .register(BrokerId(2), Incarnation(1), false, at(0))
             .expect("register");
         state.heartbeat(BrokerId(2), Incarnation(1), at(SESSION_MS));
         state.fence_expired(at(SESSION_MS));
         assert_eq!(partition(&state, 0).leader, Some(BrokerId(2)));
         // Its first registration afterwards is not stale.
         state
-            .register(BrokerId(1), Incarnation(1), at(SESSION_MS + 1))
+            .register(BrokerId(1), Incarnation(1), false, at(SESSION_MS + 1))
             .expect("register");
         assert!(!state.is_fenced(BrokerId(1), Incarnation(1)));
     }
@@ -806,7 +1060,7 @@ mod tests {
         time_out(&mut state, &[2], &mut now);
         time_out(&mut state, &[1], &mut now);
         state
-            .register(BrokerId(1), Incarnation(2), at(now))
+            .register(BrokerId(1), Incarnation(2), false, at(now))
             .expect("register");
         let online = partition(&state, 0);
         assert_eq!((online.leader, online.isr), (Some(BrokerId(1)), ids(&[1])));
@@ -853,14 +1107,14 @@ mod tests {
         )];
         let config = BrokerConfig {
             unclean_leader_election_enable: true,
-            ..BrokerConfig::default()
+            ..kafka_4_0()
         };
         let mut state = ControllerState::new(&config, 2, &topics, at(0));
         state
-            .register(BrokerId(1), Incarnation(1), at(0))
+            .register(BrokerId(1), Incarnation(1), false, at(0))
             .expect("register");
         state
-            .register(BrokerId(2), Incarnation(1), at(0))
+            .register(BrokerId(2), Incarnation(1), false, at(0))
             .expect("register");
         let mut now = 0;
         time_out(&mut state, &[2], &mut now);
@@ -1037,7 +1291,7 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Heartbeat(u32),
-        Restart(u32),
+        Restart(u32, bool),
         Tick(u64),
         Shrink(u32, u32),
         Expand(u32, u32),
@@ -1047,7 +1301,7 @@ mod tests {
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
             (1..=3u32).prop_map(Op::Heartbeat),
-            (1..=3u32).prop_map(Op::Restart),
+            (1..=3u32, any::<bool>()).prop_map(|(b, clean)| Op::Restart(b, clean)),
             (1..12_000u64).prop_map(Op::Tick),
             (0..3u32, 1..=3u32).prop_map(|(p, b)| Op::Shrink(p, b)),
             (0..3u32, 1..=3u32).prop_map(|(p, b)| Op::Expand(p, b)),
@@ -1058,7 +1312,23 @@ mod tests {
     /// The invariants every image must satisfy, whatever happened before.
     fn check_invariants(state: &ControllerState) {
         for (tp, p) in &state.metadata().partitions {
-            assert!(!p.isr.is_empty(), "{tp}: empty ISR");
+            assert!(!p.isr.is_empty() || state.elr_enabled, "{tp}: empty ISR");
+            assert!(
+                p.elr.is_empty() || state.elr_enabled,
+                "{tp}: an ELR without KIP-966"
+            );
+            assert!(
+                p.elr
+                    .iter()
+                    .all(|b| p.replicas.contains(b) && !p.isr.contains(b)),
+                "{tp}: ELR {:?} not outside the ISR {:?}",
+                p.elr,
+                p.isr
+            );
+            assert!(
+                p.elr.is_empty() || p.isr.len() < state.min_insync_replicas(tp) as usize,
+                "{tp}: an ELR with the ISR at min ISR"
+            );
             match p.leader {
                 Some(leader) => {
                     assert!(p.isr.contains(&leader), "{tp}: leader outside the ISR");
@@ -1077,12 +1347,17 @@ mod tests {
                 None => {
                     assert_eq!(
                         p.isr.len(),
-                        1,
-                        "{tp}: offline with more than the last member"
+                        usize::from(!state.elr_enabled),
+                        "{tp}: offline with more than the last member (none with ELR)"
                     );
+                    let eligible = Eligible {
+                        elr: &p.elr,
+                        last_known_leader: p.last_known_leader,
+                    };
                     let candidate = elect(
                         &p.replicas,
                         &p.isr,
+                        eligible,
                         |b| state.is_eligible(b),
                         state.unclean(tp),
                     );
@@ -1101,8 +1376,11 @@ mod tests {
         fn every_sequence_of_events_keeps_the_invariants(
             ops in proptest::collection::vec(op(), 1..60),
             unclean in any::<bool>(),
+            elr in any::<bool>(),
+            min_isr in 1..=3u32,
         ) {
-            let mut state = cluster(3, &[&[1, 2, 3], &[2, 3, 1], &[3, 1]], Some(unclean));
+            let config = if elr { kafka_4_1(min_isr) } else { BrokerConfig { min_insync_replicas: min_isr, ..kafka_4_0() } };
+            let mut state = cluster_with(&config, 3, &[&[1, 2, 3], &[2, 3, 1], &[3, 1]], Some(unclean));
             let mut incarnations = [Incarnation(1); 4];
             let mut now = 0u64;
             let mut before = state.metadata().clone();
@@ -1111,9 +1389,9 @@ mod tests {
                     Op::Heartbeat(b) => {
                         state.heartbeat(BrokerId(b), incarnations[b as usize], at(now));
                     }
-                    Op::Restart(b) => {
+                    Op::Restart(b, clean) => {
                         incarnations[b as usize] = incarnations[b as usize].next();
-                        state.register(BrokerId(b), incarnations[b as usize], at(now)).expect("register");
+                        state.register(BrokerId(b), incarnations[b as usize], clean, at(now)).expect("register");
                     }
                     Op::Tick(step) => {
                         now += step;

@@ -155,6 +155,8 @@ mod tests {
                 leader_epoch: Epoch(4),
                 partition_epoch: PartitionEpoch(6),
                 isr: vec![BrokerId(2)],
+                elr: Vec::new(),
+                last_known_leader: None,
             },
         );
         Snapshot {

@@ -98,6 +98,12 @@ pub struct PartitionState {
     /// Bumped by every change to leader or ISR (KIP-497's partition epoch).
     pub partition_epoch: PartitionEpoch,
     pub isr: Vec<BrokerId>,
+    /// KIP-966's eligible leader replicas: out of the ISR, yet safe to elect when it is
+    /// empty. Always empty without ELR (before Kafka 4.1).
+    pub elr: Vec<BrokerId>,
+    /// KIP-966: the leader when the ISR last became empty, electable (uncleanly) once
+    /// ISR and ELR are both empty. `None` without ELR.
+    pub last_known_leader: Option<BrokerId>,
 }
 
 /// A registered broker as the controller sees it.
@@ -125,6 +131,9 @@ pub enum Request {
     RegisterBroker {
         broker: BrokerId,
         incarnation: Incarnation,
+        /// The process found the clean-shutdown marker at start (Kafka sends its previous
+        /// broker epoch then, KIP-966).
+        clean_shutdown: bool,
     },
     BrokerHeartbeat {
         broker: BrokerId,

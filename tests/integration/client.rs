@@ -103,6 +103,8 @@ fn metadata() -> ClusterMetadata {
             leader_epoch: Epoch(0),
             partition_epoch: PartitionEpoch(0),
             isr: vec![BrokerId(1)],
+            elr: Vec::new(),
+            last_known_leader: None,
         },
     );
     m

@@ -63,6 +63,7 @@ async fn fake_broker(id: u32, heartbeat_for: Duration) -> turmoil::Result {
     let register = Request::RegisterBroker {
         broker,
         incarnation: Incarnation(1),
+        clean_shutdown: false,
     };
     while !matches!(
         request(&mut connection, &register).await,
@@ -202,6 +203,7 @@ fn heartbeat_is_a_long_poll_on_the_metadata_version() -> turmoil::Result {
         let register = Request::RegisterBroker {
             broker,
             incarnation: Incarnation(1),
+            clean_shutdown: false,
         };
         while request(&mut connection, &register).await.is_none() {
             sleep(Duration::from_millis(100)).await;
@@ -246,6 +248,7 @@ fn heartbeat_is_a_long_poll_on_the_metadata_version() -> turmoil::Result {
             let register = Request::RegisterBroker {
                 broker: BrokerId(2),
                 incarnation: Incarnation(1),
+                clean_shutdown: false,
             };
             request(&mut other, &register).await
         };

@@ -25,6 +25,8 @@ heal = "30s"                # after it: all faults lifted, all hosts up, settle,
 
 [cluster]
 brokers = 3                 # hosts broker-1 .. broker-3, plus the host controller
+kafka = "4.1"               # the Kafka release whose rules and defaults apply (newest by default):
+                            # "0.10", "0.11", "2.0", "2.8", "3.9", "4.0", "4.1", ...
 topics = [
   { name = "orders", partitions = 1, replication_factor = 3 },
   # per-topic overrides: config = { "min.insync.replicas" = 2 }
@@ -131,6 +133,8 @@ fn the_example_parses_into_its_settings() {
     assert_eq!(scenario.variants.len(), 1);
     let variant = &scenario.variants[0];
     assert_eq!(variant.name, "test-file");
+    assert_eq!(variant.settings.cluster.kafka.to_string(), "4.1");
+    assert!(variant.settings.broker.rules.eligible_leader_replicas);
     let s = &variant.settings;
     assert_eq!(s.duration, Duration::from_secs(30));
     assert_eq!(s.heal, Duration::from_secs(30));
