@@ -3,6 +3,7 @@
 
 use super::latency::LatencyHistogram;
 use super::run::RunReport;
+use crate::config::Release;
 use std::fmt::Write;
 
 /// Scenario sections: a sweep key `broker.min.insync.replicas` is shown as the Kafka name.
@@ -297,6 +298,7 @@ fn explain(rows: &[SweepRow]) -> String {
         rows.len()
     )];
     sentences.extend(loss_sentences(rows));
+    sentences.extend(release_sentences(rows));
     sentences.extend(acks_0_sentence(rows));
     sentences.push(duplicates_sentence(rows));
     sentences.push(unresolved_sentence(rows));
@@ -407,6 +409,87 @@ fn price_sentence(safe: &[&SweepRow], lossy: &[&SweepRow]) -> String {
         "{price}: {safe_p99:.1} ms where nothing was lost against {lossy_p99:.1} ms where data was \
          lost (medians over configurations), {rate}."
     )
+}
+
+/// The sweep key of the Kafka release.
+const RELEASE_KEY: &str = "cluster.kafka";
+
+/// Release by release, for each pair of consecutive releases the sweep ran: what Kafka
+/// changed between them (the sources of `config::RELEASE_STEPS`) and which configurations,
+/// the same in every other setting, lost a different number of acknowledged messages.
+fn release_sentences(rows: &[SweepRow]) -> Vec<String> {
+    let release_of = |row: &SweepRow| {
+        row.settings
+            .iter()
+            .find(|(key, _)| key == RELEASE_KEY)
+            .and_then(|(_, value)| Release::parse(value).ok())
+    };
+    let others = |row: &SweepRow| -> Vec<(String, String)> {
+        row.settings
+            .iter()
+            .filter(|(key, _)| key != RELEASE_KEY)
+            .cloned()
+            .collect()
+    };
+    let mut releases: Vec<Release> = rows.iter().filter_map(release_of).collect();
+    releases.sort_unstable();
+    releases.dedup();
+    let mut sentences = Vec::new();
+    for pair in releases.windows(2) {
+        let (from, to) = (pair[0], pair[1]);
+        let sources: Vec<&str> = to
+            .history()
+            .filter(|step| step.since > from)
+            .map(|step| step.source)
+            .collect();
+        let mut compared = 0;
+        let mut moved: Vec<(&SweepRow, &SweepRow)> = Vec::new();
+        for before in rows.iter().filter(|r| release_of(r) == Some(from)) {
+            let rest = others(before);
+            let Some(after) = rows
+                .iter()
+                .find(|r| release_of(r) == Some(to) && others(r) == rest)
+            else {
+                continue;
+            };
+            if !before.acknowledges() {
+                continue;
+            }
+            compared += 1;
+            if before.lost != after.lost {
+                moved.push((before, after));
+            }
+        }
+        if compared == 0 {
+            continue;
+        }
+        let what = if sources.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", sources.join("; "))
+        };
+        let most = moved
+            .iter()
+            .max_by_key(|(before, after)| before.lost.abs_diff(after.lost));
+        sentences.push(match most {
+            None => format!(
+                "From Kafka {from} to {to}{what}, no configuration lost a different number of \
+                 acknowledged messages."
+            ),
+            Some((before, after)) => format!(
+                "From Kafka {from} to {to}{what}, {} of {compared} configurations lost a different \
+                 number of acknowledged messages; most under {}: {} lost in all under {from}, {} \
+                 under {to}, at {:.0} and {:.0} acknowledged messages per second.",
+                moved.len(),
+                short_settings(others(before).iter()),
+                before.lost,
+                after.lost,
+                before.throughput_per_s(),
+                after.throughput_per_s()
+            ),
+        });
+    }
+    sentences
 }
 
 /// acks=0 acknowledges nothing: only `missing` can show what it loses.

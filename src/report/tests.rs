@@ -307,3 +307,44 @@ fn charts_draw_a_bar_per_lossy_configuration_and_name_shared_settings_once() {
     );
     assert!(latency.contains(">no acknowledgements</text>"), "{latency}");
 }
+
+fn release_row(kafka: &str, acks: &str, lost_per_run: &[u64]) -> SweepRow {
+    let mut row = row(acks, "2", lost_per_run, 9);
+    row.settings
+        .insert(0, ("cluster.kafka".to_string(), kafka.to_string()));
+    row
+}
+
+#[test]
+fn a_sweep_over_releases_says_what_changed_between_each_pair() {
+    let rows = vec![
+        release_row("3.6", "1", &[4, 4]),
+        release_row("3.6", "all", &[0, 0]),
+        release_row("3.9", "1", &[4, 4]),
+        release_row("3.9", "all", &[0, 0]),
+        release_row("4.1", "1", &[4, 0]),
+        release_row("4.1", "all", &[0, 0]),
+    ];
+    let md = sweep_markdown("releases", &rows);
+    assert!(
+        md.contains(
+            "From Kafka 3.6 to 3.9 (KAFKA-15583; KAFKA-12670), no configuration lost a different \
+             number of acknowledged messages."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "From Kafka 3.9 to 4.1 (KIP-1030; KIP-966), 1 of 2 configurations lost a different \
+             number of acknowledged messages; most under acks=1 min.isr=2 leader-kill: 8 lost in \
+             all under 3.9, 4 under 4.1"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| kafka | acks | min.insync.replicas |"),
+        "{md}"
+    );
+    let one_release: Vec<SweepRow> = rows.into_iter().take(2).collect();
+    assert!(!sweep_markdown("one", &one_release).contains("From Kafka"));
+}
