@@ -147,8 +147,9 @@ pub struct Rules {
     /// acks=1 write cannot become committed on the leader alone (KAFKA-15583, 3.7).
     pub strict_min_isr: bool,
     /// Followers fetch with their last fetched epoch and the leader answers with the epoch
-    /// where their logs diverge, instead of a separate OffsetsForLeaderEpoch round first
-    /// (KAFKA-10554, 2.8).
+    /// where their logs diverge (KAFKA-10554, 2.8). Kafka's followers then skip the
+    /// OffsetsForLeaderEpoch round on becoming follower; hightide's still make it first,
+    /// which reaches the same offset one round trip sooner or later.
     pub diverging_epoch_in_fetch: bool,
     /// Whether the controller elects a leader outside the ISR when
     /// `unclean.leader.election.enable` allows it. ZooKeeper's controller always did;

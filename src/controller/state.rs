@@ -426,8 +426,10 @@ impl ControllerState {
                 .filter(|&b| b != broker)
                 .collect();
             if current.leader == Some(broker) {
-                // A hand-off is always clean, and from the ISR: unclean election is for
-                // lost leaders only, the ELR for an empty ISR.
+                // A hand-off is always clean: unclean election is for lost leaders only.
+                // Without a clean successor the broker stays leader until it gives up;
+                // with ELR it leaves the ISR anyway, for the ELR, and the controller elects
+                // as it would for a lost leader (Kafka 4.1 lets it stop at once).
                 let election = elect(
                     &current.replicas,
                     &others,
@@ -447,10 +449,8 @@ impl ControllerState {
                             &mut changes,
                         )
                     }
-                    Election::Eligible(_)
-                    | Election::LastKnownLeader(_)
-                    | Election::Unclean(_)
-                    | Election::Offline => remaining += 1,
+                    _ if self.elr_enabled => self.change_isr(&tp, others, true, None, &mut changes),
+                    _ => remaining += 1,
                 }
             } else if !others.is_empty() {
                 self.change_isr(&tp, others, false, None, &mut changes);
@@ -908,6 +908,46 @@ mod tests {
             assert_eq!((p.isr.clone(), p.elr.clone()), (ids(&[1]), vec![]));
             assert_eq!(p.last_known_leader, None);
         }
+    }
+
+    /// Kafka 4.1: a controlled shutdown of the last ISR member, the leader, empties the
+    /// ISR into the ELR and lets the broker stop; back cleanly, it leads from the ELR.
+    /// Kafka 4.0 keeps it leading, and the broker waits.
+    #[test]
+    fn with_elr_the_last_isr_member_may_shut_down_and_returns_from_the_elr() {
+        let mut state = cluster_with(&kafka_4_1(2), 3, &[&[1, 2, 3]], Some(false));
+        let mut now = 0;
+        time_out(&mut state, &[2, 3], &mut now);
+        assert_eq!(partition(&state, 0).isr, ids(&[1]));
+        let outcome = state
+            .controlled_shutdown(BrokerId(1), Incarnation(1))
+            .expect("shutdown");
+        assert_eq!(outcome.remaining, 0);
+        let p = partition(&state, 0);
+        assert_eq!((p.leader, p.isr.clone()), (None, vec![]));
+        assert!(p.elr.contains(&BrokerId(1)), "{:?}", p.elr);
+        state
+            .register(BrokerId(1), Incarnation(2), true, at(now))
+            .expect("register");
+        let p = partition(&state, 0);
+        assert_eq!((p.leader, p.isr.clone()), (Some(BrokerId(1)), ids(&[1])));
+
+        let mut old = cluster_with(
+            &BrokerConfig {
+                min_insync_replicas: 2,
+                ..kafka_4_0()
+            },
+            3,
+            &[&[1, 2, 3]],
+            Some(false),
+        );
+        let mut now = 0;
+        time_out(&mut old, &[2, 3], &mut now);
+        let outcome = old
+            .controlled_shutdown(BrokerId(1), Incarnation(1))
+            .expect("shutdown");
+        assert_eq!(outcome.remaining, 1);
+        assert_eq!(partition(&old, 0).leader, Some(BrokerId(1)));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use super::keys;
 use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
-use crate::config::{ProducerConfig, Release};
+use crate::config::{Acks, ProducerConfig, Release};
 use crate::scenario::model::{Settings, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
@@ -118,8 +118,9 @@ pub(super) fn resolve(
 }
 
 /// Kafka's producer rules between keys (KafkaProducer's constructor): idempotence's needs
-/// (`ProducerConfig::idempotence_conflict`; explicitly enabled it is an error without
-/// them, left at its default it is quietly off); `delivery.timeout.ms` left at its
+/// (`ProducerConfig::idempotence_conflict`; explicitly enabled, it sets the keys left
+/// unset to what it needs and is an error against a key set explicitly; left at its
+/// default it is quietly off); `delivery.timeout.ms` left at its
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
 /// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
 /// value stands, and a request may be cut short by the delivery timeout. Before Kafka 2.1
@@ -131,17 +132,35 @@ fn producer_rules(
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
 ) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
-    if producer.enable_idempotence {
-        if let Some(conflict) = producer.idempotence_conflict() {
-            if let Some(idempotence) = span_of("enable.idempotence") {
-                let span = span_of(conflict.key).unwrap_or(idempotence);
-                return Err(Error::at(
-                    span,
-                    format!("`enable.idempotence` = true needs {} (Kafka rejects this producer configuration)", conflict.needs),
-                ));
-            }
+    while producer.enable_idempotence {
+        let Some(conflict) = producer.idempotence_conflict() else {
+            break;
+        };
+        let Some(idempotence) = span_of("enable.idempotence") else {
             producer.enable_idempotence = false;
+            break;
+        };
+        // Enabled explicitly: Kafka sets what idempotence needs in the keys left unset
+        // (`ProducerConfig.maybeOverrideAcksAndRetries`, 0.11's `configureAcks` and
+        // `configureInflightRequests`), and refuses only a key set against it.
+        if span_of(conflict.key).is_none() {
+            match conflict.key {
+                "acks" => producer.acks = Acks::All,
+                "retries" => producer.retries = i32::MAX as u32,
+                _ => {
+                    producer.max_in_flight_requests_per_connection =
+                        producer.idempotence_max_in_flight.unwrap_or(1)
+                }
+            }
+            continue;
         }
+        return Err(Error::at(
+            span_of(conflict.key).unwrap_or(idempotence),
+            format!(
+                "`enable.idempotence` = true needs {} (Kafka rejects this producer configuration)",
+                conflict.needs
+            ),
+        ));
     }
     let floor = producer
         .linger_ms

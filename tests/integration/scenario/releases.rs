@@ -116,20 +116,31 @@ fn a_key_newer_than_the_release_is_an_error_that_says_when_it_came() {
 }
 
 #[test]
-fn an_idempotent_producer_on_0_11_needs_one_request_in_flight() {
-    let idempotent = "[producer]\nacks = \"all\"\nretries = 3\n\"enable.idempotence\" = true\n";
-    let message = error(&scenario("kafka = \"0.11\"", idempotent));
+fn enabling_idempotence_sets_the_keys_left_unset_and_refuses_those_set_against_it() {
+    // 0.11: acks, retries and the requests in flight follow idempotence when unset
+    // (KafkaProducer's configureAcks, configureRetries, configureInflightRequests).
+    let enabled = "[producer]\n\"enable.idempotence\" = true\n";
+    let s = settings(&scenario("kafka = \"0.11\"", enabled));
+    assert!(s.producer.idempotent());
+    assert_eq!(s.producer.acks, Acks::All);
+    assert_eq!(s.producer.retries, i32::MAX as u32);
+    assert_eq!(s.producer.max_in_flight_requests_per_connection, 1);
+    let s = settings(&scenario("kafka = \"2.8\"", enabled));
+    assert!(s.producer.idempotent());
+    assert_eq!(s.producer.max_in_flight_requests_per_connection, 5);
+    // A key set against it is an error at that key.
+    let five = format!("{enabled}\"max.in.flight.requests.per.connection\" = 5\n");
+    let message = error(&scenario("kafka = \"0.11\"", &five));
     assert!(
-        message.contains("`max.in.flight.requests.per.connection` = 1 before Kafka 1.0"),
+        message.starts_with("s.toml:8:")
+            && message.contains("`max.in.flight.requests.per.connection` = 1 before Kafka 1.0"),
         "{message}"
     );
-    let one = format!("{idempotent}\"max.in.flight.requests.per.connection\" = 1\n");
-    assert!(settings(&scenario("kafka = \"0.11\"", &one))
-        .producer
-        .idempotent());
-    assert!(settings(&scenario("kafka = \"1.0\"", idempotent))
-        .producer
-        .idempotent());
+    let acks_1 = format!("{enabled}acks = \"1\"\n");
+    assert!(error(&scenario("kafka = \"2.8\"", &acks_1)).contains("needs `acks` = \"all\""));
+    // Left at its default (3.0+), idempotence is quietly off instead.
+    let s = settings(&scenario("", "[producer]\nacks = \"1\"\n"));
+    assert!(!s.producer.idempotent());
 }
 
 #[test]
