@@ -15,7 +15,8 @@ pub struct RunArgs {
     /// Run only this seed (the replay of a failing run).
     #[arg(long, conflicts_with = "seeds")]
     seed: Option<u64>,
-    /// Seeds to run instead of the scenario's: "20" (1 to 20), "3,17,42" or "100..200".
+    /// Seeds to run instead of the scenario's: "20" (1 to 20), "3,17,42" or "100..200"
+    /// (100 to 199: the end is excluded).
     #[arg(long)]
     seeds: Option<String>,
     /// Run only this variant.
@@ -24,6 +25,12 @@ pub struct RunArgs {
     /// One JSON object per seed and variant instead of text.
     #[arg(long)]
     json: bool,
+    /// Also print every seed: a line per run, or its variants side by side.
+    #[arg(short, long, conflicts_with_all = ["json", "quiet"])]
+    verbose: bool,
+    /// Print only the verdict, what failed and how to replay it (for CI).
+    #[arg(short, long, conflicts_with = "json")]
+    quiet: bool,
     /// Print the event trace (stamped with simulated time and host) to stderr.
     #[arg(long)]
     trace: bool,
@@ -45,7 +52,7 @@ pub fn run(args: RunArgs) -> i32 {
     let scenario = match scenario::load(&args.file) {
         Ok(s) => s,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("{}", error.report());
             return EXIT_BAD_INPUT;
         }
     };
@@ -249,9 +256,15 @@ fn releases_line(scenario: &Scenario) -> String {
 
 impl<'a> Printer<'a> {
     fn new(scenario: &'a Scenario, args: &'a RunArgs, variants: usize, runs: usize) -> Printer<'a> {
-        if !args.json {
+        if !args.json && !args.quiet {
+            let description = scenario.description.trim();
+            let lesson = if description.is_empty() {
+                String::new()
+            } else {
+                format!("{description}\n\n")
+            };
             super::out(&format!(
-                "{}\n{}\n\n",
+                "{}\n{}\n\n{lesson}",
                 scenario.name,
                 releases_line(scenario)
             ));
@@ -287,6 +300,14 @@ impl<'a> Printer<'a> {
             self.print(&format!("{}\n", report::run_json(&report)));
             return;
         }
+        if !report.pass() && !self.args.verbose && self.failed.len() <= REPLAY_LINES {
+            let mut text = format!("seed {} of {} failed:\n", report.seed, report.variant);
+            text.push_str(&report::run_details(&report));
+            self.print(&text);
+        }
+        if !self.args.verbose {
+            return;
+        }
         self.seed.push(report);
         if self.seed.len() == self.variants {
             self.flush_seed();
@@ -316,18 +337,30 @@ impl<'a> Printer<'a> {
         let failed = self.summary.failed();
         if !self.args.json {
             self.flush_seed();
-            let mut text = String::from("\n");
+            let mut text = String::from(if self.args.verbose { "\n" } else { "" });
             if interrupted {
                 text.push_str(&format!(
                     "interrupted: the summary covers the {} runs that finished\n",
                     self.summary.runs()
                 ));
             }
-            text.push_str(&self.summary.text());
+            let hightide = replay_program();
+            if !self.args.quiet {
+                text.push_str(&self.summary.table());
+                let explained = self
+                    .summary
+                    .explanations(&format!("{hightide} run {}", self.args.file.display()));
+                if !explained.is_empty() {
+                    text.push_str("\nThe run of each variant with the most to explain:\n");
+                    text.push_str(&explained);
+                }
+                text.push('\n');
+            }
+            text.push_str(&self.summary.verdict());
             let file = self.args.file.display();
             for (seed, variant) in self.failed.iter().take(REPLAY_LINES) {
                 text.push_str(&format!(
-                    "replay seed {seed} of {variant}: cargo run --release -- run {file} --seed {seed} --variant {variant}\n"
+                    "replay seed {seed} of {variant}: {hightide} run {file} --seed {seed} --variant {variant}\n"
                 ));
             }
             if self.failed.len() > REPLAY_LINES {
@@ -345,5 +378,21 @@ impl<'a> Printer<'a> {
         } else {
             EXIT_OK
         }
+    }
+}
+
+/// How to start hightide again the way it was started: through cargo when cargo ran it
+/// (cargo sets `CARGO` for what it runs), else the program as invoked.
+fn replay_program() -> String {
+    let program = std::env::args()
+        .next()
+        .unwrap_or_else(|| "hightide".to_string());
+    if std::env::var_os("CARGO").is_none() {
+        return program;
+    }
+    if program.contains("/release/") || program.contains("\\release\\") {
+        "cargo run --release --".to_string()
+    } else {
+        "cargo run --".to_string()
     }
 }

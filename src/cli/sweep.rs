@@ -46,7 +46,7 @@ pub fn run(args: SweepArgs) -> i32 {
     let sweep = match scenario::load_sweep(&args.file) {
         Ok(sweep) => sweep,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("{}", error.report());
             return EXIT_BAD_INPUT;
         }
     };

@@ -27,7 +27,7 @@ pub fn run(args: TestSeedsArgs) -> i32 {
     let scenario = match scenario::load(&args.file) {
         Ok(s) => s,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("{}", error.report());
             return EXIT_BAD_INPUT;
         }
     };

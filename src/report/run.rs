@@ -5,7 +5,7 @@ pub use crate::check::ANOMALIES;
 
 use super::latency::HistoryStats;
 use crate::check::Expectation;
-use crate::check::{count_name, Counts, SomeTally, Verdict};
+use crate::check::{count_name, Count, Counts, SomeTally, Verdict};
 use crate::config::Release;
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
@@ -225,6 +225,20 @@ struct VariantTotals {
     throughput_sum: f64,
     latency: super::LatencyHistogram,
     expect_some: Vec<SomeTally>,
+    /// The run that shows the most anomalies (the first such seed), kept whole for its
+    /// examples.
+    most_anomalous: Option<RunReport>,
+}
+
+/// How much a run has to explain: lost first, then the other anomalies, inverted pairs
+/// last (they grow with the square of the sends).
+fn anomaly_rank(counts: &Counts) -> (u64, u64, u64) {
+    let others: u64 = ANOMALIES
+        .iter()
+        .filter(|&&count| !matches!(count, Count::Lost | Count::Reordered))
+        .map(|&count| counts.get(count))
+        .sum();
+    (counts.lost, others, counts.reordered)
 }
 
 impl Summary {
@@ -255,6 +269,7 @@ impl Summary {
                         .cloned()
                         .map(SomeTally::new)
                         .collect(),
+                    most_anomalous: None,
                 });
                 self.variants.len() - 1
             }
@@ -271,6 +286,46 @@ impl Summary {
         for tally in &mut totals.expect_some {
             tally.add(counts);
         }
+        let rank = anomaly_rank(counts);
+        let kept = totals
+            .most_anomalous
+            .as_ref()
+            .map(|r| anomaly_rank(r.counts()));
+        if rank > (0, 0, 0) && kept.is_none_or(|kept| rank > kept) {
+            totals.most_anomalous = Some(report.clone());
+        }
+    }
+
+    /// For each variant with an anomaly, its most anomalous run explained: its counts and
+    /// the examples behind them, and how to see the whole run.
+    pub fn explanations(&self, replay: &str) -> String {
+        let mut text = String::new();
+        for run in self
+            .variants
+            .iter()
+            .filter_map(|v| v.most_anomalous.as_ref())
+        {
+            let counts: Vec<String> = ANOMALIES
+                .iter()
+                .filter(|&&count| run.counts().get(count) > 0)
+                .map(|&count| format!("{} {}", count_name(count), run.counts().get(count)))
+                .collect();
+            let _ = writeln!(
+                text,
+                "{}, seed {} ({}); all of it: {replay} --seed {} --variant {} -v",
+                run.variant,
+                run.seed,
+                counts.join(", "),
+                run.seed,
+                run.variant
+            );
+            for &count in ANOMALIES {
+                for example in run.verdict.examples_of(count) {
+                    let _ = writeln!(text, "    {}: {example}", count_name(count));
+                }
+            }
+        }
+        text
     }
 
     pub fn runs(&self) -> u64 {
@@ -302,7 +357,14 @@ impl Summary {
 
     /// Per variant: seeds passed, lost (total, average, worst), duplicates, throughput and
     /// ack latency; then the `[expect_some]` verdict.
+    /// The table of variants and the verdict.
     pub fn text(&self) -> String {
+        self.table() + &self.verdict()
+    }
+
+    /// A row per variant: runs passed, acknowledged messages lost, duplicates, throughput
+    /// and ack latency.
+    pub fn table(&self) -> String {
         let width = self
             .variants
             .iter()
@@ -336,20 +398,40 @@ impl Summary {
                 v.latency.quantile_ms(0.99)
             );
         }
+        text
+    }
+
+    /// Whether every expectation held, and which did not: the `[expect_some]` failures and
+    /// the PASS or FAIL line.
+    pub fn verdict(&self) -> String {
+        let mut text = String::new();
         let some = self.expect_some_failures();
         for failure in &some {
             let _ = writeln!(text, "FAIL {failure}");
         }
         let failed_runs = self.failed_runs();
         if failed_runs == 0 && some.is_empty() {
-            let _ = writeln!(text, "PASS: every expectation holds ({} runs)", self.runs());
+            let _ = writeln!(
+                text,
+                "PASS: every expectation holds ({})",
+                runs(self.runs())
+            );
         } else {
             let _ = writeln!(
                 text,
-                "FAIL: {failed_runs} of {} runs failed an expectation",
-                self.runs()
+                "FAIL: {failed_runs} of {} failed an expectation",
+                runs(self.runs())
             );
         }
         text
+    }
+}
+
+/// "1 run", "40 runs".
+fn runs(n: u64) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
     }
 }

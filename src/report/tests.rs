@@ -348,3 +348,27 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
     let one_release: Vec<SweepRow> = rows.into_iter().take(2).collect();
     assert!(!sweep_markdown("one", &one_release).contains("From Kafka"));
 }
+
+#[test]
+fn the_summary_explains_each_variants_most_anomalous_run_with_its_examples() {
+    let reports = vec![
+        run("acks-1", 1, 2, 9),
+        run("acks-1", 2, 7, 9),
+        run("acks-1", 3, 7, 9),
+        run("acks-all", 1, 0, 20),
+    ];
+    let summary = Summary::of(&reports);
+    let text = summary.explanations("hightide run s.toml");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "acks-1, seed 2 (lost 7); all of it: hightide run s.toml --seed 2 --variant acks-1 -v",
+        "the most lost, the first such seed: {text}"
+    );
+    assert_eq!(
+        lines[1],
+        "    lost: producer-1:000417 acked at orders/0@812 (t=10.012s)"
+    );
+    assert_eq!(lines.len(), 2, "nothing to explain for acks-all: {text}");
+    assert!(Summary::of(&reports[3..]).explanations("x").is_empty());
+}

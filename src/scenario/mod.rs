@@ -22,6 +22,36 @@ pub struct ScenarioError {
     /// 1-based line and column (in characters), when the error is about one place.
     pub location: Option<(usize, usize)>,
     pub message: String,
+    /// The text of that line, for [`ScenarioError::excerpt`].
+    pub line_text: Option<String>,
+}
+
+impl ScenarioError {
+    /// The offending line with a caret under the column, as compilers show it:
+    /// ```text
+    ///    4 | kafka = "2.9"
+    ///      |         ^
+    /// ```
+    pub fn excerpt(&self) -> Option<String> {
+        let ((line, column), text) = (self.location?, self.line_text.as_deref()?);
+        let number = line.to_string();
+        let gutter = " ".repeat(number.len());
+        // Tabs keep their width, so the caret stays under the column.
+        let pad: String = text
+            .chars()
+            .take(column.saturating_sub(1))
+            .map(|c| if c == '\t' { '\t' } else { ' ' })
+            .collect();
+        Some(format!("{number} | {text}\n{gutter} | {pad}^"))
+    }
+
+    /// The message as the command line prints it: `error: ` and the excerpt under it.
+    pub fn report(&self) -> String {
+        match self.excerpt() {
+            Some(excerpt) => format!("error: {self}\n{excerpt}"),
+            None => format!("error: {self}"),
+        }
+    }
 }
 
 impl fmt::Display for ScenarioError {
@@ -83,9 +113,11 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
 }
 
 fn locate(error: Error, text: &str, path: &Path) -> ScenarioError {
+    let location = error.span.map(|span| node::line_col(text, span.start));
     ScenarioError {
         path: path.to_owned(),
-        location: error.span.map(|span| node::line_col(text, span.start)),
+        line_text: location.and_then(|(line, _)| text.lines().nth(line - 1).map(str::to_owned)),
+        location,
         message: error.message,
     }
 }
@@ -96,6 +128,7 @@ fn read_text(path: &Path) -> Result<String, ScenarioError> {
         path: path.to_owned(),
         location: None,
         message: format!("cannot read the file: {e}"),
+        line_text: None,
     })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
@@ -106,6 +139,7 @@ fn read_text(path: &Path) -> Result<String, ScenarioError> {
             path: path.to_owned(),
             location: Some(node::line_col(&before, valid)),
             message: format!("not a UTF-8 text file: invalid byte 0x{byte:02x}"),
+            line_text: None,
         }
     })
 }
@@ -196,12 +230,18 @@ mod tests {
             path: PathBuf::from("scenarios/x.toml"),
             location: Some((3, 7)),
             message: "boom".into(),
+            line_text: Some("acks = 2".into()),
         };
         assert_eq!(error.to_string(), "scenarios/x.toml:3:7: boom");
+        assert_eq!(
+            error.report(),
+            "error: scenarios/x.toml:3:7: boom\n3 | acks = 2\n  |       ^"
+        );
         let error = ScenarioError {
             location: None,
             ..error
         };
         assert_eq!(error.to_string(), "scenarios/x.toml: boom");
+        assert_eq!(error.report(), "error: scenarios/x.toml: boom");
     }
 }
