@@ -269,6 +269,11 @@ impl<'a> Printer<'a> {
                 releases_line(scenario)
             ));
         }
+        for variant in &scenario.variants {
+            if let Some(why) = variant.settings.never_acknowledges() {
+                eprintln!("warning: variant {}: {why}", variant.name);
+            }
+        }
         let progress = (std::io::stderr().is_terminal() && !args.trace && runs > 1).then(|| {
             let bar = indicatif::ProgressBar::new(runs as u64);
             if let Ok(style) = indicatif::ProgressStyle::with_template(

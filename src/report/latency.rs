@@ -3,9 +3,10 @@
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Exact percentiles of one run's ack latencies (nearest rank), in simulated ms.
+/// Percentiles of ack latencies (nearest rank, exact), in simulated ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct LatencyStats {
     /// Acks with a matching invoke.
@@ -29,11 +30,7 @@ pub struct HistoryStats {
 
 impl HistoryStats {
     pub fn from_history(history: &[Event]) -> HistoryStats {
-        let latencies = ack_latencies(history);
-        let mut histogram = LatencyHistogram::default();
-        for &latency in &latencies {
-            histogram.record(latency);
-        }
+        let histogram = histogram_of(history);
         let first_invoke = history
             .iter()
             .find(|e| matches!(e.op, Op::Invoke { .. }))
@@ -53,7 +50,7 @@ impl HistoryStats {
         };
         HistoryStats {
             events: history.len() as u64,
-            latency: stats(latencies),
+            latency: histogram.stats(),
             histogram,
             throughput_per_s,
         }
@@ -62,7 +59,15 @@ impl HistoryStats {
 
 /// Ack latency percentiles of a history.
 pub fn latency_stats(history: &[Event]) -> LatencyStats {
-    stats(ack_latencies(history))
+    histogram_of(history).stats()
+}
+
+fn histogram_of(history: &[Event]) -> LatencyHistogram {
+    let mut histogram = LatencyHistogram::default();
+    for latency in ack_latencies(history) {
+        histogram.record(latency);
+    }
+    histogram
 }
 
 /// Invoke-to-ok time of every acked send whose invoke is in the history.
@@ -91,109 +96,71 @@ fn ack_latencies(history: &[Event]) -> Vec<Duration> {
         .collect()
 }
 
-fn stats(mut latencies: Vec<Duration>) -> LatencyStats {
-    latencies.sort_unstable();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    match latencies.last() {
-        None => LatencyStats::default(),
-        Some(&max) => LatencyStats {
-            count: latencies.len() as u64,
-            p50_ms: ms(latencies[nearest_rank(0.50, latencies.len())]),
-            p99_ms: ms(latencies[nearest_rank(0.99, latencies.len())]),
-            max_ms: ms(max),
-        },
-    }
-}
-
 /// Index of the `q` quantile of `n > 0` sorted samples, by the nearest-rank method.
 fn nearest_rank(q: f64, n: usize) -> usize {
     ((q * n as f64).ceil() as usize).clamp(1, n) - 1
 }
 
-/// Linear sub-buckets per power of two: relative error under 1/32 (about 3%).
-const SUB_BUCKETS: u64 = 32;
-/// Below this many microseconds every value has its own bucket.
-const LINEAR_US: u64 = 2 * SUB_BUCKETS;
-
-/// A log-linear histogram of latencies in microseconds (HdrHistogram's idea, small): exact
-/// below 64 µs, then 32 buckets per power of two. Mergeable, so a sweep can pool the acks
-/// of a hundred runs without keeping them.
+/// The latencies of any number of runs, exactly: a count per distinct value in µs.
+/// Simulated latencies fall on the 1 ms tick, so a run has a few thousand distinct values
+/// at most, and a merged histogram not many more. Every percentile hightide prints (a run's,
+/// a variant's, a sweep row's) comes from one of these, so they agree.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LatencyHistogram {
-    counts: Vec<u64>,
+    counts: BTreeMap<u64, u64>,
     total: u64,
-    max_us: u64,
 }
 
 impl LatencyHistogram {
     pub fn record(&mut self, latency: Duration) {
         let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
-        let bucket = bucket_of(us);
-        if self.counts.len() <= bucket {
-            self.counts.resize(bucket + 1, 0);
-        }
-        self.counts[bucket] += 1;
+        *self.counts.entry(us).or_default() += 1;
         self.total += 1;
-        self.max_us = self.max_us.max(us);
     }
 
     pub fn merge(&mut self, other: &LatencyHistogram) {
-        if self.counts.len() < other.counts.len() {
-            self.counts.resize(other.counts.len(), 0);
-        }
-        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
-            *mine += theirs;
+        for (&us, &n) in &other.counts {
+            *self.counts.entry(us).or_default() += n;
         }
         self.total += other.total;
-        self.max_us = self.max_us.max(other.max_us);
     }
 
     pub fn count(&self) -> u64 {
         self.total
     }
 
-    /// The `q` quantile (nearest rank) in ms, to the histogram's precision; 0 if empty.
+    /// The `q` quantile (nearest rank) in ms; 0 if empty.
     pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.total == 0 {
             return 0.0;
         }
         let rank = nearest_rank(q, self.total as usize) as u64 + 1;
         let mut seen = 0;
-        for (bucket, &n) in self.counts.iter().enumerate() {
+        for (&us, &n) in &self.counts {
             seen += n;
             if seen >= rank {
-                let (low, width) = bucket_range(bucket);
-                let middle = (low + width / 2).min(self.max_us);
-                return middle as f64 / 1000.0;
+                return us as f64 / 1000.0;
             }
         }
         self.max_ms()
     }
 
     pub fn max_ms(&self) -> f64 {
-        self.max_us as f64 / 1000.0
+        self.counts
+            .keys()
+            .next_back()
+            .map_or(0.0, |&us| us as f64 / 1000.0)
     }
-}
 
-fn bucket_of(us: u64) -> usize {
-    if us < LINEAR_US {
-        return us as usize;
+    /// Count, p50, p99 and max.
+    pub fn stats(&self) -> LatencyStats {
+        LatencyStats {
+            count: self.total,
+            p50_ms: self.quantile_ms(0.50),
+            p99_ms: self.quantile_ms(0.99),
+            max_ms: self.max_ms(),
+        }
     }
-    let exponent = u64::from(63 - us.leading_zeros());
-    let shift = exponent - SUB_BUCKETS.trailing_zeros() as u64;
-    let sub = (us >> shift) - SUB_BUCKETS;
-    (LINEAR_US + (shift - 1) * SUB_BUCKETS + sub) as usize
-}
-
-/// (lowest value, width) of a bucket, in µs.
-fn bucket_range(bucket: usize) -> (u64, u64) {
-    let bucket = bucket as u64;
-    if bucket < LINEAR_US {
-        return (bucket, 1);
-    }
-    let shift = (bucket - LINEAR_US) / SUB_BUCKETS + 1;
-    let sub = (bucket - LINEAR_US) % SUB_BUCKETS;
-    ((SUB_BUCKETS + sub) << shift, 1 << shift)
 }
 
 #[cfg(test)]
@@ -261,25 +228,9 @@ mod tests {
         assert_eq!(HistoryStats::from_history(&history).throughput_per_s, 0.0);
     }
 
-    #[test]
-    fn buckets_tile_the_line() {
-        // 64 exact buckets, then 32 per power of two up to 2^64.
-        let last = 64 + 58 * 32 - 1;
-        let mut expected_low = 0;
-        for bucket in 0..last {
-            let (low, width) = bucket_range(bucket);
-            assert_eq!(low, expected_low, "bucket {bucket}");
-            assert_eq!(bucket_of(low), bucket);
-            assert_eq!(bucket_of(low + width - 1), bucket);
-            expected_low = low + width;
-        }
-        assert_eq!(bucket_range(last).0, expected_low);
-        assert_eq!(bucket_of(u64::MAX), last);
-    }
-
     proptest! {
         #[test]
-        fn histogram_quantiles_are_within_its_precision(
+        fn merged_histogram_quantiles_are_the_exact_nearest_rank(
             mut us in proptest::collection::vec(0u64..10_000_000, 1..300),
             q in 0.0f64..1.0,
         ) {
@@ -291,8 +242,9 @@ mod tests {
             h.merge(&other);
             us.sort_unstable();
             let exact = us[nearest_rank(q, us.len())] as f64 / 1000.0;
-            let approx = h.quantile_ms(q);
-            prop_assert!((approx - exact).abs() <= exact / 32.0 + 0.001, "{approx} vs {exact}");
+            prop_assert_eq!(h.quantile_ms(q), exact);
+            prop_assert_eq!(h.max_ms(), us[us.len() - 1] as f64 / 1000.0);
+            prop_assert_eq!(h.count(), us.len() as u64);
         }
     }
 }

@@ -137,7 +137,13 @@ const TABLE_ROWS: [Row; 15] = [
     ("offline", |r| r.counts().offline.to_string()),
     ("missing", |r| r.counts().missing.to_string()),
     ("unresolved", |r| r.counts().unresolved.to_string()),
-    ("ack p99 ms", |r| format!("{:.1}", r.stats.latency.p99_ms)),
+    ("ack p99 ms", |r| {
+        if r.counts().acked == 0 {
+            "n/a".to_string()
+        } else {
+            format!("{:.1}", r.stats.latency.p99_ms)
+        }
+    }),
     ("result", |r| verdict_text(r.pass()).to_string()),
     ("trace", |r| hash_text(r.trace_hash)),
 ];
@@ -219,6 +225,7 @@ struct VariantTotals {
     name: String,
     runs: u64,
     passed: u64,
+    acked: u64,
     lost: u64,
     worst: u64,
     duplicates: u64,
@@ -258,6 +265,7 @@ impl Summary {
                     name: report.variant.clone(),
                     runs: 0,
                     passed: 0,
+                    acked: 0,
                     lost: 0,
                     worst: 0,
                     duplicates: 0,
@@ -278,6 +286,7 @@ impl Summary {
         let counts = report.counts();
         totals.runs += 1;
         totals.passed += u64::from(report.pass());
+        totals.acked += counts.acked;
         totals.lost += counts.lost;
         totals.worst = totals.worst.max(counts.lost);
         totals.duplicates += counts.duplicates;
@@ -385,17 +394,26 @@ impl Summary {
         );
         for v in &self.variants {
             let n = v.runs.max(1) as f64;
+            // What nothing acknowledged cannot have: a loss of acknowledged messages or an
+            // ack latency. Markdown reports say n/a too.
+            let acknowledged = |text: String| {
+                if v.acked == 0 {
+                    "n/a".to_string()
+                } else {
+                    text
+                }
+            };
             let _ = writeln!(
                 text,
-                "{:<width$}  {:>8}  {:>10}  {:>8.1}  {:>6}  {:>10}  {:>8.0}  {:>10.1}",
+                "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8.0}  {:>10}",
                 v.name,
                 format!("{}/{}", v.passed, v.runs),
-                v.lost,
-                v.lost as f64 / n,
-                v.worst,
+                acknowledged(v.lost.to_string()),
+                acknowledged(format!("{:.1}", v.lost as f64 / n)),
+                acknowledged(v.worst.to_string()),
                 v.duplicates,
                 v.throughput_sum / n,
-                v.latency.quantile_ms(0.99)
+                acknowledged(format!("{:.1}", v.latency.quantile_ms(0.99)))
             );
         }
         text

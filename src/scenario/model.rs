@@ -2,7 +2,9 @@
 //! its fully resolved settings, so the runner never looks at TOML.
 
 use crate::check::{self, Expectation};
-use crate::config::{BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig};
+use crate::config::{
+    Acks, BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig,
+};
 use crate::os::disk::DiskConfig;
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
@@ -62,6 +64,32 @@ pub struct Settings {
     pub nemesis: Option<Nemesis>,
     /// Injected bugs, for the checkers' mutation tests only: no file sets them.
     pub bugs: Bugs,
+}
+
+impl Settings {
+    /// Why this configuration can never acknowledge a write, if it cannot: acks=all with
+    /// the workload topic's `min.insync.replicas` above its replication factor, so every
+    /// produce fails with NOT_ENOUGH_REPLICAS (Kafka accepts the configuration).
+    pub fn never_acknowledges(&self) -> Option<String> {
+        if self.producer.acks != Acks::All {
+            return None;
+        }
+        let topic = self
+            .cluster
+            .topics
+            .iter()
+            .find(|t| t.name == self.workload.topic)?;
+        let min_isr = topic
+            .config
+            .min_insync_replicas
+            .unwrap_or(self.broker.min_insync_replicas);
+        (min_isr > topic.replication_factor).then(|| {
+            format!(
+                "acks=all with min.insync.replicas {min_isr} above the replication factor {} of `{}`: every produce fails with NOT_ENOUGH_REPLICAS, nothing is ever acknowledged",
+                topic.replication_factor, topic.name
+            )
+        })
+    }
 }
 
 #[derive(Clone, Debug)]

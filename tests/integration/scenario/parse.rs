@@ -1077,3 +1077,34 @@ fn dotted_keys_keep_their_positions() {
         "s.toml:7:12: unknown key `producer.linger` in variant `v`; did you mean `producer.linger.ms`?",
     );
 }
+
+#[test]
+fn a_configuration_that_can_never_acknowledge_says_why() {
+    let with = |extra: &str| {
+        ok(&format!("{MINIMAL}{extra}")).variants[0]
+            .settings
+            .clone()
+    };
+    let never = with("[broker]\n\"min.insync.replicas\" = 4\n");
+    assert_eq!(
+        never.never_acknowledges().as_deref(),
+        Some("acks=all with min.insync.replicas 4 above the replication factor 3 of `orders`: every produce fails with NOT_ENOUGH_REPLICAS, nothing is ever acknowledged")
+    );
+    assert_eq!(
+        with("[broker]\n\"min.insync.replicas\" = 3\n").never_acknowledges(),
+        None
+    );
+    assert_eq!(
+        with("[broker]\n\"min.insync.replicas\" = 4\n[producer]\nacks = \"1\"\n")
+            .never_acknowledges(),
+        None,
+        "acks=1 ignores min ISR"
+    );
+    let topic_override = ok(
+        "duration = \"30s\"\n[cluster]\nbrokers = 3\ntopics = [{ name = \"orders\", replication_factor = 2, config = { \"min.insync.replicas\" = 3 } }]\n",
+    );
+    assert!(topic_override.variants[0]
+        .settings
+        .never_acknowledges()
+        .is_some());
+}
