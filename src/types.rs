@@ -34,6 +34,22 @@ pub struct Incarnation(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct BrokerId(pub u32);
 
+/// A list of brokers as Kafka's tools print it: `[1,2,3]`.
+pub struct Brokers<'a>(pub &'a [BrokerId]);
+
+impl std::fmt::Display for Brokers<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, broker) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{}", broker.0)?;
+        }
+        f.write_str("]")
+    }
+}
+
 /// An idempotent producer's id, assigned by InitProducerId, unique in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct ProducerId(pub i64);

@@ -12,7 +12,7 @@ use crate::protocol::frame::Connection;
 use crate::protocol::messages::{
     AlterPartition, ErrorCode, Request, Response, HEARTBEAT_LONG_POLL,
 };
-use crate::types::{HostName, ProducerId};
+use crate::types::{Brokers, HostName, ProducerId};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -145,7 +145,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
                 state: Some(state),
             }) => {
                 if partition.on_isr_committed(&state) {
-                    tracing::info!(broker = rm.id.0, %tp, partition_epoch = %state.partition_epoch, isr = ?state.isr, "isr committed");
+                    tracing::info!(broker = rm.id.0, %tp, partition_epoch = %state.partition_epoch, isr = %Brokers(&state.isr), "isr committed");
                 }
             }
             other => {

@@ -22,7 +22,7 @@ use crate::protocol::messages::{
 };
 use crate::storage::log::{AppendOutcome, Log, StorageError};
 use crate::types::{
-    BrokerId, Epoch, EpochEndOffset, Incarnation, Offset, PartitionEpoch, TopicPartition,
+    BrokerId, Brokers, Epoch, EpochEndOffset, Incarnation, Offset, PartitionEpoch, TopicPartition,
 };
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -239,11 +239,11 @@ impl ReplicaManager {
             match transition {
                 Transition::BecameLeader => tracing::info!(
                     broker = self.id.0, %tp, epoch = %state.leader_epoch, leo = %partition.log().log_end_offset(),
-                    hw = %partition.hw(), isr = ?state.isr, "became leader"
+                    hw = %partition.hw(), isr = %Brokers(&state.isr), "became leader"
                 ),
                 Transition::BecameFollower { leader } => {
                     tracing::info!(
-                        broker = self.id.0, %tp, epoch = %state.leader_epoch, leader = ?leader.map(|l| l.0),
+                        broker = self.id.0, %tp, epoch = %state.leader_epoch, leader = %leader.map_or_else(|| "none".to_string(), |l| l.0.to_string()),
                         leo = %partition.log().log_end_offset(), hw = %partition.hw(), "became follower"
                     );
                     if let Some(leader) = leader {
@@ -256,7 +256,7 @@ impl ReplicaManager {
                     }
                 }
                 Transition::IsrChanged => tracing::info!(
-                    broker = self.id.0, %tp, partition_epoch = %state.partition_epoch, isr = ?state.isr, "isr updated"
+                    broker = self.id.0, %tp, partition_epoch = %state.partition_epoch, isr = %Brokers(&state.isr), "isr updated"
                 ),
                 Transition::None => {}
             }
@@ -273,7 +273,7 @@ impl ReplicaManager {
         partition_epoch: PartitionEpoch,
         isr: Vec<BrokerId>,
     ) {
-        tracing::info!(broker = self.id.0, %tp, %leader_epoch, %partition_epoch, proposed_isr = ?isr, "proposing isr");
+        tracing::info!(broker = self.id.0, %tp, %leader_epoch, %partition_epoch, proposed_isr = %Brokers(&isr), "proposing isr");
         self.isr_proposals.borrow_mut().push(IsrProposal {
             tp: tp.clone(),
             leader_epoch,

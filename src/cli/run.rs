@@ -5,6 +5,7 @@ use crate::report;
 use crate::scenario::{self, model::Scenario};
 use crate::sim::batch;
 use crate::sim::runner::{RunOptions, RunOutcome};
+use crate::sim::trace::Print;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -31,9 +32,13 @@ pub struct RunArgs {
     /// Print only the verdict, what failed and how to replay it (for CI).
     #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
-    /// Print the event trace (stamped with simulated time and host) to stderr.
+    /// Print the event trace (stamped with simulated time and host) to stderr, each run
+    /// under a header.
     #[arg(long)]
     trace: bool,
+    /// --trace with the simulator's own events too (turmoil's binds and addresses).
+    #[arg(long)]
+    trace_all: bool,
     /// Write the history of every run as JSON lines to this file.
     #[arg(long)]
     history: Option<PathBuf>,
@@ -90,10 +95,16 @@ pub fn run(args: RunArgs) -> i32 {
     }
     let jobs = batch::jobs(&seeds, &variants);
     let options = RunOptions {
-        trace: args.trace,
+        trace: if args.trace_all {
+            Print::All
+        } else if args.trace {
+            Print::Events
+        } else {
+            Print::Nothing
+        },
         dump_disks: args.dump_disks.clone(),
     };
-    let threads = if args.trace {
+    let threads = if args.trace || args.trace_all {
         1
     } else {
         args.jobs.unwrap_or_else(batch::default_threads)
@@ -274,15 +285,18 @@ impl<'a> Printer<'a> {
                 eprintln!("warning: variant {}: {why}", variant.name);
             }
         }
-        let progress = (std::io::stderr().is_terminal() && !args.trace && runs > 1).then(|| {
-            let bar = indicatif::ProgressBar::new(runs as u64);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {per_sec}, {eta} left",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar
-        });
+        let progress =
+            (std::io::stderr().is_terminal() && !args.trace && !args.trace_all && runs > 1).then(
+                || {
+                    let bar = indicatif::ProgressBar::new(runs as u64);
+                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                        "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {per_sec}, {eta} left",
+                    ) {
+                        bar.set_style(style.progress_chars("=> "));
+                    }
+                    bar
+                },
+            );
         Printer {
             progress,
             args,

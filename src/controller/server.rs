@@ -20,9 +20,8 @@ use crate::protocol::messages::{
     ProduceResponse, Request, Response, HEARTBEAT_LONG_POLL,
 };
 use crate::types::EpochEndOffset;
-use crate::types::{BrokerId, Epoch, Offset, ProducerId, TopicPartition};
+use crate::types::{BrokerId, Brokers, Epoch, Offset, ProducerId, TopicPartition};
 use std::cell::RefCell;
-use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::Duration;
 use tokio::sync::{watch, Mutex};
@@ -409,13 +408,9 @@ fn trace_change(change: &Change) {
                 .map_or_else(|| "none".to_string(), |l| l.to_string());
             // The ELR shows only where it exists, so runs without it trace as before.
             let isr = if state.elr.is_empty() {
-                brokers_list(&state.isr)
+                Brokers(&state.isr).to_string()
             } else {
-                format!(
-                    "{} elr={}",
-                    brokers_list(&state.isr),
-                    brokers_list(&state.elr)
-                )
+                format!("{} elr={}", Brokers(&state.isr), Brokers(&state.elr))
             };
             match election {
                 Some(election) => tracing::info!(
@@ -438,19 +433,6 @@ fn trace_change(change: &Change) {
             }
         }
     }
-}
-
-/// `[1,2,3]`: broker ids as a Kafka tool prints an ISR.
-fn brokers_list(brokers: &[BrokerId]) -> String {
-    let mut text = String::from("[");
-    for (i, broker) in brokers.iter().enumerate() {
-        if i > 0 {
-            text.push(',');
-        }
-        let _ = write!(text, "{}", broker.0);
-    }
-    text.push(']');
-    text
 }
 
 #[cfg(test)]

@@ -32,8 +32,8 @@ const FINAL_READ_LIMIT: Duration = Duration::from_secs(60);
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
-    /// Print the event trace to stderr.
-    pub trace: bool,
+    /// Which of the run's events to print to stderr.
+    pub trace: trace::Print,
     /// Write every host's files here after the run.
     pub dump_disks: Option<PathBuf>,
 }
@@ -92,6 +92,10 @@ pub enum RunError {
 /// Run one variant on one seed.
 pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutcome, RunError> {
     let started = Instant::now();
+    if options.trace != trace::Print::Nothing {
+        // Runs print one after another: each under its own header, its clock from zero.
+        eprintln!("\n=== {}, seed {seed} ===", variant.name);
+    }
     let (result, hash) =
         trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
     let (history, final_state, timeline) = result?;

@@ -49,7 +49,28 @@ impl TraceHash {
 struct RunTrace {
     hasher: SipHasher13,
     events: u64,
-    print: bool,
+    print: Print,
+}
+
+/// Which events `--trace` prints. Every INFO event is hashed whatever is printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Print {
+    #[default]
+    Nothing,
+    /// The cluster's events, without the simulator's own (turmoil's binds and addresses).
+    Events,
+    /// Everything, the simulator's internals too (`--trace-all`).
+    All,
+}
+
+impl Print {
+    fn shows(self, target: &str) -> bool {
+        match self {
+            Print::Nothing => false,
+            Print::Events => !target.starts_with("turmoil"),
+            Print::All => true,
+        }
+    }
 }
 
 thread_local! {
@@ -202,7 +223,7 @@ impl Subscriber for TraceSubscriber {
                 run.hasher.write(meta.target().as_bytes());
                 event.record(&mut HashVisitor(&mut run.hasher));
                 run.events += 1;
-                if run.print {
+                if run.print.shows(meta.target()) {
                     let mut line = format!(
                         "{:>10.3}s {:<11} {:<5} {}:",
                         now.as_secs_f64(),
@@ -229,9 +250,9 @@ fn install() {
     });
 }
 
-/// Runs `f` as one run on this thread: its INFO events are hashed (and printed when
-/// `print`). Returns `f`'s result and the hash. Seeds on other threads keep their own.
-pub fn with_trace<T>(print: bool, f: impl FnOnce() -> T) -> (T, TraceHash) {
+/// Runs `f` as one run on this thread: its INFO events are hashed (and printed as `print`
+/// says). Returns `f`'s result and the hash. Seeds on other threads keep their own.
+pub fn with_trace<T>(print: Print, f: impl FnOnce() -> T) -> (T, TraceHash) {
     install();
     let previous = RUN.with(|run| {
         run.borrow_mut().replace(RunTrace {
@@ -260,7 +281,7 @@ mod tests {
     use super::*;
 
     fn emit(values: &[u64]) -> u64 {
-        let ((), hash) = with_trace(false, || {
+        let ((), hash) = with_trace(Print::Nothing, || {
             for v in values {
                 tracing::info!(value = v, "event");
             }
@@ -281,12 +302,26 @@ mod tests {
 
     #[test]
     fn debug_events_are_not_significant() {
-        let ((), hash) = with_trace(false, || {
+        let ((), hash) = with_trace(Print::Nothing, || {
             tracing::info!(value = 1, "event");
             tracing::debug!(value = 2, "detail");
         });
         assert_eq!(hash.value(), emit(&[1]));
         assert_eq!(hash.events(), 1);
+    }
+
+    #[test]
+    fn what_is_printed_does_not_change_the_hash() {
+        let events = || {
+            tracing::info!(value = 1, "event");
+            tracing::info!(target: "turmoil", value = 2, "internal");
+        };
+        let (_, quiet) = with_trace(Print::Nothing, events);
+        let (_, all) = with_trace(Print::All, events);
+        assert_eq!(quiet, all);
+        assert!(Print::Events.shows("hightide::broker"));
+        assert!(!Print::Events.shows("turmoil"));
+        assert!(Print::All.shows("turmoil"));
     }
 
     #[test]

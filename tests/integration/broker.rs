@@ -205,7 +205,7 @@ fn trace_of(run: impl FnOnce()) -> String {
     // The process's trace subscriber goes in first. While this capture's subscriber is the
     // only one, a callsite that a test on another thread hits first is registered against
     // that thread's default, no subscriber at all, and stays disabled for this capture.
-    hightide::sim::trace::with_trace(false, || ());
+    hightide::sim::trace::with_trace(hightide::sim::trace::Print::Nothing, || ());
     let capture = Capture::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(capture.clone())

@@ -61,7 +61,7 @@ async fn node(me: u32, disk: Disk, seed: u64) -> turmoil::Result {
 }
 
 fn run(seed: u64) -> u64 {
-    let ((), hash) = trace::with_trace(false, || {
+    let ((), hash) = trace::with_trace(hightide::sim::trace::Print::Nothing, || {
         let mut world = World::new(seed, Duration::from_millis(1), Duration::from_millis(5));
         let config = DiskConfig {
             power_loss: PowerLossModel::RandomWriteback,
