@@ -131,6 +131,10 @@ counts! {
         /// Of the indeterminate sends, those still without any outcome when the heal phase
         /// (lengthened while producers could still answer them) ended.
         unresolved: Unresolved,
+        /// Acked, delivered sends that sit in the final read after a later send of the same
+        /// producer to the same partition: the sends `reordered`'s pairs are made of, a
+        /// number that grows with the sends, not with their square.
+        out_of_order: OutOfOrder,
     }
 }
 
@@ -146,7 +150,7 @@ mod tests {
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
-             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0}"
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
     }
 
@@ -177,9 +181,10 @@ mod tests {
             delivered: 22,
             missing: 23,
             unresolved: 24,
+            out_of_order: 25,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=24).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=25).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,

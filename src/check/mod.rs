@@ -133,6 +133,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     counts.reordered = reorder.count(&mut |a, b| {
         examples.add(Count::Reordered, || describe::reordered(&index, a, b));
     });
+    counts.out_of_order = reorder.out_of_order();
     check_reads(history, &index, &mut counts, &mut examples);
     check_partitions(final_state, &mut counts, &mut examples);
     count_facts(&final_state.facts, &mut counts);

@@ -67,6 +67,25 @@ impl Groups {
     }
 }
 
+impl Groups {
+    /// Sends placed after some later send of their group: O(n), from the back, against the
+    /// smallest offset of the sends after it.
+    pub fn out_of_order(&self) -> u64 {
+        self.groups
+            .values()
+            .map(|group| {
+                let mut smallest_after = Offset(i64::MAX);
+                let mut overtaken = 0;
+                for placed in group.iter().rev() {
+                    overtaken += u64::from(placed.now > smallest_after);
+                    smallest_after = smallest_after.min(placed.now);
+                }
+                overtaken
+            })
+            .sum()
+    }
+}
+
 /// Pairs `i < j` with `values[i] > values[j]`, by merge sort: O(n log n). Sorts `values`.
 pub fn inversions(values: &mut [i64]) -> u64 {
     let mut buffer = vec![0; values.len()];
@@ -118,6 +137,38 @@ mod tests {
             }
         }
         n
+    }
+
+    fn group(offsets: &[i64]) -> Groups {
+        let mut groups = Groups::default();
+        for (seq, &offset) in offsets.iter().enumerate() {
+            let id = MessageId {
+                producer: 1,
+                seq: seq as u32,
+            };
+            groups.push(id, 0, Offset(offset), Offset(offset));
+        }
+        groups
+    }
+
+    #[test]
+    fn out_of_order_counts_the_sends_a_later_send_overtook() {
+        // A batch of 2 retried behind 3 later sends: 6 inverted pairs, 2 sends out of order.
+        let groups = group(&[13, 14, 10, 11, 12]);
+        assert_eq!(groups.count(&mut |_, _| {}), 6);
+        assert_eq!(groups.out_of_order(), 2);
+        assert_eq!(group(&[1, 2, 3]).out_of_order(), 0);
+        assert_eq!(group(&[3, 2, 1]).out_of_order(), 2);
+    }
+
+    proptest! {
+        #[test]
+        fn out_of_order_matches_brute_force(values in proptest::collection::vec(0i64..50, 0..100)) {
+            let expected = (0..values.len())
+                .filter(|&i| values[i + 1..].iter().any(|&later| later < values[i]))
+                .count() as u64;
+            prop_assert_eq!(group(&values).out_of_order(), expected);
+        }
     }
 
     #[test]

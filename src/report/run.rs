@@ -124,7 +124,7 @@ pub fn run_details(report: &RunReport) -> String {
 /// Rows of the side-by-side table: a label and the cell of one run.
 type Row = (&'static str, fn(&RunReport) -> String);
 
-const TABLE_ROWS: [Row; 15] = [
+const TABLE_ROWS: [Row; 16] = [
     ("attempted", |r| r.counts().attempted.to_string()),
     ("acked", |r| r.counts().acked.to_string()),
     ("lost", |r| r.counts().lost.to_string()),
@@ -132,6 +132,7 @@ const TABLE_ROWS: [Row; 15] = [
     ("duplicates", |r| r.counts().duplicates.to_string()),
     ("unexpected", |r| r.counts().unexpected.to_string()),
     ("reordered", |r| r.counts().reordered.to_string()),
+    ("out of order", |r| r.counts().out_of_order.to_string()),
     ("dirty_reads", |r| r.counts().dirty_reads.to_string()),
     ("divergent", |r| r.counts().divergent.to_string()),
     ("offline", |r| r.counts().offline.to_string()),
@@ -317,7 +318,14 @@ impl Summary {
             let counts: Vec<String> = ANOMALIES
                 .iter()
                 .filter(|&&count| run.counts().get(count) > 0)
-                .map(|&count| format!("{} {}", count_name(count), run.counts().get(count)))
+                .map(|&count| match count {
+                    Count::Reordered => format!(
+                        "reordered {} pairs, {} sends out of order",
+                        run.counts().reordered,
+                        run.counts().out_of_order
+                    ),
+                    _ => format!("{} {}", count_name(count), run.counts().get(count)),
+                })
                 .collect();
             let _ = writeln!(
                 text,

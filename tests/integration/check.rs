@@ -220,6 +220,7 @@ fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
             acked: 6,
             reordered: 2,
             delivered: 6,
+            out_of_order: 1,
             ..Counts::default()
         }
     );
