@@ -750,10 +750,11 @@ mod tests {
 
     /// Kafka 3.7's strict min ISR: with min ISR 2, a leader left alone in the ISR appends
     /// (acks=1 still succeeds) but its HW stays, so no consumer reads a record only it has.
-    #[test]
-    fn a_leader_under_min_isr_holds_its_hw_until_the_isr_is_back() {
+    /// A leader with min ISR 2 whose ISR shrank to itself, after one append.
+    fn leader_alone_after_an_append(strict_min_isr: bool) -> Partition {
         let mut p = partition_with(0);
         p.min_insync_replicas = 2;
+        p.strict_min_isr = strict_min_isr;
         p.apply(
             &state(1, 0, 0, &[1, 2]),
             Truncation::LeaderEpoch,
@@ -766,6 +767,12 @@ mod tests {
         batch.push(0, None, Some(b"m0"));
         p.on_produce(batch.build(), SimTime::ZERO).expect("append");
         assert_eq!(p.log.log_end_offset(), Offset(1));
+        p
+    }
+
+    #[test]
+    fn a_leader_under_min_isr_holds_its_hw_until_the_isr_is_back() {
+        let mut p = leader_alone_after_an_append(true);
         assert_eq!(
             p.hw,
             Offset(0),
@@ -785,20 +792,7 @@ mod tests {
     /// appends, and a consumer may read a record no other replica has.
     #[test]
     fn before_kafka_3_7_a_leader_alone_commits_its_appends() {
-        let mut p = partition_with(0);
-        p.min_insync_replicas = 2;
-        p.strict_min_isr = false;
-        p.apply(
-            &state(1, 0, 0, &[1, 2]),
-            Truncation::LeaderEpoch,
-            SimTime::ZERO,
-        )
-        .expect("become leader");
-        p.on_follower_fetch(BrokerId(2), Offset(0), SimTime::ZERO);
-        p.on_isr_committed(&state(1, 0, 1, &[1]));
-        let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
-        batch.push(0, None, Some(b"m0"));
-        p.on_produce(batch.build(), SimTime::ZERO).expect("append");
+        let p = leader_alone_after_an_append(false);
         assert_eq!(p.hw, Offset(1), "the ISR is the leader alone: its LEO");
     }
 

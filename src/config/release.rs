@@ -107,7 +107,7 @@ impl Release {
 
     /// Whether the producer has `delivery.timeout.ms` (KIP-91, 2.1).
     pub fn has_delivery_timeout(self) -> bool {
-        self >= v(2, 1)
+        self.lacks_key("producer", "delivery.timeout.ms").is_none()
     }
 
     /// If `key` of `[section]` came after this release: the release it came in, and the

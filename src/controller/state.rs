@@ -102,6 +102,26 @@ pub struct ShutdownOutcome {
     pub changes: Vec<Change>,
 }
 
+/// A topic's keys that elections read, its overrides applied to the broker's.
+#[derive(Clone, Copy, Debug)]
+struct TopicRules {
+    unclean_leader_election_enable: bool,
+    min_insync_replicas: u32,
+}
+
+impl TopicRules {
+    fn of(config: &BrokerConfig, topic: &TopicConfig) -> TopicRules {
+        TopicRules {
+            unclean_leader_election_enable: topic
+                .unclean_leader_election_enable
+                .unwrap_or(config.unclean_leader_election_enable),
+            min_insync_replicas: topic
+                .min_insync_replicas
+                .unwrap_or(config.min_insync_replicas),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct ControllerState {
     metadata: ClusterMetadata,
@@ -111,14 +131,12 @@ pub struct ControllerState {
     /// Brokers in controlled shutdown: not eligible as leaders or ISR members, and not
     /// unfenced by their heartbeats. Not durable: a broker repeats its request.
     shutting_down: BTreeSet<BrokerId>,
-    /// `unclean.leader.election.enable` per topic, the topic override applied.
-    unclean_leader_election_enable: BTreeMap<String, bool>,
-    default_unclean_leader_election_enable: bool,
+    /// The topic keys elections read, per topic, the topic overrides applied;
+    /// `default_rules` for a topic not listed.
+    topic_rules: BTreeMap<String, TopicRules>,
+    default_rules: TopicRules,
     /// KRaft's controller ignored the key before Kafka 3.9 (KAFKA-12670).
     unclean_election_honoured: bool,
-    /// `min.insync.replicas` per topic, the topic override applied: the ELR's threshold.
-    min_insync_replicas: BTreeMap<String, u32>,
-    default_min_insync_replicas: u32,
     /// KIP-966's eligible leader replicas (Kafka 4.1).
     elr_enabled: bool,
     session_timeout: Duration,
@@ -182,33 +200,20 @@ impl ControllerState {
             .chain(snapshot.metadata.brokers.keys().copied())
             .map(|broker| (broker, now))
             .collect();
-        let unclean_leader_election_enable = topics
+        let default_rules = TopicRules::of(config, &TopicConfig::default());
+        let topic_rules = topics
             .iter()
             .map(|(tp, _, topic_config)| {
-                let enabled = topic_config
-                    .unclean_leader_election_enable
-                    .unwrap_or(config.unclean_leader_election_enable);
-                (tp.topic.to_string(), enabled)
-            })
-            .collect();
-        let min_insync_replicas = topics
-            .iter()
-            .map(|(tp, _, topic_config)| {
-                let min_isr = topic_config
-                    .min_insync_replicas
-                    .unwrap_or(config.min_insync_replicas);
-                (tp.topic.to_string(), min_isr)
+                (tp.topic.to_string(), TopicRules::of(config, topic_config))
             })
             .collect();
         ControllerState {
             metadata: snapshot.metadata,
             last_heartbeat,
             shutting_down: BTreeSet::new(),
-            unclean_leader_election_enable,
-            default_unclean_leader_election_enable: config.unclean_leader_election_enable,
+            topic_rules,
+            default_rules,
             unclean_election_honoured: config.rules.unclean_election_honoured,
-            min_insync_replicas,
-            default_min_insync_replicas: config.min_insync_replicas,
             elr_enabled: config.rules.eligible_leader_replicas,
             session_timeout: config.broker_session_timeout_ms,
             next_producer_id: snapshot.next_producer_id,
@@ -568,20 +573,19 @@ impl ControllerState {
     /// Whether `tp` may get an unclean leader: its `unclean.leader.election.enable`, if
     /// this release's controller honours the key at all.
     fn unclean(&self, tp: &TopicPartition) -> bool {
-        self.unclean_election_honoured
-            && self
-                .unclean_leader_election_enable
-                .get(&*tp.topic)
-                .copied()
-                .unwrap_or(self.default_unclean_leader_election_enable)
+        self.unclean_election_honoured && self.rules_of(tp).unclean_leader_election_enable
     }
 
     /// `tp`'s `min.insync.replicas`.
     fn min_insync_replicas(&self, tp: &TopicPartition) -> u32 {
-        self.min_insync_replicas
+        self.rules_of(tp).min_insync_replicas
+    }
+
+    fn rules_of(&self, tp: &TopicPartition) -> TopicRules {
+        self.topic_rules
             .get(&*tp.topic)
             .copied()
-            .unwrap_or(self.default_min_insync_replicas)
+            .unwrap_or(self.default_rules)
     }
 
     /// The ELR of `tp` once its ISR is `target_isr` (empty without ELR).
