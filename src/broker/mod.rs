@@ -207,6 +207,7 @@ async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
                     rm.facts.record(Fact::Recovery {
                         tp: tp.clone(),
                         broker: rm.id,
+                        log_end_offset: log.log_end_offset(),
                     });
                 }
                 rm.host(log, at(&hws));

@@ -141,6 +141,11 @@ impl Partition {
         self.hw
     }
 
+    /// Leader: each follower's LEO as its fetches told us.
+    pub fn follower_leos(&self) -> Vec<(BrokerId, Offset)> {
+        self.followers.iter().map(|(&id, f)| (id, f.leo)).collect()
+    }
+
     pub fn min_insync_replicas(&self) -> u32 {
         self.min_insync_replicas
     }
@@ -244,6 +249,12 @@ impl Partition {
         let leo = self.log.log_end_offset();
         self.log.assign_epoch(state.leader_epoch, leo)?;
         self.leader_epoch_start_offset = leo;
+        self.facts.record(Fact::LeaderStarted {
+            tp: self.tp().clone(),
+            broker: self.me,
+            epoch: state.leader_epoch,
+            log_end_offset: leo,
+        });
         let me = self.me;
         self.followers = state
             .replicas
@@ -274,7 +285,7 @@ impl Partition {
                 if to < leo && !self.bugs.skip_follower_truncation {
                     tracing::info!(tp = %self.tp(), from = %leo, to = %to, rule = "high-watermark", "truncating");
                     self.log.truncate_to(to, now)?;
-                    self.record_truncation(leo);
+                    self.record_truncation(leo, "high-watermark");
                 }
                 self.truncation_pending = false;
             }
@@ -364,6 +375,20 @@ impl Partition {
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
         let outcome = self.log.append_as_leader(batch, self.leader_epoch, now)?;
+        if let AppendOutcome::Appended {
+            first_offset,
+            last_offset,
+            ..
+        } = outcome
+        {
+            self.facts.record(Fact::Appended {
+                tp: self.tp().clone(),
+                leader: self.me,
+                epoch: self.leader_epoch,
+                first: first_offset,
+                last: last_offset,
+            });
+        }
         self.maybe_increment_hw();
         self.notify.notify_waiters();
         self.check_invariants();
@@ -530,21 +555,22 @@ impl Partition {
         if offset < leo && !self.bugs.skip_follower_truncation {
             tracing::info!(tp = %self.tp(), from = %leo, to = %offset, rule = reason, "truncating");
             self.log.truncate_to(offset, now)?;
-            self.record_truncation(leo);
+            self.record_truncation(leo, reason);
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
         self.check_invariants();
         Ok(())
     }
 
-    /// A truncation from `from` happened: the records it removed are a cluster fact. (A
+    /// A truncation from `from` happened: the offsets it removed are a cluster fact. (A
     /// batch holding the target offset goes whole, so the log may end below the target.)
-    fn record_truncation(&self, from: Offset) {
-        let records = u64::try_from(from.0 - self.log.log_end_offset().0).unwrap_or(0);
+    fn record_truncation(&self, from: Offset, rule: &str) {
         self.facts.record(Fact::Truncation {
             tp: self.tp().clone(),
             broker: self.me,
-            records,
+            from,
+            to: self.log.log_end_offset(),
+            rule: rule.to_string(),
         });
     }
 
@@ -834,15 +860,17 @@ mod tests {
         )
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(1));
-        let truncations: Vec<Fact> = p.facts.events().into_iter().map(|e| e.fact).collect();
+        let truncations: Vec<Fact> = p.facts.take_events().into_iter().map(|e| e.fact).collect();
         assert_eq!(
             truncations,
             [Fact::Truncation {
                 tp: TopicPartition::new("orders", 0),
                 broker: ME,
-                records: 2
+                from: Offset(3),
+                to: Offset(1),
+                rule: "high-watermark".to_string(),
             }],
-            "the truncation is a cluster fact, with the records it removed"
+            "the truncation is a cluster fact, with the offsets it removed"
         );
 
         let mut p = partition_with(3);

@@ -12,7 +12,7 @@ use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
-use crate::history::facts::Facts;
+use crate::history::facts::{Fact, Facts};
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
 use crate::protocol::fetch_session::SessionCache;
@@ -215,6 +215,12 @@ impl ReplicaManager {
                 continue;
             }
             if !self.partitions.borrow().contains_key(tp) {
+                if self.incarnation.0 > 1 && !self.clean_shutdown.get() {
+                    self.facts.record(Fact::LogMissing {
+                        tp: tp.clone(),
+                        broker: self.id,
+                    });
+                }
                 let config = self.log_config(&tp.topic);
                 match Log::open(&self.disk, tp, config, Offset(0), Offset(0), true, now) {
                     Ok(log) => self.host(log, Offset(0)),
@@ -398,6 +404,7 @@ impl ReplicaManager {
             log_start_offset: log_start,
         };
         if request.acks != Acks::All || self.bugs.ack_at_append {
+            self.record_ack(&tp, request.acks, first_offset, last_offset);
             return ok;
         }
         let delayed = DelayedProduce {
@@ -407,9 +414,34 @@ impl ReplicaManager {
             min_insync_replicas: min_isr,
         };
         match self.wait_for_hw(&tp, delayed).await {
-            None => ok,
+            None => {
+                self.record_ack(&tp, request.acks, first_offset, last_offset);
+                ok
+            }
             Some(error) => fail(error),
         }
+    }
+
+    /// A successful answer is a cluster fact, with what the leader knew when it gave it:
+    /// the explanation of a lost write starts here. acks=0 is never answered.
+    fn record_ack(&self, tp: &TopicPartition, acks: Acks, first: Offset, last: Offset) {
+        if acks == Acks::None {
+            return;
+        }
+        let partitions = self.partitions.borrow();
+        let Some(partition) = partitions.get(tp) else {
+            return;
+        };
+        self.facts.record(Fact::Acknowledged {
+            tp: tp.clone(),
+            leader: self.id,
+            epoch: partition.leader_epoch(),
+            acks,
+            first,
+            last,
+            high_watermark: partition.hw(),
+            followers: partition.follower_leos().into_boxed_slice(),
+        });
     }
 
     /// After a roll Kafka flushes the closed segment in the background, not before the ack.

@@ -1,10 +1,12 @@
 //! Example texts: what the client was told, what the final read holds and where, with
-//! simulated times, so that a person can go straight to the trace.
+//! simulated times, so that a person can go straight to the trace; and for each anomaly
+//! the story of how it came about (see `story`).
 
 use super::final_read::{FinalIndex, Located};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
 use super::sends::{Outcome, Send};
+use super::story::{self, Append, Chronicle, Step};
 use crate::history::facts::{Fact, FactEvent};
 use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
@@ -24,7 +26,83 @@ fn at(tp: &TopicPartition, offset: Offset) -> String {
 
 /// `t=10.012s`
 fn time(t: SimTime) -> String {
-    format!("t={:.3}s", t.since_start().as_secs_f64())
+    story::time(t)
+}
+
+/// An example: one line of what is wrong, and the steps that led to it.
+pub struct Told {
+    pub text: String,
+    pub why: Vec<String>,
+}
+
+impl From<String> for Told {
+    fn from(text: String) -> Told {
+        Told {
+            text,
+            why: Vec::new(),
+        }
+    }
+}
+
+fn told(text: String, steps: Vec<Step>) -> Told {
+    Told {
+        text,
+        why: story::told(steps),
+    }
+}
+
+/// The story of an acknowledged write: the leader's answer, then how the record left the
+/// logs, with the producer's retries of it.
+fn acked_story(send: &Send, chronicle: &Chronicle) -> Vec<Step> {
+    let mut steps = Vec::new();
+    if let Some(tp) = send.tp() {
+        steps.extend(chronicle.retries(send.id, tp));
+    }
+    let Outcome::Acked { tp, offset, time } = send.outcome else {
+        return steps;
+    };
+    match chronicle.acknowledgement(tp, offset, time) {
+        Some(ack) => {
+            let since = ack.step.time;
+            steps.push(ack.step);
+            steps.extend(chronicle.departure(tp, offset, since, Some((ack.leader, ack.epoch))));
+        }
+        None => steps.extend(chronicle.departure(tp, offset, time, None)),
+    }
+    steps
+}
+
+/// Who wrote the copy at `offset` of the final read: the final leader's log tells the
+/// leader epoch of the batch, and the append of that epoch tells the rest.
+fn copy_written(
+    chronicle: &Chronicle,
+    partition: &PartitionFinal,
+    offset: Offset,
+) -> Option<Append> {
+    let log = partition
+        .replicas
+        .iter()
+        .find(|r| Some(r.broker) == partition.leader)
+        .or_else(|| partition.replicas.iter().find(|r| r.in_isr))?;
+    chronicle.write_in(&partition.tp, log.epoch_at(offset)?, offset)
+}
+
+/// The appends of the final read's copies of a message.
+fn copy_steps(chronicle: &Chronicle, index: &FinalIndex, copies: &[Located]) -> Vec<Step> {
+    copies
+        .iter()
+        .take(LOCATIONS_SHOWN)
+        .filter_map(|copy| {
+            let partition = index.partition(copy.part);
+            let write = copy_written(chronicle, partition, copy.offset)?;
+            Some(story::appended(
+                write,
+                &partition.tp,
+                copy.offset,
+                &format!("the copy of {} ", copy.id),
+            ))
+        })
+        .collect()
 }
 
 /// What the client was told: `acked at orders/0@812 (t=10.012s)`.
@@ -75,17 +153,18 @@ fn id_text(id: Option<MessageId>) -> String {
     }
 }
 
-pub fn lost(send: &Send, index: &FinalIndex, holders: &[Holder]) -> String {
+pub fn lost(send: &Send, index: &FinalIndex, holders: &[Holder], chronicle: &Chronicle) -> Told {
     let final_read = match send.tp().and_then(|tp| index.partition_of(tp)) {
         Some(p) => format!("absent from the final read (HW {})", p.high_watermark),
         None => "absent from the final read (its partition is not in the final state)".to_string(),
     };
-    format!(
+    let text = format!(
         "{} {}; {final_read}; {}",
         send.id,
         status(send),
         held_by(send, holders)
-    )
+    );
+    told(text, acked_story(send, chronicle))
 }
 
 /// `held by broker-1 only (not in ISR)`; a copy at another place than the ack is located.
@@ -115,35 +194,60 @@ fn held_by(send: &Send, holders: &[Holder]) -> String {
     }
 }
 
-pub fn moved(send: &Send, index: &FinalIndex, copies: &[Located]) -> String {
-    format!(
+pub fn moved(send: &Send, index: &FinalIndex, copies: &[Located], chronicle: &Chronicle) -> Told {
+    let text = format!(
         "{} {}; in the final read at {}",
         send.id,
         status(send),
         locations(index, copies)
-    )
+    );
+    let mut steps = acked_story(send, chronicle);
+    steps.extend(copy_steps(chronicle, index, copies));
+    told(text, steps)
 }
 
-pub fn duplicate(send: &Send, index: &FinalIndex, copies: &[Located]) -> String {
-    format!(
+pub fn duplicate(
+    send: &Send,
+    index: &FinalIndex,
+    copies: &[Located],
+    chronicle: &Chronicle,
+) -> Told {
+    let text = format!(
         "{} {}; {} copies in the final read: {}",
         send.id,
         status(send),
         copies.len(),
         locations(index, copies)
-    )
+    );
+    let mut steps = send
+        .tp()
+        .map(|tp| chronicle.retries(send.id, tp))
+        .unwrap_or_default();
+    steps.extend(copy_steps(chronicle, index, copies));
+    told(text, steps)
 }
 
 /// For failed and indeterminate sends: where it was sent, what the client was told, and
 /// whether it made it anyway.
-pub fn send_status(send: &Send, index: &FinalIndex, copies: &[Located]) -> String {
+pub fn send_status(
+    send: &Send,
+    index: &FinalIndex,
+    copies: &[Located],
+    chronicle: &Chronicle,
+) -> Told {
     let to = send.tp().map(|tp| format!(" to {tp}")).unwrap_or_default();
     let delivery = if copies.is_empty() {
         "absent from the final read".to_string()
     } else {
         format!("in the final read at {}", locations(index, copies))
     };
-    format!("{}{to} {}; {delivery}", send.id, status(send))
+    let text = format!("{}{to} {}; {delivery}", send.id, status(send));
+    let mut steps = send
+        .tp()
+        .map(|tp| chronicle.retries(send.id, tp))
+        .unwrap_or_default();
+    steps.extend(copy_steps(chronicle, index, copies));
+    told(text, steps)
 }
 
 pub fn never_sent(index: &FinalIndex, located: &Located) -> String {
@@ -166,26 +270,41 @@ pub fn corrupt(index: &FinalIndex, part: usize, offset: Offset, value: &[u8]) ->
     )
 }
 
-pub fn reordered(index: &FinalIndex, earlier: &Placed, later: &Placed) -> String {
-    format!(
+pub fn reordered(
+    index: &FinalIndex,
+    earlier: &Placed,
+    later: &Placed,
+    chronicle: &Chronicle,
+) -> Told {
+    let partition = index.partition(earlier.part);
+    let text = format!(
         "{} and {}, sent in that order to {} (acked at @{} and @{}), are at @{} and @{} in the final read",
         earlier.id,
         later.id,
-        index.partition(earlier.part).tp,
+        partition.tp,
         earlier.acked,
         later.acked,
         earlier.now,
         later.now
-    )
+    );
+    let mut steps = Vec::new();
+    for placed in [earlier, later] {
+        steps.extend(chronicle.retries(placed.id, &partition.tp));
+        if let Some(write) = copy_written(chronicle, partition, placed.now) {
+            let what = format!("{} ", placed.id);
+            steps.push(story::appended(write, &partition.tp, placed.now, &what));
+        }
+    }
+    told(text, steps)
 }
 
 pub fn dirty_read(
     event: &Event,
-    tp: &TopicPartition,
-    offset: Offset,
+    (tp, offset): (&TopicPartition, Offset),
     id: Option<MessageId>,
     index: &FinalIndex,
-) -> String {
+    chronicle: &Chronicle,
+) -> Told {
     let what = match id {
         Some(id) => id.to_string(),
         None => "a record without a message id".to_string(),
@@ -198,21 +317,39 @@ pub fn dirty_read(
         ),
         (Some(_), Some(held)) => format!("the final read holds {} there", id_text(held)),
     };
-    format!(
+    let text = format!(
         "{} read {what} at {} ({}); {now}",
         event.process,
         at(tp, offset),
         time(event.time)
-    )
+    );
+    let mut steps = Vec::new();
+    let write = chronicle.write_before(tp, offset, event.time);
+    if let Some(write) = write {
+        steps.push(story::appended(write, tp, offset, "what was read "));
+    }
+    let holder = write.map(|w| (w.leader, w.epoch));
+    steps.extend(chronicle.departure(tp, offset, event.time, holder));
+    if let (Some(partition), Some(Some(_))) = (index.partition_of(tp), index.at(tp, offset)) {
+        if let Some(now) = copy_written(chronicle, partition, offset) {
+            steps.push(story::appended(
+                now,
+                tp,
+                offset,
+                "what the final read holds ",
+            ));
+        }
+    }
+    told(text, steps)
 }
 
-pub fn divergent(partition: &PartitionFinal, d: &Divergence) -> String {
+pub fn divergent(partition: &PartitionFinal, d: &Divergence, chronicle: &Chronicle) -> Told {
     let isr = if d.other_in_isr {
         "in the ISR"
     } else {
         "out of the ISR"
     };
-    format!(
+    let text = format!(
         "{}: {} ({isr}) differs from {} below {}, first at offset {}: {} holds {}, {} holds {}",
         partition.tp,
         d.other,
@@ -223,7 +360,36 @@ pub fn divergent(partition: &PartitionFinal, d: &Divergence) -> String {
         record_id(d.reference_holds),
         d.other,
         record_id(d.other_holds)
-    )
+    );
+    told(text, divergence_story(partition, d, chronicle))
+}
+
+/// Each side's record at the first difference: the epoch that wrote it, the election
+/// that began that epoch and the append; then the truncations the other replica made.
+fn divergence_story(
+    partition: &PartitionFinal,
+    d: &Divergence,
+    chronicle: &Chronicle,
+) -> Vec<Step> {
+    let tp = &partition.tp;
+    let mut steps = Vec::new();
+    let mut epochs = Vec::new();
+    for (broker, holds) in [(d.reference, d.reference_holds), (d.other, d.other_holds)] {
+        let log = partition.replicas.iter().find(|r| r.broker == broker);
+        let Some(epoch) = log.and_then(|l| l.epoch_at(d.offset)) else {
+            continue;
+        };
+        if !epochs.contains(&epoch) {
+            epochs.push(epoch);
+            steps.extend(chronicle.election_of(tp, epoch, d.offset));
+        }
+        if let Some(write) = chronicle.write_in(tp, epoch, d.offset) {
+            let what = format!("{} ", record_id(holds));
+            steps.push(story::appended(write, tp, d.offset, &what));
+        }
+    }
+    steps.extend(chronicle.truncations_by(tp, d.other));
+    steps
 }
 
 /// `HW 500`, or `its LEO 480` when the replica's log ends first.

@@ -16,6 +16,7 @@ mod final_read;
 mod reorder;
 mod replicas;
 mod sends;
+mod story;
 
 pub use counts::{count_name, Count, Counts, ANOMALIES};
 pub use expect::{
@@ -39,6 +40,9 @@ pub const EXAMPLES_PER_COUNT: usize = 5;
 pub struct Example {
     pub count: Count,
     pub text: String,
+    /// How it came about, as timed steps (`t=8.000s fault: power-loss broker-1`), from
+    /// the facts the cluster recorded; empty where the facts tell nothing.
+    pub why: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,11 +57,8 @@ pub struct Verdict {
 
 impl Verdict {
     /// The examples of one count.
-    pub fn examples_of(&self, count: Count) -> impl Iterator<Item = &str> {
-        self.examples
-            .iter()
-            .filter(move |e| e.count == count)
-            .map(|e| e.text.as_str())
+    pub fn examples_of(&self, count: Count) -> impl Iterator<Item = &Example> {
+        self.examples.iter().filter(move |e| e.count == count)
     }
 }
 
@@ -74,12 +75,14 @@ impl Examples {
         self.kept.get(&count).copied().unwrap_or(0) < EXAMPLES_PER_COUNT
     }
 
-    fn add(&mut self, count: Count, text: impl FnOnce() -> String) {
+    fn add<T: Into<describe::Told>>(&mut self, count: Count, text: impl FnOnce() -> T) {
         if self.wants(count) {
             *self.kept.entry(count).or_insert(0) += 1;
+            let told = text().into();
             self.list.push(Example {
                 count,
-                text: text(),
+                text: told.text,
+                why: told.why,
             });
         }
     }
@@ -94,7 +97,14 @@ impl Examples {
 pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     let sends = sends::sends(history);
     let index = FinalIndex::new(final_state);
-    let mut tally = Tally::default();
+    let chronicle = story::Chronicle::new(&final_state.facts);
+    let mut tally = Tally {
+        chronicle: &chronicle,
+        counts: Counts::default(),
+        examples: Examples::default(),
+        lost: Vec::new(),
+        reorder: reorder::Groups::default(),
+    };
 
     // Merge join of the sends and the final read's copies, both sorted by id.
     let mut occurrences = index.by_id().iter().peekable();
@@ -118,6 +128,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
         mut examples,
         lost,
         reorder,
+        ..
     } = tally;
 
     for (part, offset, value) in index.unparsed() {
@@ -128,14 +139,18 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     }
     let holders = replicas::holders(final_state, &lost);
     for (send, held) in lost.iter().zip(holders) {
-        examples.add(Count::Lost, || describe::lost(send, &index, &held));
+        examples.add(Count::Lost, || {
+            describe::lost(send, &index, &held, &chronicle)
+        });
     }
     counts.reordered = reorder.count(&mut |a, b| {
-        examples.add(Count::Reordered, || describe::reordered(&index, a, b));
+        examples.add(Count::Reordered, || {
+            describe::reordered(&index, a, b, &chronicle)
+        });
     });
     counts.out_of_order = reorder.out_of_order();
-    check_reads(history, &index, &mut counts, &mut examples);
-    check_partitions(final_state, &mut counts, &mut examples);
+    check_reads(history, (&index, &chronicle), &mut counts, &mut examples);
+    check_partitions(final_state, &chronicle, &mut counts, &mut examples);
     count_facts(&final_state.facts, &mut counts);
 
     let lost_acked_at = lost
@@ -154,8 +169,8 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
 
 /// The per-message pass: counts, examples, the lost sends to describe once the replicas'
 /// holdings are known, and the sequences to check for reordering.
-#[derive(Default)]
 struct Tally<'a> {
+    chronicle: &'a story::Chronicle<'a>,
     counts: Counts,
     examples: Examples,
     lost: Vec<Send<'a>>,
@@ -172,19 +187,21 @@ impl<'a> Tally<'a> {
     /// Outcome, delivery, duplicates, lost, moved and the reorder sequence of one send,
     /// given its copies in the final read (sorted by partition and offset).
     fn send(&mut self, send: &Send<'a>, copies: &[final_read::Located], index: &FinalIndex) {
-        let (counts, examples) = (&mut self.counts, &mut self.examples);
+        let (counts, examples, chronicle) = (&mut self.counts, &mut self.examples, self.chronicle);
         counts.attempted += 1;
         match send.outcome {
             Outcome::Acked { .. } => counts.acked += 1,
             Outcome::Failed { .. } => {
                 counts.failed += 1;
-                examples.add(Count::Failed, || describe::send_status(send, index, copies));
+                examples.add(Count::Failed, || {
+                    describe::send_status(send, index, copies, chronicle)
+                });
             }
             Outcome::Indeterminate { .. } | Outcome::Pending => {
                 counts.indeterminate += 1;
                 counts.unresolved += u64::from(matches!(send.outcome, Outcome::Pending));
                 examples.add(Count::Indeterminate, || {
-                    describe::send_status(send, index, copies)
+                    describe::send_status(send, index, copies, chronicle)
                 });
             }
         }
@@ -192,7 +209,7 @@ impl<'a> Tally<'a> {
         if failed && !copies.is_empty() {
             counts.false_failures += 1;
             examples.add(Count::FalseFailures, || {
-                describe::send_status(send, index, copies)
+                describe::send_status(send, index, copies, chronicle)
             });
         }
         if copies.is_empty() {
@@ -204,7 +221,7 @@ impl<'a> Tally<'a> {
             if copies.len() > 1 {
                 counts.duplicates += copies.len() as u64 - 1;
                 examples.add(Count::Duplicates, || {
-                    describe::duplicate(send, index, copies)
+                    describe::duplicate(send, index, copies, chronicle)
                 });
             }
         }
@@ -228,7 +245,9 @@ impl<'a> Tally<'a> {
         }
         if !at_the_ack {
             counts.moved += 1;
-            examples.add(Count::Moved, || describe::moved(send, index, copies));
+            examples.add(Count::Moved, || {
+                describe::moved(send, index, copies, chronicle)
+            });
         }
         if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
             self.reorder.push(send.id, first.part, offset, first.offset);
@@ -239,7 +258,7 @@ impl<'a> Tally<'a> {
 /// Dirty reads: what a consumer saw during the run against the final read at that offset.
 fn check_reads(
     history: &[Event],
-    index: &FinalIndex,
+    (index, chronicle): (&FinalIndex, &story::Chronicle),
     counts: &mut Counts,
     examples: &mut Examples,
 ) {
@@ -252,7 +271,7 @@ fn check_reads(
         if held != Some(*id) {
             counts.dirty_reads += 1;
             examples.add(Count::DirtyReads, || {
-                describe::dirty_read(event, tp, *offset, *id, index)
+                describe::dirty_read(event, (tp, *offset), *id, index, chronicle)
             });
         }
     }
@@ -262,21 +281,36 @@ fn check_reads(
 fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
     for event in facts {
         match &event.fact {
-            Fact::Election { unclean, .. } => {
+            Fact::Election { from, .. } => {
                 counts.elections += 1;
-                counts.unclean_elections += u64::from(*unclean);
+                counts.unclean_elections += u64::from(from.unclean());
             }
             Fact::IsrShrink { .. } => counts.isr_shrinks += 1,
             Fact::IsrExpand { .. } => counts.isr_expands += 1,
-            Fact::Truncation { records, .. } => counts.truncated += records,
+            Fact::Truncation { from, to, .. } => {
+                counts.truncated += u64::try_from(from.0 - to.0).unwrap_or(0)
+            }
             Fact::Recovery { .. } => counts.recoveries += 1,
-            Fact::FetchFailed { .. } | Fact::FetchResumed { .. } => {}
+            Fact::NoLeader { .. }
+            | Fact::LogMissing { .. }
+            | Fact::LeaderStarted { .. }
+            | Fact::Appended { .. }
+            | Fact::Acknowledged { .. }
+            | Fact::FetchFailed { .. }
+            | Fact::FetchResumed { .. }
+            | Fact::Retried { .. }
+            | Fact::Fault { .. } => {}
         }
     }
 }
 
 /// Divergent, under-replicated, unreadable and offline partitions.
-fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mut Examples) {
+fn check_partitions(
+    final_state: &FinalState,
+    chronicle: &story::Chronicle,
+    counts: &mut Counts,
+    examples: &mut Examples,
+) {
     for partition in &final_state.partitions {
         if partition.leader.is_none() {
             counts.offline += 1;
@@ -296,7 +330,7 @@ fn check_partitions(final_state: &FinalState, counts: &mut Counts, examples: &mu
         if let Some(divergence) = replicas::divergence(partition) {
             counts.divergent += 1;
             examples.add(Count::Divergent, || {
-                describe::divergent(partition, &divergence)
+                describe::divergent(partition, &divergence, chronicle)
             });
         }
     }

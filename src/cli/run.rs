@@ -321,7 +321,7 @@ impl<'a> Printer<'a> {
         }
         if !report.pass() && !self.args.verbose && self.failed.len() <= REPLAY_LINES {
             let mut text = format!("seed {} of {} failed:\n", report.seed, report.variant);
-            text.push_str(&report::run_details(&report));
+            text.push_str(&report::run_details(&report, report::Stories::FirstOfEach));
             self.print(&text);
         }
         if !self.args.verbose {

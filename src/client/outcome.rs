@@ -45,6 +45,18 @@ pub enum AttemptResult {
     Disconnected,
 }
 
+/// For the explanations: `NOT_LEADER_OR_FOLLOWER`, `request timed out`, `disconnected`.
+impl std::fmt::Display for AttemptResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptResult::Response { error: Some(e), .. } => f.write_str(e.name()),
+            AttemptResult::Response { error: None, .. } => f.write_str("success"),
+            AttemptResult::TimedOut => f.write_str("request timed out (request.timeout.ms)"),
+            AttemptResult::Disconnected => f.write_str("disconnected"),
+        }
+    }
+}
+
 /// What becomes of the batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {

@@ -27,6 +27,7 @@ use crate::client::outcome::{
 };
 use crate::client::partitioner::{partition_for_key, StickyPartitioner};
 use crate::config::{Acks, ProducerConfig};
+use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::os::clock::{self, SimTime};
 use crate::protocol::frame::NetError;
@@ -54,6 +55,8 @@ pub struct ProducerContext {
     pub value_bytes: u32,
     pub brokers: u32,
     pub history: History,
+    /// Where the producer records its retries, for the checkers' explanations.
+    pub facts: Facts,
     /// Harness-owned send budget: next message sequence per producer and the global `messages` cap;
     /// survives a producer's crash so that ids stay unique.
     pub budget: SendBudget,
@@ -76,6 +79,9 @@ struct Producer {
     value_bytes: usize,
     brokers: u32,
     history: History,
+    facts: Facts,
+    /// The producer number in message ids and retry facts.
+    index: u32,
     policy: RetryPolicy,
     /// Wakes the sender: new records, completions, metadata, connections.
     wake: Notify,
@@ -146,6 +152,8 @@ impl Producer {
             value_bytes: ctx.value_bytes as usize,
             brokers: ctx.brokers.max(1),
             history: ctx.history.clone(),
+            facts: ctx.facts.clone(),
+            index: ctx.index,
             policy,
             wake: Notify::new(),
             metadata_wanted: Notify::new(),
@@ -299,6 +307,15 @@ impl Producer {
         match decision {
             Decision::Retry => {
                 tracing::debug!(producer = %self.name, partition = batch.partition, ?result, "retrying batch");
+                if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
+                    self.facts.record(Fact::Retried {
+                        producer: self.index,
+                        tp: self.tp(batch.partition),
+                        first: first.id,
+                        last: last.id,
+                        error: result.to_string(),
+                    });
+                }
                 state
                     .accumulator
                     .reenqueue(batch, now, self.config.retry_backoff_ms);

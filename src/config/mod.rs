@@ -21,6 +21,17 @@ pub enum Acks {
     All,
 }
 
+/// The producer config's spelling: `0`, `1`, `all`.
+impl std::fmt::Display for Acks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        })
+    }
+}
+
 /// How a follower finds where its log diverges from the new leader's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Truncation {

@@ -11,7 +11,7 @@ use crate::config::{BrokerConfig, Bugs, TopicConfig};
 use crate::controller::election::Election;
 use crate::controller::state::{Change, ControllerState, Snapshot};
 use crate::controller::store;
-use crate::history::facts::{Fact, Facts};
+use crate::history::facts::{ElectedFrom, Fact, Facts};
 use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::protocol::frame::serve;
@@ -365,16 +365,24 @@ fn record_fact(facts: &Facts, change: &Change) {
     else {
         return;
     };
-    match election {
-        Some(Election::Clean(_) | Election::Eligible(_)) => facts.record(Fact::Election {
+    let from = match election {
+        Some(Election::Clean(_)) => Some(ElectedFrom::Isr),
+        Some(Election::Eligible(_)) => Some(ElectedFrom::Elr),
+        Some(Election::LastKnownLeader(_)) => Some(ElectedFrom::LastKnownLeader),
+        Some(Election::Unclean(_)) => Some(ElectedFrom::OutOfSync),
+        Some(Election::Offline) => {
+            facts.record(Fact::NoLeader { tp: tp.clone() });
+            None
+        }
+        None => None,
+    };
+    if let (Some(from), Some(leader)) = (from, election.and_then(Election::leader)) {
+        facts.record(Fact::Election {
             tp: tp.clone(),
-            unclean: false,
-        }),
-        Some(Election::Unclean(_) | Election::LastKnownLeader(_)) => facts.record(Fact::Election {
-            tp: tp.clone(),
-            unclean: true,
-        }),
-        Some(Election::Offline) | None => {}
+            leader,
+            epoch: state.leader_epoch,
+            from,
+        });
     }
     if state.isr.len() < previous_isr.len() {
         facts.record(Fact::IsrShrink { tp: tp.clone() });
@@ -464,7 +472,7 @@ mod tests {
         for change in changes {
             record_fact(&facts, change);
         }
-        facts.events().into_iter().map(|e| e.fact).collect()
+        facts.take_events().into_iter().map(|e| e.fact).collect()
     }
 
     #[test]
@@ -475,19 +483,26 @@ mod tests {
             change(Some(Election::Clean(BrokerId(2))), &[1, 2], &[2]),
             change(None, &[2], &[2, 3]),
             change(Some(Election::Offline), &[2, 3], &[2, 3]),
+            change(Some(Election::Eligible(BrokerId(1))), &[], &[1]),
+            change(Some(Election::LastKnownLeader(BrokerId(2))), &[], &[2]),
         ]);
+        let elected = |leader: u32, from: ElectedFrom| Fact::Election {
+            tp: tp.clone(),
+            leader: BrokerId(leader),
+            epoch: Epoch(1),
+            from,
+        };
         assert_eq!(
             facts,
             [
-                Fact::Election {
-                    tp: tp.clone(),
-                    unclean: true
-                },
-                Fact::Election {
-                    tp: tp.clone(),
-                    unclean: false
-                },
+                elected(3, ElectedFrom::OutOfSync),
+                elected(2, ElectedFrom::Isr),
                 Fact::IsrShrink { tp: tp.clone() },
+                Fact::IsrExpand { tp: tp.clone() },
+                Fact::NoLeader { tp: tp.clone() },
+                elected(1, ElectedFrom::Elr),
+                Fact::IsrExpand { tp: tp.clone() },
+                elected(2, ElectedFrom::LastKnownLeader),
                 Fact::IsrExpand { tp },
             ]
         );

@@ -4,7 +4,7 @@
 
 use super::facts::FactEvent;
 use super::MessageId;
-use crate::types::{BrokerId, Offset, TopicPartition};
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 
 /// One record as read back, reduced to what the checkers compare: its offset, the message
@@ -51,6 +51,21 @@ pub struct ReplicaLog {
     pub log_end_offset: Offset,
     /// Every record of the log, in offset order.
     pub records: Vec<ReadRecord>,
+    /// The leader epoch its batches carry, as (epoch, first offset) per run of batches of
+    /// one epoch: the log's lineage, from which the explanations tell who wrote a record.
+    #[serde(default)]
+    pub epochs: Vec<(Epoch, Offset)>,
+}
+
+impl ReplicaLog {
+    /// The leader epoch of the batch holding `offset`, if the log holds it.
+    pub fn epoch_at(&self, offset: Offset) -> Option<Epoch> {
+        if offset < self.log_start_offset || offset >= self.log_end_offset {
+            return None;
+        }
+        let i = self.epochs.partition_point(|&(_, start)| start <= offset);
+        i.checked_sub(1).map(|i| self.epochs[i].0)
+    }
 }
 
 /// One partition after the heal phase.

@@ -11,7 +11,7 @@ pub fn run_json(report: &RunReport) -> Value {
         .verdict
         .examples
         .iter()
-        .map(|e| json!({ "count": count_name(e.count), "text": e.text }))
+        .map(|e| json!({ "count": count_name(e.count), "text": e.text, "why": e.why }))
         .collect();
     json!({
         "scenario": report.scenario,

@@ -13,7 +13,8 @@ pub mod timeline;
 pub use json::run_json;
 pub use latency::{latency_stats, HistoryStats, LatencyHistogram, LatencyStats};
 pub use run::{
-    hash_text, run_details, run_line, runs_text, side_by_side, RunReport, Summary, ANOMALIES,
+    hash_text, run_details, run_line, runs_text, side_by_side, RunReport, Stories, Summary,
+    ANOMALIES,
 };
 pub use svg::{sweep_charts, sweep_svg_latency, sweep_svg_lost};
 pub use sweep::{chart_file_names, sweep_markdown, SweepRow};

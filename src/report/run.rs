@@ -103,21 +103,40 @@ pub fn run_line(report: &RunReport) -> String {
     line
 }
 
-/// The failed expectations of a run and the examples of its non-zero anomaly counts, indented
-/// to sit under its line.
-pub fn run_details(report: &RunReport) -> String {
-    let mut text = String::new();
-    for failure in &report.failures {
-        let _ = writeln!(text, "    {failure}");
-    }
+/// Which examples are told with their story.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stories {
+    /// The first example of each count: the others mostly repeat it.
+    FirstOfEach,
+    /// Every example (`-v`).
+    Every,
+}
+
+/// The examples of a run's non-zero anomaly counts, each with its story's steps beneath.
+fn examples_text(text: &mut String, report: &RunReport, stories: Stories) {
     for &count in ANOMALIES {
         if report.counts().get(count) == 0 {
             continue;
         }
-        for example in report.verdict.examples_of(count) {
-            let _ = writeln!(text, "    {}: {example}", count_name(count));
+        for (i, example) in report.verdict.examples_of(count).enumerate() {
+            let _ = writeln!(text, "    {}: {}", count_name(count), example.text);
+            if i == 0 || stories == Stories::Every {
+                for step in &example.why {
+                    let _ = writeln!(text, "        {step}");
+                }
+            }
         }
     }
+}
+
+/// The failed expectations of a run and the examples of its non-zero anomaly counts, indented
+/// to sit under its line.
+pub fn run_details(report: &RunReport, stories: Stories) -> String {
+    let mut text = String::new();
+    for failure in &report.failures {
+        let _ = writeln!(text, "    {failure}");
+    }
+    examples_text(&mut text, report, stories);
     text
 }
 
@@ -199,14 +218,14 @@ pub fn runs_text(reports: &[RunReport]) -> String {
         if let [single] = runs.as_slice() {
             let _ = writeln!(text, "{}", run_line(single));
             if !single.pass() {
-                text.push_str(&run_details(single));
+                text.push_str(&run_details(single, Stories::Every));
             }
             continue;
         }
         text.push_str(&side_by_side(runs));
         for run in runs.iter().filter(|r| !r.pass()) {
             let _ = writeln!(text, "  {}:", run.variant);
-            text.push_str(&run_details(run));
+            text.push_str(&run_details(run, Stories::Every));
         }
         text.push('\n');
     }
@@ -336,11 +355,7 @@ impl Summary {
                 run.seed,
                 run.variant
             );
-            for &count in ANOMALIES {
-                for example in run.verdict.examples_of(count) {
-                    let _ = writeln!(text, "    {}: {example}", count_name(count));
-                }
-            }
+            examples_text(&mut text, run, Stories::FirstOfEach);
         }
         text
     }

@@ -34,6 +34,10 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
         .then(|| Example {
             count: Count::Lost,
             text: "producer-1:000417 acked at orders/0@812 (t=10.012s)".into(),
+            why: vec![
+                "t=10.010s broker-1 acknowledged orders/0@812..812".into(),
+                "t=10.500s fault: kill broker-1".into(),
+            ],
         })
         .into_iter()
         .collect();
@@ -366,9 +370,13 @@ fn the_summary_explains_each_variants_most_anomalous_run_with_its_examples() {
         "the most lost, the first such seed: {text}"
     );
     assert_eq!(
-        lines[1],
-        "    lost: producer-1:000417 acked at orders/0@812 (t=10.012s)"
+        lines[1..],
+        [
+            "    lost: producer-1:000417 acked at orders/0@812 (t=10.012s)",
+            "        t=10.010s broker-1 acknowledged orders/0@812..812",
+            "        t=10.500s fault: kill broker-1",
+        ],
+        "the example, its story beneath, and nothing to explain for acks-all: {text}"
     );
-    assert_eq!(lines.len(), 2, "nothing to explain for acks-all: {text}");
     assert!(Summary::of(&reports[3..]).explanations("x").is_empty());
 }

@@ -413,11 +413,7 @@ fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
 }
 
 fn show_acks(config: &ProducerConfig) -> String {
-    match config.acks {
-        Acks::None => "\"0\"".to_owned(),
-        Acks::Leader => "\"1\"".to_owned(),
-        Acks::All => "\"all\"".to_owned(),
-    }
+    format!("\"{}\"", config.acks)
 }
 
 pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {

@@ -9,7 +9,7 @@ use crate::client::budget::SendBudget;
 use crate::client::{self, ConsumerContext, ProducerContext};
 use crate::config::Bugs;
 use crate::controller::{self, ControllerContext, MetadataView};
-use crate::history::facts::Facts;
+use crate::history::facts::{Fact, Facts};
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, History};
 use crate::os::clock::SimTime;
@@ -204,7 +204,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
         let flag = add_broker(&mut world, settings, seed, n, &harness.facts);
         harness.shutdown.insert(n, flag);
     }
-    add_clients(&mut world, settings, seed, &history);
+    add_clients(&mut world, settings, seed, (&history, &harness.facts));
 
     let schedule = faults::schedule(
         &settings.faults,
@@ -227,7 +227,7 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     let end = SimTime::after_start(settings.duration);
     advance(&mut world, end, &harness.view, &mut timeline)?;
 
-    heal(&mut world);
+    heal(&mut world, &harness.facts);
     advance(
         &mut world,
         end + settings.heal,
@@ -382,7 +382,12 @@ fn add_broker(
     shutdown
 }
 
-fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &History) {
+fn add_clients(
+    world: &mut World<'_>,
+    settings: &Settings,
+    seed: u64,
+    (history, facts): (&History, &Facts),
+) {
     let workload = &settings.workload;
     let partitions = settings
         .cluster
@@ -402,6 +407,7 @@ fn add_clients(world: &mut World<'_>, settings: &Settings, seed: u64, history: &
             value_bytes: workload.value_bytes,
             brokers: settings.cluster.brokers,
             history: history.clone(),
+            facts: facts.clone(),
             budget: budget.clone(),
             stop_at: SimTime::after_start(settings.duration),
             seed: derive_seed(seed, &format!("producer-{n}")),
@@ -479,11 +485,14 @@ fn resolve(
 }
 
 fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, fault: &Fault) {
+    let facts = harness.facts.clone();
+    let mut struck = Vec::new();
     let mut hosts = |target: &Target| {
         let hosts = resolve(world, harness, settings, target);
         if hosts.is_empty() {
             tracing::info!(target = %target, "fault target resolves to no host now");
         }
+        struck.extend_from_slice(&hosts);
         hosts
     };
     match &fault.action {
@@ -537,6 +546,12 @@ fn apply(world: &mut World<'_>, harness: &mut Harness, settings: &Settings, faul
             },
         ),
     }
+    struck.sort_unstable();
+    struck.dedup();
+    facts.record(Fact::Fault {
+        what: fault.action.to_string(),
+        hosts: struck,
+    });
 }
 
 fn inject(world: &World<'_>, hosts: Vec<HostName>, fault: DiskFault) {
@@ -551,8 +566,12 @@ fn inject(world: &World<'_>, hosts: Vec<HostName>, fault: DiskFault) {
 }
 
 /// The heal phase: every fault lifted, every host up.
-fn heal(world: &mut World<'_>) {
+fn heal(world: &mut World<'_>, facts: &Facts) {
     tracing::info!("heal phase");
+    facts.record(Fact::Fault {
+        what: "heal phase: every fault lifted, every host up".to_string(),
+        hosts: world.stopped_hosts(),
+    });
     world.heal_network();
     for host in world.hosts().to_vec() {
         if let Some(disk) = world.disk(host) {
@@ -664,7 +683,7 @@ fn collect_final_state(
         .collect();
     FinalState {
         partitions,
-        facts: harness.facts.events(),
+        facts: harness.facts.take_events(),
     }
 }
 
@@ -688,12 +707,17 @@ fn replica_log(
     running: bool,
 ) -> ReplicaLog {
     let mut records = Vec::new();
+    let mut epochs: Vec<(Epoch, Offset)> = Vec::new();
     if let Some(disk) = disk {
-        let read = storage::log::visit_records(disk, tp, |offset, _, record| {
+        let read = storage::log::visit_records(disk, tp, |offset, epoch, record| {
+            if epochs.last().is_none_or(|&(last, _)| last != epoch) {
+                epochs.push((epoch, offset));
+            }
             records.push(ReadRecord::new(offset, record.value.unwrap_or_default()));
         });
         if read.is_err() {
             records.clear();
+            epochs.clear();
         }
     }
     records.shrink_to_fit();
@@ -706,5 +730,6 @@ fn replica_log(
             .last()
             .map_or(Default::default(), |r| r.offset.next()),
         records,
+        epochs,
     }
 }

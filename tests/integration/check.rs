@@ -6,11 +6,11 @@ mod build;
 use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder};
 use hightide::check::{check, evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
-use hightide::history::facts::{Fact, FactEvent};
+use hightide::history::facts::{ElectedFrom, Fact, FactEvent};
 use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId};
 use hightide::os::clock::SimTime;
-use hightide::types::{BrokerId, Offset, TopicPartition};
+use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -23,7 +23,10 @@ fn id(producer: u32, seq: u32) -> MessageId {
 }
 
 fn examples(verdict: &Verdict, count: Count) -> Vec<&str> {
-    verdict.examples_of(count).collect()
+    verdict
+        .examples_of(count)
+        .map(|e| e.text.as_str())
+        .collect()
 }
 
 #[test]
@@ -556,14 +559,18 @@ fn cluster_facts_are_counted_as_recorded() {
             20,
             Fact::Election {
                 tp: tp.clone(),
-                unclean: true,
+                leader: BrokerId(3),
+                epoch: Epoch(2),
+                from: ElectedFrom::OutOfSync,
             },
         ),
         fact(
             30,
             Fact::Election {
                 tp: tp.clone(),
-                unclean: false,
+                leader: BrokerId(1),
+                epoch: Epoch(3),
+                from: ElectedFrom::Isr,
             },
         ),
         fact(
@@ -571,7 +578,9 @@ fn cluster_facts_are_counted_as_recorded() {
             Fact::Truncation {
                 tp: tp.clone(),
                 broker: BrokerId(2),
-                records: 7,
+                from: Offset(17),
+                to: Offset(10),
+                rule: "leader-epoch".to_string(),
             },
         ),
         fact(
@@ -579,7 +588,9 @@ fn cluster_facts_are_counted_as_recorded() {
             Fact::Truncation {
                 tp: tp.clone(),
                 broker: BrokerId(3),
-                records: 5,
+                from: Offset(15),
+                to: Offset(10),
+                rule: "high-watermark".to_string(),
             },
         ),
         fact(
@@ -587,6 +598,7 @@ fn cluster_facts_are_counted_as_recorded() {
             Fact::Recovery {
                 tp: tp.clone(),
                 broker: BrokerId(2),
+                log_end_offset: Offset(9),
             },
         ),
         fact(70, Fact::IsrExpand { tp }),

@@ -5,6 +5,7 @@ use hightide::client::{
     final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, SendBudget,
 };
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::os::clock::SimTime;
 use hightide::protocol::frame::serve;
@@ -140,6 +141,7 @@ fn run(
         value_bytes: 32,
         brokers: 1,
         history: history.clone(),
+        facts: Facts::default(),
         budget: SendBudget::new(1, Some(messages)),
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
@@ -470,6 +472,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         value_bytes: 32,
         brokers: 2,
         history: history.clone(),
+        facts: Facts::default(),
         budget: SendBudget::new(1, Some(1)),
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         // The first metadata answer comes from broker-1 (seed % brokers + 1).
@@ -726,6 +729,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         value_bytes: 32,
         brokers: 1,
         history: history.clone(),
+        facts: Facts::default(),
         budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,

@@ -4,7 +4,7 @@
 use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId, Op};
 use hightide::os::clock::SimTime;
-use hightide::types::{BrokerId, Offset, TopicPartition};
+use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::time::Duration;
 
 /// A simulated time, in ms since the start of the run.
@@ -164,6 +164,7 @@ fn replica(broker: u32, in_isr: bool, records: Vec<ReadRecord>) -> ReplicaLog {
         log_start_offset: records.first().map(|r| r.offset).unwrap_or(Offset(0)),
         log_end_offset: records.last().map(|r| r.offset.next()).unwrap_or(Offset(0)),
         records,
+        epochs: vec![(Epoch(0), Offset(0))],
     }
 }
 

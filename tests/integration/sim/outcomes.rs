@@ -107,3 +107,46 @@ target = "crashed"
         outcome.sim_time
     );
 }
+
+/// The quickstart's acks=1 loss, told from what the cluster recorded: the leader's ack
+/// with its followers behind, the power loss that struck it, and an election of a leader
+/// whose log ended short of the write, in that order. Each step needs its fact recorded
+/// by a different program (broker, harness, controller), so a missing one fails here.
+#[test]
+fn a_lost_write_is_explained_from_the_ack_through_the_fault_to_the_election() {
+    use hightide::check::Count;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/quickstart.toml");
+    let scenario = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let variant = scenario
+        .variants
+        .iter()
+        .find(|v| v.name == "acks-1")
+        .expect("the acks-1 variant");
+    let outcome = runner::run(variant, 1, &RunOptions::default()).expect("run");
+    let example = outcome
+        .verdict
+        .examples_of(Count::Lost)
+        .next()
+        .expect("acks=1 loses writes on seed 1");
+    let step = |needle: &str| {
+        example
+            .why
+            .iter()
+            .position(|s| s.contains(needle))
+            .unwrap_or_else(|| panic!("no step with {needle:?} in {:#?}", example.why))
+    };
+    let ack = step("broker-1 acknowledged orders/0@");
+    let fault = step("fault: power-loss leader:orders/0, which struck broker-1");
+    let election = step("elected leader of orders/0");
+    assert!(ack < fault && fault < election, "{:#?}", example.why);
+    assert!(
+        example.why[ack].contains("(acks=1)"),
+        "{}",
+        example.why[ack]
+    );
+    assert!(
+        example.why[election].contains("short of @"),
+        "{}",
+        example.why[election]
+    );
+}
