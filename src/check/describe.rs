@@ -87,6 +87,22 @@ fn copy_written(
     chronicle.write_in(&partition.tp, log.epoch_at(offset)?, offset)
 }
 
+/// A send's retries and the appends of its copies in the final read: how one send came to
+/// be written several times, or at all when the client was told otherwise.
+fn resent_and_copied(
+    send: &Send,
+    index: &FinalIndex,
+    copies: &[Located],
+    chronicle: &Chronicle,
+) -> Vec<Step> {
+    let mut steps = send
+        .tp()
+        .map(|tp| chronicle.retries(send.id, tp))
+        .unwrap_or_default();
+    steps.extend(copy_steps(chronicle, index, copies));
+    steps
+}
+
 /// The appends of the final read's copies of a message.
 fn copy_steps(chronicle: &Chronicle, index: &FinalIndex, copies: &[Located]) -> Vec<Step> {
     copies
@@ -219,12 +235,7 @@ pub fn duplicate(
         copies.len(),
         locations(index, copies)
     );
-    let mut steps = send
-        .tp()
-        .map(|tp| chronicle.retries(send.id, tp))
-        .unwrap_or_default();
-    steps.extend(copy_steps(chronicle, index, copies));
-    told(text, steps)
+    told(text, resent_and_copied(send, index, copies, chronicle))
 }
 
 /// For failed and indeterminate sends: where it was sent, what the client was told, and
@@ -242,12 +253,7 @@ pub fn send_status(
         format!("in the final read at {}", locations(index, copies))
     };
     let text = format!("{}{to} {}; {delivery}", send.id, status(send));
-    let mut steps = send
-        .tp()
-        .map(|tp| chronicle.retries(send.id, tp))
-        .unwrap_or_default();
-    steps.extend(copy_steps(chronicle, index, copies));
-    told(text, steps)
+    told(text, resent_and_copied(send, index, copies, chronicle))
 }
 
 pub fn never_sent(index: &FinalIndex, located: &Located) -> String {

@@ -175,7 +175,6 @@ impl<'a> Chronicle<'a> {
         let mut short_leader = false;
         let mut recovered = BTreeSet::new();
         let mut truncated = BTreeSet::new();
-        let mut overwritten = false;
         let struck = |hosts: &[HostName]| match holder {
             Some((broker, _)) => hosts.contains(&HostName::Broker(broker.0)),
             None => true,
@@ -229,25 +228,14 @@ impl<'a> Chronicle<'a> {
                         "{broker} truncated {tp} from {from} to {to} ({rule}), removing @{offset}"
                     )));
                 }
-                Fact::Appended {
-                    tp: t,
-                    leader,
-                    epoch,
-                    first,
-                    last,
-                } if t == tp
-                    && !overwritten
-                    && (*first..=*last).contains(&offset)
-                    && holder.is_none_or(|(_, held_in)| held_in != *epoch) =>
-                {
-                    overwritten = true;
-                    steps.push(step(format!(
-                        "{leader} appended other records at {tp}@{offset} in epoch {epoch}"
-                    )));
-                }
                 _ => {}
             }
         }
+        let overwrite = self
+            .writes(tp, offset)
+            .find(|w| w.time >= since && holder.is_none_or(|(_, held_in)| held_in != w.epoch));
+        steps.extend(overwrite.map(|w| appended(w, tp, offset, "other records ")));
+        steps.sort_by_key(|s| s.time);
         steps
     }
 

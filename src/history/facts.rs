@@ -108,28 +108,6 @@ pub enum Fact {
     Fault { what: String, hosts: Vec<HostName> },
 }
 
-impl Fact {
-    /// The partition the fact is about, if it is about one.
-    pub fn tp(&self) -> Option<&TopicPartition> {
-        match self {
-            Fact::Election { tp, .. }
-            | Fact::NoLeader { tp }
-            | Fact::LeaderStarted { tp, .. }
-            | Fact::Appended { tp, .. }
-            | Fact::Acknowledged { tp, .. }
-            | Fact::IsrShrink { tp }
-            | Fact::IsrExpand { tp }
-            | Fact::Truncation { tp, .. }
-            | Fact::Recovery { tp, .. }
-            | Fact::LogMissing { tp, .. }
-            | Fact::FetchFailed { tp, .. }
-            | Fact::FetchResumed { tp, .. }
-            | Fact::Retried { tp, .. } => Some(tp),
-            Fact::Fault { .. } => None,
-        }
-    }
-}
-
 /// Where an election's leader came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
