@@ -377,8 +377,8 @@ fn election(
         }
     };
     let log = match start {
-        Some(leo) if leo <= offset => format!("; its log ended at {leo}, short of @{offset}"),
-        Some(leo) => format!("; its log ended at {leo}, past @{offset}"),
+        Some(leo) if leo <= offset => format!("; its LEO was {leo}: it lacked @{offset}"),
+        Some(leo) => format!("; its LEO was {leo}: it held @{offset}"),
         None => String::new(),
     };
     format!("{leader} elected leader of {tp} for epoch {epoch}, {how}{log}")
@@ -523,8 +523,8 @@ mod tests {
             texts(&steps),
             [
                 "fault: power-loss leader:orders/0, which struck broker-1",
-                "broker-2 elected leader of orders/0 for epoch 1, cleanly, from the ISR; its log ended at 9, past @5",
-                "broker-3 elected leader of orders/0 for epoch 2, uncleanly, from outside the ISR (unclean.leader.election.enable); its log ended at 4, short of @5",
+                "broker-2 elected leader of orders/0 for epoch 1, cleanly, from the ISR; its LEO was 9: it held @5",
+                "broker-3 elected leader of orders/0 for epoch 2, uncleanly, from outside the ISR (unclean.leader.election.enable); its LEO was 4: it lacked @5",
                 "broker-3 appended other records at orders/0@5 in epoch 2",
                 "broker-1 truncated orders/0 from 6 to 5 (leader-epoch), removing @5",
                 "broker-2 truncated orders/0 from 9 to 4 (leader-epoch), removing @5",

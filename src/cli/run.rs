@@ -23,6 +23,11 @@ pub struct RunArgs {
     /// Run only this variant.
     #[arg(long)]
     variant: Option<String>,
+    /// Override a setting over the file's top level and every variant, with a sweep's
+    /// dotted path: `producer.acks=all`, `broker.min.insync.replicas=2`,
+    /// `cluster.kafka=3.9`, `faults=NAME`, `duration=60s`. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
     /// One JSON object per seed and variant instead of text.
     #[arg(long)]
     json: bool,
@@ -54,13 +59,18 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    let scenario = match scenario::load(&args.file) {
+    let scenario = match scenario::Overrides::parse(&args.set)
+        .and_then(|overrides| scenario::load_with(&args.file, &overrides))
+    {
         Ok(s) => s,
         Err(error) => {
             eprintln!("{}", error.report());
             return EXIT_BAD_INPUT;
         }
     };
+    for warning in &scenario.warnings {
+        eprintln!("warning: {warning}");
+    }
     let seeds = match (&args.seed, &args.seeds) {
         (Some(seed), _) => vec![*seed],
         (None, Some(spec)) => match scenario::parse_seeds(spec) {
@@ -274,8 +284,16 @@ impl<'a> Printer<'a> {
             } else {
                 format!("{description}\n\n")
             };
+            let set = if args.set.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "Set on the command line, over every variant: {}\n",
+                    args.set.join(", ")
+                )
+            };
             super::out(&format!(
-                "{}\n{}\n\n{lesson}",
+                "{}\n{}\n{set}\n{lesson}",
                 scenario.name,
                 releases_line(scenario)
             ));
@@ -363,12 +381,10 @@ impl<'a> Printer<'a> {
                     self.summary.runs()
                 ));
             }
-            let hightide = replay_program();
+            let command = replay_command(self.args);
             if !self.args.quiet {
                 text.push_str(&self.summary.table());
-                let explained = self
-                    .summary
-                    .explanations(&format!("{hightide} run {}", self.args.file.display()));
+                let explained = self.summary.explanations(&command);
                 if !explained.is_empty() {
                     text.push_str("\nThe run of each variant with the most to explain:\n");
                     text.push_str(&explained);
@@ -376,10 +392,9 @@ impl<'a> Printer<'a> {
                 text.push('\n');
             }
             text.push_str(&self.summary.verdict());
-            let file = self.args.file.display();
             for (seed, variant) in self.failed.iter().take(REPLAY_LINES) {
                 text.push_str(&format!(
-                    "replay seed {seed} of {variant}: {hightide} run {file} --seed {seed} --variant {variant}\n"
+                    "replay seed {seed} of {variant}: {command} --seed {seed} --variant {variant}\n"
                 ));
             }
             if self.failed.len() > REPLAY_LINES {
@@ -400,6 +415,30 @@ impl<'a> Printer<'a> {
     }
 }
 
+/// The command that runs this scenario again with the same settings: the program, the
+/// file and every `--set`, quoted for a shell where needed.
+fn replay_command(args: &RunArgs) -> String {
+    let mut command = format!(
+        "{} run {}",
+        replay_program(),
+        shell_word(&args.file.display().to_string())
+    );
+    for set in &args.set {
+        command.push_str(&format!(" --set {}", shell_word(set)));
+    }
+    command
+}
+
+/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 /// How to start hightide again the way it was started: through cargo when cargo ran it
 /// (cargo sets `CARGO` for what it runs), else the program as invoked.
 fn replay_program() -> String {
@@ -413,5 +452,25 @@ fn replay_program() -> String {
         "cargo run --release --".to_string()
     } else {
         "cargo run --".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_word;
+
+    #[test]
+    fn replay_words_survive_a_shell() {
+        assert_eq!(shell_word("producer.acks=all"), "producer.acks=all");
+        assert_eq!(
+            shell_word("scenarios/quick start.toml"),
+            "'scenarios/quick start.toml'"
+        );
+        assert_eq!(
+            shell_word("workload.topic=\"a b\""),
+            "'workload.topic=\"a b\"'"
+        );
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
     }
 }

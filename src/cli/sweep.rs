@@ -23,6 +23,11 @@ pub struct SweepArgs {
     /// Simulations to run at once (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Override a setting of the base scenario that the matrix does not vary (as in
+    /// `hightide run`): `duration=10s`, `producer.linger.ms=5`. Repeatable; the report
+    /// says what was set.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    set: Vec<String>,
 }
 
 /// A variant's settings from its generated name (`producer.acks=all faults=leader-kill`),
@@ -43,7 +48,9 @@ fn settings(variant: &str) -> Vec<(String, String)> {
 }
 
 pub fn run(args: SweepArgs) -> i32 {
-    let sweep = match scenario::load_sweep(&args.file) {
+    let sweep = match scenario::Overrides::parse(&args.set)
+        .and_then(|overrides| scenario::load_sweep(&args.file, &overrides))
+    {
         Ok(sweep) => sweep,
         Err(error) => {
             eprintln!("{}", error.report());
@@ -132,7 +139,7 @@ pub fn run(args: SweepArgs) -> i32 {
         );
         return EXIT_INTERRUPTED;
     }
-    if let Err(error) = write_report(&args.out, &sweep.name, &rows) {
+    if let Err(error) = write_report(&args.out, &sweep.name, &rows, &args.set) {
         eprintln!(
             "error: writing the report to {}: {error}",
             args.out.display()
@@ -144,11 +151,11 @@ pub fn run(args: SweepArgs) -> i32 {
     EXIT_OK
 }
 
-fn write_report(out: &Path, name: &str, rows: &[SweepRow]) -> std::io::Result<()> {
+fn write_report(out: &Path, name: &str, rows: &[SweepRow], set: &[String]) -> std::io::Result<()> {
     std::fs::create_dir_all(out)?;
     std::fs::write(
         out.join(format!("{name}.md")),
-        report::sweep_markdown(name, rows),
+        report::sweep_markdown(name, rows, set),
     )?;
     for (file, svg) in report::sweep_charts(name, rows) {
         std::fs::write(out.join(file), svg)?;

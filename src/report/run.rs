@@ -457,6 +457,17 @@ impl Summary {
                 "PASS: every expectation holds ({})",
                 runs(self.runs())
             );
+        } else if failed_runs == 0 {
+            // Every run passed its own expectations; what failed is a claim over the seeds.
+            let _ = writeln!(
+                text,
+                "FAIL: {} over the seeds not met (each of the {} met its own)",
+                match some.len() {
+                    1 => "1 expectation".to_owned(),
+                    n => format!("{n} expectations"),
+                },
+                runs(self.runs())
+            );
         } else {
             let _ = writeln!(
                 text,

@@ -197,9 +197,20 @@ pub fn chart_file_names(name: &str) -> [String; 2] {
     [format!("{name}-lost.svg"), format!("{name}-latency.svg")]
 }
 
-/// `reports/<name>.md`: the paragraph, the table, the charts, and how to read them.
-pub fn sweep_markdown(name: &str, rows: &[SweepRow]) -> String {
-    let mut md = format!("# Sweep: {name}\n\n{}\n\n", explain(rows));
+/// `reports/<name>.md`: the paragraph, the table, the charts, and how to read them;
+/// `set` is what the command line's `--set` changed of the base, said first so that the
+/// report is not taken for the file's.
+pub fn sweep_markdown(name: &str, rows: &[SweepRow], set: &[String]) -> String {
+    let mut md = format!("# Sweep: {name}\n\n");
+    if !set.is_empty() {
+        let set: Vec<String> = set.iter().map(|s| format!("`{s}`")).collect();
+        let _ = writeln!(
+            md,
+            "Run with settings from the command line over the base scenario: {}.\n",
+            set.join(", ")
+        );
+    }
+    let _ = write!(md, "{}\n\n", explain(rows));
     let keys = setting_keys(rows);
     let mut header = String::from("|");
     let mut rule = String::from("|");

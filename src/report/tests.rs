@@ -160,6 +160,20 @@ fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
 }
 
 #[test]
+fn a_claim_over_the_seeds_that_fails_is_not_called_a_failed_run() {
+    let reports = [run("acks-1", 1, 0, 9), run("acks-1", 2, 0, 9)];
+    let verdict = Summary::of(&reports).verdict();
+    let lines: Vec<&str> = verdict.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "FAIL acks-1: expected lost > 0 in at least one seed, got 0 in all 2 seeds",
+            "FAIL: 1 expectation over the seeds not met (each of the 2 runs met its own)",
+        ]
+    );
+}
+
+#[test]
 fn the_json_of_a_run_carries_counts_latency_and_a_hex_trace_hash() {
     let json = run_json(&run("acks-all", 17, 3, 20));
     assert_eq!(json["scenario"], "leader-failure");
@@ -225,7 +239,7 @@ fn a_sweep_row_accumulates_its_runs() {
 
 #[test]
 fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
-    let md = sweep_markdown("durability", &matrix());
+    let md = sweep_markdown("durability", &matrix(), &[]);
     assert!(md.starts_with("# Sweep: durability\n\n5 configurations, 10 runs in all. 3 of 4 configurations lost acknowledged messages; 1 lost none."), "{md}");
     assert!(md.contains("Every configuration with acks=all and min.insync.replicas=2 kept every acknowledged message."), "{md}");
     assert!(md.contains("The worst was acks=1, min.insync.replicas=1, faults=leader-kill: 6 acknowledged messages lost in one run, with loss in 1 of 2 runs."), "{md}");
@@ -255,7 +269,7 @@ fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
 
 #[test]
 fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
-    let md = sweep_markdown("durability", &matrix());
+    let md = sweep_markdown("durability", &matrix(), &[]);
     assert!(
         md.contains("Every send had its outcome before the final read began."),
         "{md}"
@@ -263,7 +277,7 @@ fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
     assert!(!md.contains("| unresolved |"), "{md}");
     let mut rows = matrix();
     rows[2].unresolved = 7;
-    let md = sweep_markdown("durability", &rows);
+    let md = sweep_markdown("durability", &rows, &[]);
     assert!(md.contains("7 sends in 1 configuration were still unresolved when the final read began (the unresolved column)"), "{md}");
     assert!(md.contains(" ack p99 ms | unresolved |"), "{md}");
     assert!(
@@ -278,7 +292,7 @@ fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
 
 #[test]
 fn a_sweep_without_loss_says_so() {
-    let md = sweep_markdown("safe", &[row("all", "2", &[0, 0], 20)]);
+    let md = sweep_markdown("safe", &[row("all", "2", &[0, 0], 20)], &[]);
     assert!(md.contains("1 configuration, 2 runs in all. No configuration lost an acknowledged message. No configuration produced duplicates."), "{md}");
 }
 
@@ -329,7 +343,7 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
         release_row("4.1", "1", &[4, 0]),
         release_row("4.1", "all", &[0, 0]),
     ];
-    let md = sweep_markdown("releases", &rows);
+    let md = sweep_markdown("releases", &rows, &[]);
     assert!(
         md.contains(
             "From Kafka 3.6 to 3.9 (KAFKA-15583; KAFKA-12670), no configuration lost a different \
@@ -350,7 +364,7 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
         "{md}"
     );
     let one_release: Vec<SweepRow> = rows.into_iter().take(2).collect();
-    assert!(!sweep_markdown("one", &one_release).contains("From Kafka"));
+    assert!(!sweep_markdown("one", &one_release, &[]).contains("From Kafka"));
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod parse;
 mod values;
 
 pub use keys::config_reference;
+pub use parse::Overrides;
 pub use values::{format_duration, parse_duration, parse_seeds};
 
 use model::Scenario;
@@ -24,9 +25,25 @@ pub struct ScenarioError {
     pub message: String,
     /// The text of that line, for [`ScenarioError::excerpt`].
     pub line_text: Option<String>,
+    /// The `--set` argument the error is about, when it is about one and not the file;
+    /// `location` is then the column within `--set ARGUMENT`.
+    pub argument: Option<String>,
 }
 
 impl ScenarioError {
+    /// An error about a `--set` argument: where it falls (the argument and the column in
+    /// `--set ARGUMENT`), if known.
+    pub(crate) fn argument(place: Option<(String, usize)>, message: String) -> ScenarioError {
+        let (argument, column) = place.unzip();
+        ScenarioError {
+            path: PathBuf::new(),
+            location: column.map(|column| (1, column)),
+            line_text: argument.as_ref().map(|a| format!("--set {a}")),
+            message,
+            argument,
+        }
+    }
+
     /// The offending line with a caret under the column, as compilers show it:
     /// ```text
     ///    4 | kafka = "2.9"
@@ -34,7 +51,11 @@ impl ScenarioError {
     /// ```
     pub fn excerpt(&self) -> Option<String> {
         let ((line, column), text) = (self.location?, self.line_text.as_deref()?);
-        let number = line.to_string();
+        // An argument has no line number: only the gutter.
+        let number = match self.argument {
+            Some(_) => " ".to_owned(),
+            None => line.to_string(),
+        };
         let gutter = " ".repeat(number.len());
         // Tabs keep their width, so the caret stays under the column.
         let pad: String = text
@@ -56,6 +77,9 @@ impl ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(argument) = &self.argument {
+            return write!(f, "--set {argument}: {}", self.message);
+        }
         match self.location {
             Some((line, column)) => {
                 write!(
@@ -74,12 +98,26 @@ impl std::error::Error for ScenarioError {}
 
 /// Read and parse a scenario file.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-    parse(&read_text(path)?, path)
+    load_with(path, &Overrides::default())
+}
+
+/// Read and parse a scenario file, with `--set` overrides applied over it.
+pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Scenario, ScenarioError> {
+    parse_with(&read_text(path)?, path, overrides)
 }
 
 /// Parse scenario text; `path` names the file in errors and gives the default name.
 pub fn parse(text: &str, path: &Path) -> Result<Scenario, ScenarioError> {
-    parse::scenario(text, path).map_err(|e| locate(e, text, path))
+    parse_with(text, path, &Overrides::default())
+}
+
+/// Parse scenario text with `--set` overrides applied over it.
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    overrides: &Overrides,
+) -> Result<Scenario, ScenarioError> {
+    parse::scenario(text, path, overrides).map_err(|e| locate(e, text, path, overrides))
 }
 
 /// A sweep (`hightide sweep MATRIX.toml`): the base scenario, its variants replaced by
@@ -91,16 +129,20 @@ pub struct Sweep {
     pub scenario: Scenario,
 }
 
-/// Read a sweep matrix and its base scenario (`base` is relative to the matrix file).
-pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
+/// Read a sweep matrix and its base scenario (`base` is relative to the matrix file),
+/// with `--set` overrides applied over the base; an override may not set a varied path.
+pub fn load_sweep(path: &Path, overrides: &Overrides) -> Result<Sweep, ScenarioError> {
     let text = read_text(path)?;
-    let matrix = parse::matrix(&text).map_err(|e| locate(e, &text, path))?;
+    let in_matrix = |e| locate(e, &text, path, overrides);
+    let matrix = parse::matrix(&text).map_err(in_matrix)?;
+    overrides
+        .check_not_varied(matrix.varied())
+        .map_err(in_matrix)?;
     let base_path = path.parent().unwrap_or(Path::new("")).join(&matrix.base);
     let base_text = read_text(&base_path)?;
-    let (base, mut scenario) =
-        parse::sweep_base(&base_text, &base_path).map_err(|e| locate(e, &base_text, &base_path))?;
-    scenario.variants =
-        parse::sweep_variants(&base, &matrix).map_err(|e| locate(e, &text, path))?;
+    let (base, mut scenario) = parse::sweep_base(&base_text, &base_path, overrides)
+        .map_err(|e| locate(e, &base_text, &base_path, overrides))?;
+    scenario.variants = parse::sweep_variants(&base, &matrix).map_err(in_matrix)?;
     if let Some(seeds) = matrix.seeds {
         scenario.test_seeds.clone_from(&seeds);
         scenario.seeds = seeds;
@@ -112,13 +154,23 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, ScenarioError> {
     })
 }
 
-fn locate(error: Error, text: &str, path: &Path) -> ScenarioError {
+/// Tie an error to the place it is about: a line and column of the file, or a `--set`
+/// argument (whose spans lie past [`parse::ARGUMENTS`]).
+fn locate(error: Error, text: &str, path: &Path, overrides: &Overrides) -> ScenarioError {
+    if error
+        .span
+        .as_ref()
+        .is_some_and(|span| span.start >= parse::ARGUMENTS)
+    {
+        return overrides.locate(error);
+    }
     let location = error.span.map(|span| node::line_col(text, span.start));
     ScenarioError {
         path: path.to_owned(),
         line_text: location.and_then(|(line, _)| text.lines().nth(line - 1).map(str::to_owned)),
         location,
         message: error.message,
+        argument: None,
     }
 }
 
@@ -129,6 +181,7 @@ fn read_text(path: &Path) -> Result<String, ScenarioError> {
         location: None,
         message: format!("cannot read the file: {e}"),
         line_text: None,
+        argument: None,
     })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
@@ -140,6 +193,7 @@ fn read_text(path: &Path) -> Result<String, ScenarioError> {
             location: Some(node::line_col(&before, valid)),
             message: format!("not a UTF-8 text file: invalid byte 0x{byte:02x}"),
             line_text: None,
+            argument: None,
         }
     })
 }
@@ -231,6 +285,7 @@ mod tests {
             location: Some((3, 7)),
             message: "boom".into(),
             line_text: Some("acks = 2".into()),
+            argument: None,
         };
         assert_eq!(error.to_string(), "scenarios/x.toml:3:7: boom");
         assert_eq!(

@@ -21,6 +21,8 @@ pub struct Scenario {
     pub test_seeds: Vec<u64>,
     /// At least one; a scenario without `[variants]` has one, named after the file.
     pub variants: Vec<Variant>,
+    /// What loading it warns of: each `--set` that replaces a variant's own setting.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Debug)]

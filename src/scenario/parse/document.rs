@@ -2,6 +2,7 @@
 //! (`resolve`) for the top-level settings and for each variant.
 
 use super::faults::check_faults;
+use super::overrides::Overrides;
 use super::resolve::{resolve, resolve_variants};
 use super::top::{read_document, Doc};
 use crate::scenario::model::{Scenario, Settings, Variant};
@@ -9,8 +10,8 @@ use crate::scenario::node;
 use crate::scenario::Error;
 use std::path::Path;
 
-pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
-    let (doc, base) = document(text)?;
+pub(crate) fn scenario(text: &str, path: &Path, overrides: &Overrides) -> Result<Scenario, Error> {
+    let (doc, base) = document(text, overrides)?;
     let stem = file_stem(path);
     let variants = if doc.variants.is_empty() {
         vec![Variant::new(
@@ -29,6 +30,7 @@ pub(crate) fn scenario(text: &str, path: &Path) -> Result<Scenario, Error> {
         seeds: doc.seeds(),
         test_seeds: doc.test_seeds(),
         variants,
+        warnings: overrides.replaced(&doc.variants),
     })
 }
 
@@ -39,9 +41,9 @@ pub(super) fn file_stem(path: &Path) -> String {
         .unwrap_or_else(|| "scenario".to_owned())
 }
 
-/// Read a scenario file and resolve its top-level settings (no variant applied), which
-/// also checks every fault set.
-pub(super) fn document(text: &str) -> Result<(Doc, Settings), Error> {
+/// Read a scenario file, put `--set`'s overrides in, and resolve its top-level settings
+/// (no variant applied), which also checks every fault set.
+pub(super) fn document(text: &str, overrides: &Overrides) -> Result<(Doc, Settings), Error> {
     if text.trim().is_empty() {
         return Err(Error::nowhere(
             "the file is empty: a scenario needs at least `duration` and [cluster]".to_owned(),
@@ -54,7 +56,8 @@ pub(super) fn document(text: &str) -> Result<(Doc, Settings), Error> {
                 .to_owned(),
         ));
     }
-    let doc = read_document(&root)?;
+    let mut doc = read_document(&root)?;
+    overrides.apply(&mut doc)?;
     let base = resolve(&doc, &[], None, doc.faults.as_ref())?;
     // Every fault set must be valid, used by a variant here or not: a sweep may pick it.
     for faults in doc.fault_sets.values() {

@@ -9,7 +9,8 @@
 //!
 //! `document` runs both passes over a whole file. One submodule per part of the file:
 //! `top` the top level, `sections` the configuration sections, `cluster`, `faults` (with
-//! `targets`), `nemesis`, `expect`, `variants`; `sweep` reads a sweep matrix. No two of
+//! `targets`), `nemesis`, `expect`, `variants`; `sweep` reads a sweep matrix, `overrides`
+//! the command line's `--set`. No two of
 //! them import each other.
 
 mod cluster;
@@ -17,6 +18,7 @@ mod document;
 mod expect;
 mod faults;
 mod nemesis;
+mod overrides;
 mod resolve;
 mod sections;
 mod sweep;
@@ -25,6 +27,8 @@ mod top;
 mod variants;
 
 pub(crate) use document::scenario;
+pub use overrides::Overrides;
+pub(crate) use overrides::ARGUMENTS;
 pub(crate) use sweep::{matrix, sweep_base, sweep_variants};
 
 use super::keys;

@@ -34,14 +34,16 @@ pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Var
     Ok(variants)
 }
 
-/// One variant's settings: the release's defaults (the variant's release, else the
-/// file's), then the top-level assignments, then the variant's.
+/// One variant's settings: the release's defaults (`--set`'s release, else the variant's,
+/// else the file's), then the top-level assignments, then the variant's, then `--set`'s.
 pub(super) fn resolve(
     doc: &Doc,
     variant: &[Assign],
     kafka: Option<Release>,
     faults: Option<&FaultChoice>,
 ) -> Result<Settings, Error> {
+    let kafka = doc.set.kafka.or(kafka);
+    let faults = doc.set.faults.as_ref().or(faults);
     let (duration, _) = doc
         .duration
         .clone()
@@ -71,7 +73,7 @@ pub(super) fn resolve(
     };
     // The value span of every key set explicitly (the last setting wins).
     let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
-    for assign in doc.assigns.iter().chain(variant) {
+    for assign in doc.assigns.iter().chain(variant).chain(&doc.set.assigns) {
         if let Some((added, source)) = release.lacks_key(assign.sec.name(), &assign.key) {
             return Err(Error::at(
                 &assign.value.span,

@@ -4,6 +4,7 @@
 use super::cluster::read_release;
 use super::document::{document, file_stem};
 use super::faults::FaultChoice;
+use super::overrides::Overrides;
 use super::resolve::resolve_variants;
 use super::sections::{config_entries, Assign, Sec};
 use super::top::{read_seeds, Doc};
@@ -91,12 +92,23 @@ pub(crate) fn matrix(text: &str) -> Result<Matrix, Error> {
     })
 }
 
+impl Matrix {
+    /// The paths `[vary]` varies.
+    pub(crate) fn varied(&self) -> impl Iterator<Item = &str> + Clone {
+        self.vary.iter().map(|(path, _)| path.as_str())
+    }
+}
+
 /// A sweep's base scenario, read and checked.
 pub(crate) struct Base(Doc);
 
 /// Parse the base scenario of a sweep: errors here are about the base file.
-pub(crate) fn sweep_base(text: &str, path: &Path) -> Result<(Base, Scenario), Error> {
-    let (doc, settings) = document(text)?;
+pub(crate) fn sweep_base(
+    text: &str,
+    path: &Path,
+    overrides: &Overrides,
+) -> Result<(Base, Scenario), Error> {
+    let (doc, settings) = document(text, overrides)?;
     let scenario = Scenario {
         name: doc.name.clone().unwrap_or_else(|| file_stem(path)),
         description: doc.description.clone(),
@@ -109,6 +121,7 @@ pub(crate) fn sweep_base(text: &str, path: &Path) -> Result<(Base, Scenario), Er
             doc.expect.clone(),
             doc.expect_some.clone(),
         )],
+        warnings: Vec::new(),
     };
     Ok((Base(doc), scenario))
 }

@@ -9,6 +9,7 @@ use super::sections::{read_section, Assign, Sec};
 use super::variants::{read_variants, RawVariant};
 use super::{keys, table};
 use crate::check::Expectation;
+use crate::config::Release;
 use crate::scenario::model::{Cluster, Nemesis};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::{check_seed_list, parse_seeds, seed_count};
@@ -57,6 +58,8 @@ pub(super) struct Doc {
     pub(super) expect: Vec<Expectation>,
     pub(super) expect_some: Vec<Expectation>,
     pub(super) variants: Vec<RawVariant>,
+    /// What the command line's `--set` sets, over the top level and every variant.
+    pub(super) set: Set,
 }
 
 pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
@@ -70,16 +73,7 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
             "test_seeds" => {
                 doc.test_seeds = Some((read_seeds("test_seeds", value)?, value.span.clone()));
             }
-            "duration" => {
-                let duration = keys::duration("duration", value)?;
-                if duration.is_zero() {
-                    return Err(Error::at(
-                        &value.span,
-                        "`duration` must be longer than 0s".to_owned(),
-                    ));
-                }
-                doc.duration = Some((duration, value.span.clone()));
-            }
+            "duration" => doc.duration = Some(read_duration(value)?),
             "heal" => doc.heal = Some(keys::duration("heal", value)?),
             "cluster" => doc.cluster = Some(read_cluster(entry)?),
             "faults" => doc.faults = Some(read_fault_choice(value)?),
@@ -117,6 +111,26 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
         }
     }
     Ok(doc)
+}
+
+/// What `--set` sets in a document, kept for `resolve` to apply after each variant's own.
+#[derive(Default)]
+pub(super) struct Set {
+    pub(super) assigns: Vec<Assign>,
+    pub(super) kafka: Option<Release>,
+    pub(super) faults: Option<FaultChoice>,
+}
+
+/// `duration`, with where it is given.
+pub(super) fn read_duration(value: &Node) -> Result<(Duration, Range<usize>), Error> {
+    let duration = keys::duration("duration", value)?;
+    if duration.is_zero() {
+        return Err(Error::at(
+            &value.span,
+            "`duration` must be longer than 0s".to_owned(),
+        ));
+    }
+    Ok((duration, value.span.clone()))
 }
 
 impl Doc {

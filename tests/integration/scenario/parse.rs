@@ -6,7 +6,9 @@ use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
 use hightide::scenario::model::{FaultAction, NemesisAction, Scenario, Target};
-use hightide::scenario::{config_reference, load, parse, parse_seeds, ScenarioError};
+use hightide::scenario::{
+    config_reference, load, parse, parse_seeds, parse_with, Overrides, ScenarioError,
+};
 use hightide::types::{HostName, TopicPartition};
 use proptest::prelude::*;
 use std::path::Path;
@@ -965,6 +967,65 @@ network.latency = { min = "0ms", max = "20ms" }
     assert_eq!(s.network.latency_max, Duration::from_millis(20));
 }
 
+fn with_set(text: &str, args: &[&str]) -> Result<Scenario, ScenarioError> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    parse_with(text, Path::new("s.toml"), &Overrides::parse(&args)?)
+}
+
+#[test]
+fn set_on_the_command_line_wins_over_the_top_level_and_every_variant() {
+    let text = format!(
+        "{MINIMAL}[producer]\nacks = \"0\"\n[variants.one]\n\"producer.acks\" = \"1\"\n[variants.other]\n\"producer.linger.ms\" = 7\n"
+    );
+    let scenario = with_set(
+        &text,
+        &[
+            "producer.acks=all",
+            "broker.min.insync.replicas = 2",
+            "cluster.kafka=3.9",
+            "duration=10s",
+        ],
+    )
+    .unwrap();
+    for variant in &scenario.variants {
+        let s = &variant.settings;
+        assert_eq!(s.producer.acks, Acks::All, "{}", variant.name);
+        assert_eq!(s.broker.min_insync_replicas, 2);
+        assert_eq!(s.cluster.kafka.to_string(), "3.9");
+        assert_eq!(s.duration, Duration::from_secs(10));
+    }
+    assert_eq!(
+        scenario.variants[1].settings.producer.linger_ms,
+        Duration::from_millis(7),
+        "the rest of a variant stands"
+    );
+    assert_eq!(
+        scenario.warnings,
+        ["--set producer.acks replaces what variant one sets"],
+        "only a variant's own setting is worth a warning"
+    );
+    assert!(ok(&text).warnings.is_empty());
+}
+
+#[test]
+fn an_error_found_late_still_points_at_the_set_argument() {
+    let text = format!("{MINIMAL}[producer]\n\"enable.idempotence\" = true\n");
+    let e = with_set(&text, &["producer.retries=3", "producer.acks=1"]).unwrap_err();
+    assert_eq!(
+        e.report(),
+        "error: --set producer.acks=1: `enable.idempotence` = true needs `acks` = \"all\" (Kafka rejects this producer configuration)\n  | --set producer.acks=1\n  |                     ^"
+    );
+    // An error in the file still points into the file.
+    let e = with_set(
+        &format!("{MINIMAL}[[faults]]\nat = \"20s\"\naction = \"heal\"\n"),
+        &["duration=10s"],
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("s.toml:6:6: "), "{e}");
+    let e = with_set(MINIMAL, &["faults=[]"]).unwrap_err();
+    assert!(e.to_string().starts_with("--set faults=[]: "), "{e}");
+}
+
 #[test]
 fn sweeps_cross_the_vary_paths_over_the_base() {
     let dir = std::env::temp_dir().join(format!("hightide-sweep-{}", std::process::id()));
@@ -984,7 +1045,7 @@ seeds = 4
 "#;
     let matrix_path = dir.join("sweeps/durability.toml");
     std::fs::write(&matrix_path, matrix).unwrap();
-    let sweep = hightide::scenario::load_sweep(&matrix_path).unwrap();
+    let sweep = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap();
     assert_eq!(sweep.name, "durability");
     assert_eq!(sweep.scenario.seeds, vec![1, 2, 3, 4]);
     let variants = &sweep.scenario.variants;
@@ -1007,7 +1068,7 @@ seeds = 4
 
     // A bad value points into the matrix; a bad base points into the base.
     std::fs::write(&matrix_path, matrix.replace("[1, 2]", "[1, 0]")).unwrap();
-    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
     assert!(
         e.to_string().ends_with(
             "durability.toml:6:36: `min.insync.replicas` must be from 1 to 2147483647, found 0"
@@ -1015,18 +1076,34 @@ seeds = 4
         "{e}"
     );
     std::fs::write(&matrix_path, matrix.replace("\"calm\"", "\"calmm\"")).unwrap();
-    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
     assert!(
         e.to_string()
             .ends_with("durability.toml:7:28: unknown fault set `calmm`; did you mean `calm`?"),
         "{e}"
+    );
+    // `--set` changes the base under every configuration, but not a path the sweep varies.
+    std::fs::write(&matrix_path, matrix).unwrap();
+    let set = |args: &[&str]| {
+        Overrides::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap()
+    };
+    let sweep = hightide::scenario::load_sweep(&matrix_path, &set(&["duration=5s"])).unwrap();
+    assert!(sweep
+        .scenario
+        .variants
+        .iter()
+        .all(|v| v.settings.duration == Duration::from_secs(5)));
+    let e = hightide::scenario::load_sweep(&matrix_path, &set(&["producer.acks=1"])).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "--set producer.acks=1: the sweep varies `producer.acks`: set it in [vary] or on the command line, not both"
     );
     std::fs::write(
         &matrix_path,
         matrix.replace("\"producer.acks\"", "\"producer.ack\""),
     )
     .unwrap();
-    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
     assert!(e.to_string().ends_with("durability.toml:5:1: unknown key `producer.ack` in [vary]; did you mean `producer.acks`?"), "{e}");
     std::fs::write(
         dir.join("scenarios/leader-failure.toml"),
@@ -1034,7 +1111,7 @@ seeds = 4
     )
     .unwrap();
     std::fs::write(&matrix_path, matrix).unwrap();
-    let e = hightide::scenario::load_sweep(&matrix_path).unwrap_err();
+    let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
     assert!(
         e.to_string()
             .ends_with("leader-failure.toml: missing [cluster] (brokers and topics)"),

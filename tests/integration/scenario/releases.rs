@@ -174,7 +174,7 @@ fn variants_and_sweeps_vary_the_release() {
         "name = \"m\"\nbase = \"base.toml\"\n[vary]\n\"cluster.kafka\" = [\"0.10\", \"2.8\"]\n\"producer.acks\" = [\"1\"]\n",
     )
     .expect("matrix");
-    let sweep = load_sweep(&matrix).expect("sweep");
+    let sweep = load_sweep(&matrix, &Default::default()).expect("sweep");
     let variants: Vec<(String, Release)> = sweep
         .scenario
         .variants

@@ -145,7 +145,7 @@ fn a_lost_write_is_explained_from_the_ack_through_the_fault_to_the_election() {
         example.why[ack]
     );
     assert!(
-        example.why[election].contains("short of @"),
+        example.why[election].contains(": it lacked @"),
         "{}",
         example.why[election]
     );
