@@ -160,6 +160,31 @@ fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
 }
 
 #[test]
+fn the_first_example_of_a_count_tells_its_story_and_every_example_does_on_request() {
+    let mut report = run("acks-1", 3, 2, 9);
+    let mut second = report.verdict.examples[0].clone();
+    second.text = "producer-1:000418 acked at orders/0@813 (t=10.013s)".into();
+    second.why = vec!["t=10.011s broker-1 acknowledged orders/0@813..813".into()];
+    report.verdict.examples.push(second);
+    let first = run_details(&report, Stories::FirstOfEach);
+    assert_eq!(
+        first.lines().collect::<Vec<_>>(),
+        [
+            "    lost: producer-1:000417 acked at orders/0@812 (t=10.012s)",
+            "        t=10.010s broker-1 acknowledged orders/0@812..812",
+            "        t=10.500s fault: kill broker-1",
+            "    lost: producer-1:000418 acked at orders/0@813 (t=10.013s)",
+        ]
+    );
+    let every = run_details(&report, Stories::Every);
+    assert_eq!(
+        every.lines().last(),
+        Some("        t=10.011s broker-1 acknowledged orders/0@813..813")
+    );
+    assert_eq!(every.lines().count(), first.lines().count() + 1);
+}
+
+#[test]
 fn a_claim_over_the_seeds_that_fails_is_not_called_a_failed_run() {
     let reports = [run("acks-1", 1, 0, 9), run("acks-1", 2, 0, 9)];
     let verdict = Summary::of(&reports).verdict();
