@@ -860,7 +860,13 @@ mod tests {
         )
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(1));
-        let truncations: Vec<Fact> = p.facts.take_events().into_iter().map(|e| e.fact).collect();
+        let truncations: Vec<Fact> = p
+            .facts
+            .take()
+            .events()
+            .iter()
+            .map(|e| e.fact.clone())
+            .collect();
         assert_eq!(
             truncations,
             [Fact::Truncation {

@@ -151,7 +151,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     counts.out_of_order = reorder.out_of_order();
     check_reads(history, (&index, &chronicle), &mut counts, &mut examples);
     check_partitions(final_state, &chronicle, &mut counts, &mut examples);
-    count_facts(&final_state.facts, &mut counts);
+    count_facts(final_state.facts.events(), &mut counts);
 
     let lost_acked_at = lost
         .iter()
@@ -324,7 +324,7 @@ fn check_partitions(
         if !out.is_empty() {
             counts.under_replicated += 1;
             examples.add(Count::UnderReplicated, || {
-                describe::under_replicated(partition, &out, &final_state.facts)
+                describe::under_replicated(partition, &out, final_state.facts.events())
             });
         }
         if let Some(divergence) = replicas::divergence(partition) {

@@ -6,7 +6,7 @@
 //! Only recorded facts are used, never a program's memory, and a step is told only when
 //! a fact shows it: where the facts are silent, the story is shorter, not guessed.
 
-use crate::history::facts::{ElectedFrom, Fact, FactEvent};
+use crate::history::facts::{ElectedFrom, Fact, FactEvent, FactLog};
 use crate::history::MessageId;
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
@@ -75,12 +75,17 @@ pub struct Append {
 /// The run's facts, read for explanations. Each question is one pass over them: a run
 /// explains a handful of examples, so an index would cost more than it saves.
 pub struct Chronicle<'a> {
+    log: &'a FactLog,
+    /// Every fact but the appends and acknowledgements, which `log` keeps apart.
     facts: &'a [FactEvent],
 }
 
 impl<'a> Chronicle<'a> {
-    pub fn new(facts: &'a [FactEvent]) -> Chronicle<'a> {
-        Chronicle { facts }
+    pub fn new(log: &'a FactLog) -> Chronicle<'a> {
+        Chronicle {
+            log,
+            facts: log.events(),
+        }
     }
 
     /// The leader's answer that acknowledged `tp@offset`: the last before the client heard
@@ -91,33 +96,28 @@ impl<'a> Chronicle<'a> {
         offset: Offset,
         heard: SimTime,
     ) -> Option<Acknowledgement> {
-        self.facts
-            .iter()
-            .take_while(|e| e.time <= heard)
-            .filter_map(|e| match &e.fact {
-                Fact::Acknowledged {
-                    tp: t,
-                    leader,
-                    epoch,
-                    acks,
-                    first,
-                    last,
-                    high_watermark,
-                    followers,
-                } if t == tp && (*first..=*last).contains(&offset) => Some(Acknowledgement {
-                    leader: *leader,
-                    epoch: *epoch,
-                    step: Step::new(
-                        e.time,
-                        format!(
-                            "{leader} acknowledged {tp}@{first}..{last} in epoch {epoch} (acks={acks}): HW {high_watermark}, {}",
-                            follower_leos(followers)
-                        ),
-                    ),
-                }),
-                _ => None,
-            })
+        self.log
+            .acknowledgements()
+            .take_while(|a| a.time <= heard)
+            .filter(|a| a.tp == tp && (a.first..=a.last).contains(&offset))
             .last()
+            .map(|a| Acknowledgement {
+                leader: a.leader,
+                epoch: a.epoch,
+                step: Step::new(
+                    a.time,
+                    format!(
+                        "{} acknowledged {tp}@{}..{} in epoch {} (acks={}): HW {}, {}",
+                        a.leader,
+                        a.first,
+                        a.last,
+                        a.epoch,
+                        a.acks,
+                        a.high_watermark,
+                        follower_leos(a.followers)
+                    ),
+                ),
+            })
     }
 
     /// The append that wrote `tp@offset` in leader epoch `epoch`: a leader appends each
@@ -143,20 +143,14 @@ impl<'a> Chronicle<'a> {
         tp: &'b TopicPartition,
         offset: Offset,
     ) -> impl Iterator<Item = Append> + 'b {
-        self.facts.iter().filter_map(move |e| match &e.fact {
-            Fact::Appended {
-                tp: t,
-                leader,
-                epoch,
-                first,
-                last,
-            } if t == tp && (*first..=*last).contains(&offset) => Some(Append {
-                time: e.time,
-                leader: *leader,
-                epoch: *epoch,
-            }),
-            _ => None,
-        })
+        self.log
+            .appends()
+            .filter(move |a| a.tp == tp && (a.first..=a.last).contains(&offset))
+            .map(|a| Append {
+                time: a.time,
+                leader: a.leader,
+                epoch: a.epoch,
+            })
     }
 
     /// How the record at `tp@offset`, which `holder` had (in epoch `epoch`) at `since`,
@@ -473,7 +467,8 @@ mod tests {
             at(8, ack(2, 1, 11, 11)),
             at(20, ack(3, 2, 10, 14)),
         ];
-        let chronicle = Chronicle::new(&facts);
+        let log = facts.into_iter().collect();
+        let chronicle = Chronicle::new(&log);
         let found = chronicle
             .acknowledgement(
                 &tp(),
@@ -516,7 +511,8 @@ mod tests {
             at(22, fault("restart crashed", 1)),
             at(23, fault("kill broker-1", 1)),
         ];
-        let chronicle = Chronicle::new(&facts);
+        let log = facts.into_iter().collect();
+        let chronicle = Chronicle::new(&log);
         let since = SimTime::after_start(Duration::from_millis(5));
         let steps = chronicle.departure(&tp(), Offset(5), since, Some((BrokerId(1), Epoch(0))));
         assert_eq!(
@@ -559,7 +555,7 @@ mod tests {
             at(3, retry(1, 5, 9, 1)),
             at(4, retry(1, 5, 9, 0)),
         ];
-        let steps = Chronicle::new(&facts).retries(id, &tp());
+        let steps = Chronicle::new(&facts.into_iter().collect()).retries(id, &tp());
         assert_eq!(
             texts(&steps),
             ["producer-1 sends its batch producer-1:000005..000009 again after: disconnected"]

@@ -472,7 +472,12 @@ mod tests {
         for change in changes {
             record_fact(&facts, change);
         }
-        facts.take_events().into_iter().map(|e| e.fact).collect()
+        facts
+            .take()
+            .events()
+            .iter()
+            .map(|e| e.fact.clone())
+            .collect()
     }
 
     #[test]

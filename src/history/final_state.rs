@@ -2,7 +2,7 @@
 //! taken after the heal phase, and the facts the cluster recorded. Nothing here comes from
 //! a broker's in-memory state.
 
-use super::facts::FactEvent;
+use super::facts::FactLog;
 use super::MessageId;
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
@@ -89,7 +89,7 @@ pub struct FinalState {
     pub partitions: Vec<PartitionFinal>,
     /// What the cluster did along the way, as its programs recorded it.
     #[serde(default)]
-    pub facts: Vec<FactEvent>,
+    pub facts: FactLog,
 }
 
 fn read_whole() -> bool {

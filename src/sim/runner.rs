@@ -683,7 +683,7 @@ fn collect_final_state(
         .collect();
     FinalState {
         partitions,
-        facts: harness.facts.take_events(),
+        facts: harness.facts.take(),
     }
 }
 

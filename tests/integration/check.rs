@@ -310,7 +310,7 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
     };
     // The last fetch fact of broker-3 on orders/0 explains it, not an older one or
     // another replica's.
-    state.facts = vec![
+    state.facts = [
         failed(1000, "cannot connect: broker-1: connection refused"),
         failed(2500, "request timed out"),
         FactEvent {
@@ -321,7 +321,9 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
                 leader: BrokerId(1),
             },
         },
-    ];
+    ]
+    .into_iter()
+    .collect();
     let verdict = check(&[], &state);
     assert_eq!(verdict.counts.divergent, 0);
     assert_eq!(verdict.counts.under_replicated, 1);
@@ -553,7 +555,7 @@ fn cluster_facts_are_counted_as_recorded() {
         fact,
     };
     let mut state = final_state([partition(tp.clone(), vec![])]);
-    state.facts = vec![
+    state.facts = [
         fact(10, Fact::IsrShrink { tp: tp.clone() }),
         fact(
             20,
@@ -602,7 +604,9 @@ fn cluster_facts_are_counted_as_recorded() {
             },
         ),
         fact(70, Fact::IsrExpand { tp }),
-    ];
+    ]
+    .into_iter()
+    .collect();
     let c = check(&[], &state).counts;
     assert_eq!(
         (

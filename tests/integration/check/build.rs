@@ -236,6 +236,6 @@ impl PartitionBuilder {
 pub fn final_state(partitions: impl IntoIterator<Item = PartitionBuilder>) -> FinalState {
     FinalState {
         partitions: partitions.into_iter().map(|p| p.0).collect(),
-        facts: Vec::new(),
+        facts: Default::default(),
     }
 }
