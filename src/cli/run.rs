@@ -4,7 +4,7 @@ use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario::{self, model::Scenario};
 use crate::sim::batch;
-use crate::sim::runner::{RunOptions, RunOutcome};
+use crate::sim::runner::{DumpDisks, RunOptions, RunOutcome};
 use crate::sim::trace::Print;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -50,7 +50,8 @@ pub struct RunArgs {
     /// With --seed: draw the run as a timeline (hosts, leadership, faults, sends) in OUT.html.
     #[arg(long, requires = "seed", value_name = "OUT.html")]
     timeline: Option<PathBuf>,
-    /// With --seed: write every host's files after the run to DIR/<host>/.
+    /// With --seed: write every host's files after the run to DIR/<host>/, or to
+    /// DIR/<variant>/<host>/ when several variants run.
     #[arg(long, requires = "seed")]
     dump_disks: Option<PathBuf>,
     /// Simulations to run at once (default: one per core).
@@ -112,7 +113,10 @@ pub fn run(args: RunArgs) -> i32 {
         } else {
             Print::Nothing
         },
-        dump_disks: args.dump_disks.clone(),
+        dump_disks: args.dump_disks.clone().map(|dir| DumpDisks {
+            dir,
+            per_variant: variants.len() > 1,
+        }),
     };
     let threads = if args.trace || args.trace_all {
         1
@@ -172,6 +176,11 @@ pub fn run(args: RunArgs) -> i32 {
     if let Some(Err(error)) = history.as_mut().map(Write::flush) {
         eprintln!("error: --history: {error}");
         return EXIT_BAD_INPUT;
+    }
+    if let Some(dump) = &options.dump_disks {
+        for variant in &variants {
+            eprintln!("wrote {}", dump.target(&variant.name).display());
+        }
     }
     if let Some(path) = &args.timeline {
         if let Err(error) = write_timelines(path, &scenario, &outcomes) {

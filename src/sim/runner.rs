@@ -34,8 +34,62 @@ const FINAL_READ_LIMIT: Duration = Duration::from_secs(60);
 pub struct RunOptions {
     /// Which of the run's events to print to stderr.
     pub trace: trace::Print,
-    /// Write every host's files here after the run.
-    pub dump_disks: Option<PathBuf>,
+    /// Write every host's files after the run, where this says.
+    pub dump_disks: Option<DumpDisks>,
+}
+
+/// `--dump-disks DIR`: every host's files after the run in `DIR/<host>/`, or, when the
+/// command runs several variants, `DIR/<variant>/<host>/` (each run would otherwise
+/// overwrite the last). Each run's files are written in a staging folder beside `DIR`
+/// and renamed into place whole, so an interrupted dump leaves no half-written folder
+/// to block the rerun; a staging folder left by one is removed first.
+#[derive(Clone, Debug)]
+pub struct DumpDisks {
+    pub dir: PathBuf,
+    pub per_variant: bool,
+}
+
+impl DumpDisks {
+    /// Where the run of `variant` goes.
+    pub fn target(&self, variant: &str) -> PathBuf {
+        if self.per_variant {
+            self.dir.join(variant)
+        } else {
+            self.dir.clone()
+        }
+    }
+
+    /// Where the run of `variant` is written before it is renamed to its target.
+    fn staging(&self, variant: &str) -> PathBuf {
+        let name = self
+            .dir
+            .file_name()
+            .map_or("dump".into(), |n| n.to_string_lossy());
+        self.dir
+            .with_file_name(format!(".{name}.hightide-partial"))
+            .join(variant)
+    }
+
+    fn write(&self, variant: &str, disks: &BTreeMap<HostName, Disk>) -> std::io::Result<()> {
+        let staging = self.staging(variant);
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging)?;
+        }
+        for (host, disk) in disks {
+            disk.dump_to(&staging.join(host.to_string()))?;
+        }
+        let target = self.target(variant);
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        // Over an empty directory a rename replaces it; the caller refused a full one.
+        std::fs::rename(&staging, &target)?;
+        if let Some(parent) = staging.parent() {
+            // The staging parent is shared by the variants: the last one out removes it.
+            let _ = std::fs::remove_dir(parent);
+        }
+        Ok(())
+    }
 }
 
 /// What happened to the cluster over time, for the timeline picture.
@@ -96,8 +150,7 @@ pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutc
         // Runs print one after another: each under its own header, its clock from zero.
         eprintln!("\n=== {}, seed {seed} ===", variant.name);
     }
-    let (result, hash) =
-        trace::with_trace(options.trace, || simulate(&variant.settings, seed, options));
+    let (result, hash) = trace::with_trace(options.trace, || simulate(variant, seed, options));
     let (history, final_state, timeline) = result?;
     let sim_time = timeline.duration + timeline.heal;
     let verdict = check::check(&history, &final_state);
@@ -179,7 +232,8 @@ fn advance(
     Ok(())
 }
 
-fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simulated, RunError> {
+fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simulated, RunError> {
+    let settings = &variant.settings;
     let mut world = World::new(
         seed,
         settings.network.latency_min,
@@ -252,10 +306,8 @@ fn simulate(settings: &Settings, seed: u64, options: &RunOptions) -> Result<Simu
     timeline.heal = world.elapsed() - end;
 
     let read = final_read(&mut world, &harness.view, &partitions, settings.bugs)?;
-    if let Some(dir) = &options.dump_disks {
-        for (host, disk) in world.disks() {
-            disk.dump_to(&dir.join(host.to_string()))?;
-        }
+    if let Some(dump) = &options.dump_disks {
+        dump.write(&variant.name, world.disks())?;
     }
     timeline.hosts = world.hosts().to_vec();
     timeline.host_changes = world.host_changes().to_vec();

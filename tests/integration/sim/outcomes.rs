@@ -150,3 +150,48 @@ fn a_lost_write_is_explained_from_the_ack_through_the_fault_to_the_election() {
         example.why[election]
     );
 }
+
+/// `--dump-disks` with several variants: each run in its own folder, written whole; a
+/// staging folder an interrupted dump left behind does not survive the next one.
+#[test]
+fn each_variant_dumps_its_disks_into_its_own_folder() {
+    let scenario = scenario::parse(
+        "duration = \"2s\"\nheal = \"2s\"\n[cluster]\nbrokers = 2\ntopics = [{ name = \"orders\", partitions = 1, replication_factor = 2 }]\n[workload]\nproducers = 1\nrate = 50\n[variants.one]\n\"producer.acks\" = \"1\"\n[variants.all]\n\"producer.acks\" = \"all\"\n",
+        Path::new("dump.toml"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dump-variants");
+    let _ = std::fs::remove_dir_all(&root);
+    let dump = runner::DumpDisks {
+        dir: root.join("disks"),
+        per_variant: true,
+    };
+    let staging = root.join(".disks.hightide-partial/one");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::write(staging.join("left-over"), b"x").unwrap();
+    let options = RunOptions {
+        dump_disks: Some(dump.clone()),
+        ..RunOptions::default()
+    };
+    for variant in &scenario.variants {
+        runner::run(variant, 1, &options).expect("run");
+    }
+    let log = |variant: &str| {
+        std::fs::read(
+            dump.target(variant)
+                .join("broker-1/orders-0/00000000000000000000.log"),
+        )
+        .unwrap_or_else(|e| panic!("{variant}: {e}"))
+    };
+    assert!(!log("one").is_empty() && !log("all").is_empty());
+    assert_ne!(
+        log("one"),
+        log("all"),
+        "each variant's own log, not the last run's"
+    );
+    assert!(!dump.target("one").join("left-over").exists());
+    assert!(
+        !root.join(".disks.hightide-partial").exists(),
+        "staging removed"
+    );
+}
