@@ -69,9 +69,6 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    for warning in &scenario.warnings {
-        eprintln!("warning: {warning}");
-    }
     let seeds = match (&args.seed, &args.seeds) {
         (Some(seed), _) => vec![*seed],
         (None, Some(spec)) => match scenario::parse_seeds(spec) {
@@ -88,6 +85,11 @@ pub fn run(args: RunArgs) -> i32 {
         .iter()
         .filter(|v| args.variant.as_ref().is_none_or(|name| &v.name == name))
         .collect();
+    for (variant, warning) in &scenario.warnings {
+        if variants.iter().any(|v| &v.name == variant) {
+            eprintln!("warning: {warning}");
+        }
+    }
     if variants.is_empty() {
         let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
         eprintln!(

@@ -459,15 +459,15 @@ impl Summary {
             );
         } else if failed_runs == 0 {
             // Every run passed its own expectations; what failed is a claim over the seeds.
-            let _ = writeln!(
-                text,
-                "FAIL: {} over the seeds not met (each of the {} met its own)",
-                match some.len() {
-                    1 => "1 expectation".to_owned(),
-                    n => format!("{n} expectations"),
-                },
-                runs(self.runs())
-            );
+            let expectations = match some.len() {
+                1 => "1 expectation".to_owned(),
+                n => format!("{n} expectations"),
+            };
+            let each = match self.runs() {
+                1 => "the run met its own".to_owned(),
+                n => format!("each of the {n} runs met its own"),
+            };
+            let _ = writeln!(text, "FAIL: {expectations} over the seeds not met ({each})");
         } else {
             let _ = writeln!(
                 text,

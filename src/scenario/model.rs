@@ -21,8 +21,9 @@ pub struct Scenario {
     pub test_seeds: Vec<u64>,
     /// At least one; a scenario without `[variants]` has one, named after the file.
     pub variants: Vec<Variant>,
-    /// What loading it warns of: each `--set` that replaces a variant's own setting.
-    pub warnings: Vec<String>,
+    /// What loading it warns of, by variant: each `--set` that replaces a variant's own
+    /// setting.
+    pub warnings: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug)]

@@ -131,9 +131,9 @@ impl Overrides {
         Ok(())
     }
 
-    /// What the overrides replace of a variant's own settings: "--set X replaces what
-    /// variant V sets".
-    pub(super) fn replaced(&self, variants: &[RawVariant]) -> Vec<String> {
+    /// What the overrides replace of a variant's own settings, by variant: "--set X
+    /// replaces what variant V sets".
+    pub(super) fn replaced(&self, variants: &[RawVariant]) -> Vec<(String, String)> {
         let mut notes = Vec::new();
         for variant in variants {
             for item in &self.items {
@@ -145,9 +145,12 @@ impl Overrides {
                     }),
                 };
                 if own {
-                    notes.push(format!(
-                        "--set {} replaces what variant {} sets",
-                        item.path, variant.name
+                    notes.push((
+                        variant.name.clone(),
+                        format!(
+                            "--set {} replaces what variant {} sets",
+                            item.path, variant.name
+                        ),
                     ));
                 }
             }

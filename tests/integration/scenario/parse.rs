@@ -1001,7 +1001,10 @@ fn set_on_the_command_line_wins_over_the_top_level_and_every_variant() {
     );
     assert_eq!(
         scenario.warnings,
-        ["--set producer.acks replaces what variant one sets"],
+        [(
+            "one".to_owned(),
+            "--set producer.acks replaces what variant one sets".to_owned()
+        )],
         "only a variant's own setting is worth a warning"
     );
     assert!(ok(&text).warnings.is_empty());
