@@ -6,7 +6,7 @@
 //! Only recorded facts are used, never a program's memory, and a step is told only when
 //! a fact shows it: where the facts are silent, the story is shorter, not guessed.
 
-use crate::history::facts::{ElectedFrom, Fact, FactEvent, FactLog};
+use crate::history::facts::{ElectedFrom, Fact, FactLog};
 use crate::history::MessageId;
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
@@ -76,16 +76,11 @@ pub struct Append {
 /// explains a handful of examples, so an index would cost more than it saves.
 pub struct Chronicle<'a> {
     log: &'a FactLog,
-    /// Every fact but the appends and acknowledgements, which `log` keeps apart.
-    facts: &'a [FactEvent],
 }
 
 impl<'a> Chronicle<'a> {
     pub fn new(log: &'a FactLog) -> Chronicle<'a> {
-        Chronicle {
-            log,
-            facts: log.events(),
-        }
+        Chronicle { log }
     }
 
     /// The leader's answer that acknowledged `tp@offset`: the last before the client heard
@@ -173,7 +168,7 @@ impl<'a> Chronicle<'a> {
             Some((broker, _)) => hosts.contains(&HostName::Broker(broker.0)),
             None => true,
         };
-        for e in self.facts.iter().filter(|e| e.time >= since) {
+        for e in self.log.events().iter().filter(|e| e.time >= since) {
             let step = |text: String| Step::new(e.time, text);
             match &e.fact {
                 Fact::Fault { what, hosts } if faults < FAULTS_TOLD && struck(hosts) => {
@@ -235,7 +230,7 @@ impl<'a> Chronicle<'a> {
 
     /// The LEO `broker` took up the leadership of `epoch` with.
     fn leader_start(&self, tp: &TopicPartition, broker: BrokerId, epoch: Epoch) -> Option<Offset> {
-        self.facts.iter().find_map(|e| match &e.fact {
+        self.log.events().iter().find_map(|e| match &e.fact {
             Fact::LeaderStarted {
                 tp: t,
                 broker: b,
@@ -248,7 +243,7 @@ impl<'a> Chronicle<'a> {
 
     /// The election that began `epoch` of `tp`, as a step.
     pub fn election_of(&self, tp: &TopicPartition, epoch: Epoch, offset: Offset) -> Option<Step> {
-        self.facts.iter().find_map(|e| match &e.fact {
+        self.log.events().iter().find_map(|e| match &e.fact {
             Fact::Election {
                 tp: t,
                 leader,
@@ -267,7 +262,8 @@ impl<'a> Chronicle<'a> {
 
     /// The times the producer put the batch holding `id` back to send again.
     pub fn retries(&self, id: MessageId, tp: &TopicPartition) -> Vec<Step> {
-        self.facts
+        self.log
+            .events()
             .iter()
             .filter_map(|e| match &e.fact {
                 Fact::Retried {
@@ -293,7 +289,8 @@ impl<'a> Chronicle<'a> {
 
     /// Every truncation `broker` made of `tp`.
     pub fn truncations_by(&self, tp: &TopicPartition, broker: BrokerId) -> Vec<Step> {
-        self.facts
+        self.log
+            .events()
             .iter()
             .filter_map(|e| match &e.fact {
                 Fact::Truncation {
@@ -382,6 +379,7 @@ fn election(
 mod tests {
     use super::*;
     use crate::config::Acks;
+    use crate::history::facts::FactEvent;
     use std::time::Duration;
 
     fn tp() -> TopicPartition {

@@ -65,15 +65,6 @@ impl Overrides {
         Ok(overrides)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    /// The arguments as given, in order.
-    pub fn arguments(&self) -> impl Iterator<Item = &str> {
-        self.text.split('\n').filter(|_| !self.is_empty())
-    }
-
     /// The argument an error's span falls in, and the column within `--set ARGUMENT`;
     /// `None` for a span in a file.
     pub(crate) fn place(&self, span: &Range<usize>) -> Option<(String, usize)> {
@@ -118,7 +109,7 @@ impl Overrides {
                     }
                 },
                 path => {
-                    if let Some((sec, key)) = section_key(path) {
+                    if let Some((sec, key)) = Sec::split_path(path) {
                         doc.set.assigns.push(Assign {
                             sec,
                             key: key.to_owned(),
@@ -140,7 +131,7 @@ impl Overrides {
                 let own = match item.path.as_str() {
                     CLUSTER_KAFKA => variant.kafka.is_some(),
                     "faults" => variant.faults.is_some(),
-                    path => section_key(path).is_some_and(|(sec, key)| {
+                    path => Sec::split_path(path).is_some_and(|(sec, key)| {
                         variant.assigns.iter().any(|a| a.sec == sec && a.key == key)
                     }),
                 };
@@ -186,11 +177,6 @@ fn settable_paths() -> Vec<String> {
     let mut paths = variant_paths(false);
     paths.extend(["duration", "heal"].map(String::from));
     paths
-}
-
-fn section_key(path: &str) -> Option<(Sec, &str)> {
-    let (section, key) = path.split_once('.')?;
-    Some((Sec::from_name(section)?, key))
 }
 
 /// One `PATH=VALUE` argument, which starts at `start` of the joined arguments.
@@ -291,8 +277,8 @@ mod tests {
         );
         assert_eq!(set.items[1].path, "broker.min.insync.replicas");
         assert_eq!(
-            set.arguments().collect::<Vec<_>>()[1],
-            "broker.min.insync.replicas = 2"
+            set.text.lines().nth(1),
+            Some("broker.min.insync.replicas = 2")
         );
     }
 
@@ -326,6 +312,6 @@ mod tests {
 
     #[test]
     fn nothing_set_has_no_arguments() {
-        assert!(parse(&[]).unwrap().arguments().next().is_none());
+        assert!(parse(&[]).unwrap().items.is_empty());
     }
 }

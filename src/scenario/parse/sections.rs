@@ -44,6 +44,13 @@ impl Sec {
         SECTIONS.into_iter().find(|sec| sec.name() == name)
     }
 
+    /// `section.key` as the section and the key (`broker.min.insync.replicas`), if the
+    /// path starts with a section a variant may change.
+    pub(super) fn split_path(path: &str) -> Option<(Sec, &str)> {
+        let (section, key) = path.split_once('.')?;
+        Some((Sec::from_name(section)?, key))
+    }
+
     pub(super) fn key_names(self) -> Vec<&'static str> {
         match self {
             Sec::Broker => keys::BROKER.names(),

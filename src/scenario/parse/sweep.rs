@@ -164,10 +164,7 @@ pub(crate) fn sweep_variants(base: &Base, matrix: &Matrix) -> Result<Vec<Variant
                     name: set.to_owned(),
                     span: value.span.clone(),
                 });
-            } else if let Some((sec, key)) = path
-                .split_once('.')
-                .and_then(|(s, k)| Some((Sec::from_name(s)?, k)))
-            {
+            } else if let Some((sec, key)) = Sec::split_path(path) {
                 raw.assigns.push(Assign {
                     sec,
                     key: key.to_owned(),

@@ -78,10 +78,7 @@ pub(super) fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
                 }
                 _ => {
                     // `config_entries` admitted only `section.key` paths of known sections.
-                    let Some((sec, key)) = path
-                        .split_once('.')
-                        .and_then(|(s, k)| Some((Sec::from_name(s)?, k)))
-                    else {
+                    let Some((sec, key)) = Sec::split_path(&path) else {
                         return Err(unknown_key(&path, &e.key_span, &context, &valid));
                     };
                     raw.assigns.push(Assign {
