@@ -193,47 +193,66 @@ pub fn run(args: RunArgs) -> i32 {
     printer.finish(ran < jobs.len())
 }
 
-/// One page per variant: `OUT.html` for a single variant, `OUT-<variant>.html` otherwise.
+/// One page, a panel per variant of the seed, all on one time axis.
 fn write_timelines(
     path: &Path,
     scenario: &Scenario,
     outcomes: &[RunOutcome],
 ) -> std::io::Result<()> {
-    for outcome in outcomes {
-        let file = if outcomes.len() == 1 {
-            path.to_path_buf()
-        } else {
-            let stem = path
-                .file_stem()
-                .map_or("timeline".into(), |s| s.to_string_lossy());
-            path.with_file_name(format!("{stem}-{}.html", outcome.variant))
-        };
-        let counts = &outcome.verdict.counts;
-        let title = format!(
-            "{} — {} — seed {}",
-            scenario.name, outcome.variant, outcome.seed
-        );
-        let summary = format!(
-            "attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}; trace {}",
-            counts.attempted,
-            counts.acked,
-            counts.lost,
-            counts.duplicates,
-            counts.reordered,
-            counts.divergent,
-            counts.offline,
-            report::hash_text(outcome.trace_hash)
-        );
-        let page = report::timeline::html(&report::timeline::TimelineInput {
-            title: &title,
-            timeline: &outcome.timeline,
-            history: &outcome.history,
-            lost_acked_at: &outcome.verdict.lost_acked_at,
-            summary: &summary,
-        });
-        std::fs::write(&file, page)?;
-        eprintln!("wrote {}", file.display());
-    }
+    use report::timeline;
+    let panels: Vec<timeline::Panel> = outcomes
+        .iter()
+        .map(|outcome| {
+            let settings = &scenario
+                .variants
+                .iter()
+                .find(|v| v.name == outcome.variant)
+                .expect("every outcome is of a variant of the scenario")
+                .settings;
+            let topics = settings
+                .cluster
+                .topics
+                .iter()
+                .map(|t| {
+                    let min_isr = t
+                        .config
+                        .min_insync_replicas
+                        .unwrap_or(settings.broker.min_insync_replicas);
+                    (t.name.clone(), (t.replication_factor, min_isr))
+                })
+                .collect();
+            let counts = &outcome.verdict.counts;
+            let summary = format!(
+                "acks={}: attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}; trace {}",
+                settings.producer.acks,
+                counts.attempted,
+                counts.acked,
+                counts.lost,
+                counts.duplicates,
+                counts.reordered,
+                counts.divergent,
+                counts.offline,
+                report::hash_text(outcome.trace_hash)
+            );
+            timeline::panel(&timeline::PanelInput {
+                variant: &outcome.variant,
+                summary,
+                timeline: &outcome.timeline,
+                history: &outcome.history,
+                facts: &outcome.final_state.facts,
+                verdict: &outcome.verdict,
+                topics: &topics,
+            })
+        })
+        .collect();
+    let seed = outcomes.first().map_or(0, |o| o.seed);
+    let title = format!("{} — seed {seed}", scenario.name);
+    std::fs::write(path, timeline::html(&title, &panels))?;
+    let variants = match panels.len() {
+        1 => "1 variant".to_owned(),
+        n => format!("{n} variants, one panel each"),
+    };
+    eprintln!("wrote {} ({variants})", path.display());
     Ok(())
 }
 
