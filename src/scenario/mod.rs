@@ -1,5 +1,6 @@
 //! Scenario files: parse, validate, resolve into plain data (`model`). The contract is
-//! `SCENARIOS.md`; every error names the file, and the line and column when it has one.
+//! `docs/scenarios.md`; every error names the file, and the line and column when it has
+//! one.
 
 mod keys;
 pub mod model;
