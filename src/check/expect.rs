@@ -13,6 +13,19 @@ pub enum Comparison {
     Ge,
 }
 
+impl Comparison {
+    /// Every comparison, in the order a reader must try their symbols: each two-character
+    /// one before the one-character symbol it starts with.
+    pub const ALL: &'static [Comparison] = &[
+        Comparison::Eq,
+        Comparison::Ne,
+        Comparison::Ge,
+        Comparison::Le,
+        Comparison::Gt,
+        Comparison::Lt,
+    ];
+}
+
 /// `lost = "> 0"`: a count, a comparison and a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expectation {

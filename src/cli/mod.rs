@@ -1,5 +1,5 @@
-//! The command line (SCENARIOS.md "The command line"). Exit status: 0 every expectation
-//! holds, 1 an expectation failed, 2 bad input.
+//! The command line (docs/scenarios.md, "The command line"). Exit status: 0 every
+//! expectation holds, 1 an expectation failed, 2 bad input.
 
 mod bench;
 mod run;

@@ -1,5 +1,6 @@
 //! Scenario files: parse, validate, resolve into plain data (`model`). The contract is
-//! `SCENARIOS.md`; every error names the file, and the line and column when it has one.
+//! `docs/scenarios.md`; every error names the file, and the line and column when it has
+//! one.
 
 mod keys;
 pub mod model;
@@ -8,7 +9,7 @@ mod parse;
 mod values;
 
 pub use keys::config_reference;
-pub use parse::Overrides;
+pub use parse::{Overrides, FILE_KEYS};
 pub use values::{format_duration, parse_duration, parse_seeds};
 
 use model::Scenario;
@@ -132,9 +133,14 @@ pub struct Sweep {
 /// Read a sweep matrix and its base scenario (`base` is relative to the matrix file),
 /// with `--set` overrides applied over the base; an override may not set a varied path.
 pub fn load_sweep(path: &Path, overrides: &Overrides) -> Result<Sweep, ScenarioError> {
-    let text = read_text(path)?;
-    let in_matrix = |e| locate(e, &text, path, overrides);
-    let matrix = parse::matrix(&text).map_err(in_matrix)?;
+    parse_sweep(&read_text(path)?, path, overrides)
+}
+
+/// Parse sweep matrix text; `path` names the matrix in errors, and its folder is where
+/// `base` is found.
+pub fn parse_sweep(text: &str, path: &Path, overrides: &Overrides) -> Result<Sweep, ScenarioError> {
+    let in_matrix = |e| locate(e, text, path, overrides);
+    let matrix = parse::matrix(text).map_err(in_matrix)?;
     overrides
         .check_not_varied(matrix.varied())
         .map_err(in_matrix)?;

@@ -296,6 +296,45 @@ pub enum Target {
     RandomBroker,
 }
 
+/// The forms of one target as a scenario file writes it (a target is one of them, or a
+/// list of them): the parser reads targets by this table and its errors list it, so what
+/// is documented is what is accepted.
+#[derive(Clone, Debug)]
+pub enum TargetForm {
+    /// A fixed word (`brokers`) and the target it names.
+    Word(&'static str, Target),
+    /// A host numbered from 1: `broker` for `broker-1`, `broker-2`, ...
+    Numbered(&'static str, fn(u32) -> HostName),
+    /// A role in one partition, resolved when the fault fires: `leader` for
+    /// `leader:orders/0`.
+    Role(&'static str, fn(TopicPartition) -> Target),
+}
+
+impl TargetForm {
+    /// Every form, in the order errors list them.
+    pub const ALL: &'static [TargetForm] = &[
+        TargetForm::Numbered("broker", HostName::Broker),
+        TargetForm::Word("controller", Target::Host(HostName::Controller)),
+        TargetForm::Numbered("producer", HostName::Producer),
+        TargetForm::Numbered("consumer", HostName::Consumer),
+        TargetForm::Word("brokers", Target::Brokers),
+        TargetForm::Word("crashed", Target::Crashed),
+        TargetForm::Word("random-broker", Target::RandomBroker),
+        TargetForm::Role("leader", Target::Leader),
+        TargetForm::Role("follower", Target::Follower),
+        TargetForm::Role("followers", Target::Followers),
+    ];
+
+    /// As a person reads it: `broker-N`, `brokers`, `leader:<topic>/<partition>`.
+    pub fn syntax(&self) -> String {
+        match self {
+            TargetForm::Word(word, _) => (*word).to_owned(),
+            TargetForm::Numbered(prefix, _) => format!("{prefix}-N"),
+            TargetForm::Role(role, _) => format!("{role}:<topic>/<partition>"),
+        }
+    }
+}
+
 /// `[nemesis]`: random faults from a seeded stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Nemesis {

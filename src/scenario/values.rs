@@ -1,6 +1,6 @@
 //! The small value languages of scenario files: durations, seed sets and comparisons.
 
-use crate::check::Comparison;
+use crate::check::{comparison_symbol, Comparison};
 use std::time::Duration;
 
 /// The most seeds one set may name: enough for any sweep, small enough to never exhaust
@@ -119,17 +119,13 @@ pub fn check_seed_list(seeds: Vec<u64>) -> Result<Vec<u64>, String> {
 /// `"== 0"`, `"!= 0"`, `"> 0"`, `">= 1000"`, `"< 5"`, `"<= 5"`, or a bare `"5"` (exact).
 pub fn parse_comparison(text: &str) -> Result<(Comparison, u64), String> {
     let trimmed = text.trim();
-    let operators = [
-        ("==", Comparison::Eq),
-        ("!=", Comparison::Ne),
-        (">=", Comparison::Ge),
-        ("<=", Comparison::Le),
-        (">", Comparison::Gt),
-        ("<", Comparison::Lt),
-    ];
-    let (comparison, rest) = operators
+    let (comparison, rest) = Comparison::ALL
         .iter()
-        .find_map(|(op, cmp)| trimmed.strip_prefix(op).map(|rest| (*cmp, rest)))
+        .find_map(|&cmp| {
+            trimmed
+                .strip_prefix(comparison_symbol(cmp))
+                .map(|rest| (cmp, rest))
+        })
         .unwrap_or((Comparison::Eq, trimmed));
     let rest = rest.trim_start();
     if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {

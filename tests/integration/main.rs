@@ -12,6 +12,7 @@ mod broker;
 mod check;
 mod client;
 mod controller;
+mod docs;
 mod layers;
 mod mutations;
 mod source;

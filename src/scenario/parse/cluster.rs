@@ -13,8 +13,8 @@ struct TopicSpans {
     replication_factor: Range<usize>,
 }
 
-const CLUSTER_KEYS: &[&str] = &["brokers", "topics", "kafka"];
-const TOPIC_KEYS: &[&str] = &["name", "partitions", "replication_factor", "config"];
+pub(super) const CLUSTER_KEYS: &[&str] = &["brokers", "topics", "kafka"];
+pub(super) const TOPIC_KEYS: &[&str] = &["name", "partitions", "replication_factor", "config"];
 /// Partitions per topic a scenario may ask for: bounded so a typo cannot exhaust memory.
 const MAX_PARTITIONS: i64 = 10_000;
 

@@ -69,7 +69,7 @@ pub(super) fn read_fault_sets(node: &Node) -> Result<BTreeMap<String, Vec<Parsed
     Ok(sets)
 }
 
-const FAULT_FIELDS: &[&str] = &[
+pub(super) const FAULT_FIELDS: &[&str] = &[
     "at", "action", "target", "groups", "between", "latency", "file", "bytes",
 ];
 

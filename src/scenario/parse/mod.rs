@@ -35,6 +35,19 @@ use super::keys;
 use super::node::{Entry, Node, Value};
 use super::Error;
 
+/// The keys of each fixed table of a scenario file and of a sweep matrix, by table, as
+/// the parser knows them (it lists them in its unknown-key errors), for the reference to
+/// be checked against. The configuration sections' keys are the registry's, which
+/// `hightide config` prints.
+pub const FILE_KEYS: &[(&str, &[&str])] = &[
+    ("the top level", top::TOP_LEVEL),
+    ("[cluster]", cluster::CLUSTER_KEYS),
+    ("a topic of [cluster]", cluster::TOPIC_KEYS),
+    ("[[faults]]", faults::FAULT_FIELDS),
+    ("[nemesis]", nemesis::NEMESIS_KEYS),
+    ("a sweep matrix", sweep::MATRIX_KEYS),
+];
+
 /// The entries of a table; anything else is an error naming `name`.
 fn table<'a>(name: &str, node: &'a Node) -> Result<&'a [Entry], Error> {
     match &node.value {

@@ -6,7 +6,7 @@ use crate::scenario::node::{Node, Value};
 use crate::scenario::{suggest, unknown_key, Error};
 use std::time::Duration;
 
-const NEMESIS_KEYS: &[&str] = &["actions", "interval", "recover"];
+pub(super) const NEMESIS_KEYS: &[&str] = &["actions", "interval", "recover"];
 
 pub(super) fn read_nemesis(node: &Node) -> Result<Nemesis, Error> {
     let entries = table("nemesis", node)?;

@@ -124,8 +124,9 @@ pub(super) fn resolve(
 /// unset to what it needs and is an error against a key set explicitly; left at its
 /// default it is quietly off); `delivery.timeout.ms` left at its
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
-/// refuses it, but the contract's own example does so (30000 < 5 + 30000) and must run: the
-/// value stands, and a request may be cut short by the delivery timeout. Before Kafka 2.1
+/// refuses it, but the full example of docs/scenarios.md does so (30000 < 5 + 30000) and
+/// must run: the value stands, and a request may be cut short by the delivery timeout.
+/// Before Kafka 2.1
 /// there is no delivery timeout: a batch expires `linger.ms + request.timeout.ms` after it
 /// was made, which the same field models (retries later than that are cut short).
 fn producer_rules(

@@ -25,7 +25,7 @@ pub(crate) struct Matrix {
     vary_span: Range<usize>,
 }
 
-const MATRIX_KEYS: &[&str] = &["name", "base", "seeds", "vary"];
+pub(super) const MATRIX_KEYS: &[&str] = &["name", "base", "seeds", "vary"];
 /// Configurations one sweep may generate: bounded so a typo cannot exhaust memory.
 const MAX_SWEEP_VARIANTS: usize = 10_000;
 

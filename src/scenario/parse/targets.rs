@@ -3,7 +3,7 @@
 
 use super::cluster::unknown_topic;
 use super::keys;
-use crate::scenario::model::{Settings, Target};
+use crate::scenario::model::{Settings, Target, TargetForm};
 use crate::scenario::node::{Node, Value};
 use crate::scenario::Error;
 use crate::types::{HostName, TopicPartition};
@@ -46,52 +46,56 @@ pub(super) fn read_target(
     }
 }
 
-const TARGET_HELP: &str = "expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>";
+/// "broker-N, controller, ... or followers:<topic>/<partition>": every form, for errors.
+fn forms_help() -> String {
+    let forms: Vec<String> = TargetForm::ALL.iter().map(TargetForm::syntax).collect();
+    match forms.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
 
 fn parse_target(text: &str) -> Result<Target, String> {
-    match text {
-        "controller" => return Ok(Target::Host(HostName::Controller)),
-        "brokers" => return Ok(Target::Brokers),
-        "crashed" => return Ok(Target::Crashed),
-        "random-broker" => return Ok(Target::RandomBroker),
-        _ => {}
-    }
-    let numbered = |prefix: &str, make: fn(u32) -> HostName| -> Option<Result<Target, String>> {
-        let number = text.strip_prefix(prefix)?;
-        Some(match number.parse::<u32>() {
-            Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => {
-                Ok(Target::Host(make(n)))
+    for form in TargetForm::ALL {
+        match form {
+            TargetForm::Word(word, target) if text == *word => return Ok(target.clone()),
+            TargetForm::Word(..) => {}
+            TargetForm::Numbered(prefix, make) => {
+                if let Some(number) = text.strip_prefix(prefix).and_then(|t| t.strip_prefix('-')) {
+                    return match number.parse::<u32>() {
+                        Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => {
+                            Ok(Target::Host(make(n)))
+                        }
+                        _ => Err(format!(
+                            "invalid target `{text}`: host numbers start at 1 (`{prefix}-1`)"
+                        )),
+                    };
+                }
             }
-            _ => Err(format!(
-                "invalid target `{text}`: host numbers start at 1 (`{prefix}1`)"
-            )),
-        })
-    };
-    if let Some(result) = numbered("broker-", HostName::Broker)
-        .or_else(|| numbered("producer-", HostName::Producer))
-        .or_else(|| numbered("consumer-", HostName::Consumer))
-    {
-        return result;
-    }
-    if let Some((kind, partition)) = text.split_once(':') {
-        let make: fn(TopicPartition) -> Target = match kind {
-            "leader" => Target::Leader,
-            "follower" => Target::Follower,
-            "followers" => Target::Followers,
-            _ => return Err(format!("invalid target `{text}`: {TARGET_HELP}")),
-        };
-        let parsed = partition.rsplit_once('/').and_then(|(topic, p)| {
-            let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
-            match (topic.is_empty(), digits, p.parse::<u32>()) {
-                (false, true, Ok(p)) => Some(TopicPartition::new(topic, p)),
-                _ => None,
+            TargetForm::Role(role, make) => {
+                if let Some(partition) = text.strip_prefix(role).and_then(|t| t.strip_prefix(':')) {
+                    return topic_partition(partition).map(make).ok_or_else(|| {
+                        format!("invalid target `{text}`: expected {role}:<topic>/<partition>, like `{role}:orders/0`")
+                    });
+                }
             }
-        });
-        return parsed
-            .map(make)
-            .ok_or_else(|| format!("invalid target `{text}`: expected {kind}:<topic>/<partition>, like `{kind}:orders/0`"));
+        }
     }
-    Err(format!("invalid target `{text}`: {TARGET_HELP}"))
+    Err(format!(
+        "invalid target `{text}`: expected {}",
+        forms_help()
+    ))
+}
+
+/// `orders/0`: a topic name and a partition number of digits only.
+fn topic_partition(text: &str) -> Option<TopicPartition> {
+    let (topic, p) = text.rsplit_once('/')?;
+    let digits = !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    match (topic.is_empty(), digits, p.parse::<u32>()) {
+        (false, true, Ok(p)) => Some(TopicPartition::new(topic, p)),
+        _ => None,
+    }
 }
 
 fn plural(n: u32, one: &str) -> String {
@@ -181,6 +185,17 @@ fn describe_target(target: &Target) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_form_reads_back_as_a_fired_fault_prints_it() {
+        for form in TargetForm::ALL {
+            let text = form
+                .syntax()
+                .replace("-N", "-2")
+                .replace("<topic>/<partition>", "orders/1");
+            assert_eq!(parse_target(&text).map(|t| t.to_string()), Ok(text));
+        }
+    }
 
     #[test]
     fn targets_parse() {

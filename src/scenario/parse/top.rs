@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
 
-const TOP_LEVEL: &[&str] = &[
+pub(super) const TOP_LEVEL: &[&str] = &[
     "name",
     "description",
     "seeds",

@@ -1,6 +1,6 @@
-//! Scenario files: the SCENARIOS.md example parses into the settings it describes, variants
-//! and fault sets resolve, and every class of bad input gives one clear error that names
-//! the file, line and column.
+//! Scenario files: the reference's full example parses into the settings it describes,
+//! variants and fault sets resolve, and every class of bad input gives one clear error that
+//! names the file, line and column.
 
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::{Acks, Truncation, NEVER};
@@ -14,7 +14,8 @@ use proptest::prelude::*;
 use std::path::Path;
 use std::time::Duration;
 
-/// The example of SCENARIOS.md, verbatim.
+/// The settings of the full example of docs/scenarios.md ("Every section at once"), with
+/// comments of its own.
 const EXAMPLE: &str = r#"
 name = "acks=1 loses acknowledged writes when the leader loses power"
 description = """
@@ -304,7 +305,7 @@ fn kafka_producer_rules_between_keys() {
         "s.toml:7:8: `enable.idempotence` = true needs `acks` = \"all\" (Kafka rejects this producer configuration)",
     );
     // delivery.timeout.ms below linger.ms + request.timeout.ms: Kafka refuses it, but the
-    // SCENARIOS.md example sets exactly that (30000 < 5 + 30000) and must run, so it stands.
+    // reference's full example sets exactly that (30000 < 5 + 30000) and must run, so it stands.
     let s = ok(&format!(
         "{MINIMAL}[producer]\n\"delivery.timeout.ms\" = 1000\n"
     ))
