@@ -1,13 +1,14 @@
 //! The command line (docs/scenarios.md, "The command line"). Exit status: 0 every
-//! expectation holds, 1 an expectation failed, 2 bad input.
+//! expectation holds, 1 an expectation failed (for `dump-log`: a file is damaged), 2 bad
+//! input.
 
 mod bench;
+mod dump_log;
 mod run;
 mod sweep;
 mod test_seeds;
 
 use clap::{Parser, Subcommand};
-use std::path::PathBuf;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 1;
@@ -59,14 +60,16 @@ enum Command {
         #[arg(long, value_name = "X.Y")]
         kafka: Option<String>,
     },
-    /// Print the batches and records of a log segment, like kafka-dump-log.sh.
-    DumpLog {
-        /// A segment file (`00000000000000000000.log`).
-        file: PathBuf,
-        /// Print every record, not only the batch headers.
-        #[arg(long)]
-        print_data: bool,
-    },
+    /// Print log segments, their indexes and checkpoint files, as Kafka's kafka-dump-log.sh.
+    ///
+    /// Kafka's options and lines (DumpLogSegments) for `.log`, `.index` and `.timeindex`
+    /// files; indexes are checked against the `.log` beside them, the mismatches listed on
+    /// stderr at the end. hightide's addition: the checkpoint files (`leader-epoch-checkpoint`,
+    /// `recovery-point-offset-checkpoint`, `replication-offset-checkpoint`,
+    /// `log-start-offset-checkpoint`), which Kafka's tool does not read. Where a file is
+    /// damaged, it says where and why and goes on (Kafka's tool stops with an exception).
+    #[command(after_help = dump_log::EXIT_HELP)]
+    DumpLog(dump_log::DumpLogArgs),
     /// Measure speed and memory (not a test: figures to write down).
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -116,17 +119,7 @@ pub fn main() -> i32 {
             out(&crate::scenario::config_reference(release));
             EXIT_OK
         }
-        Command::DumpLog { file, print_data } => match std::fs::read(&file) {
-            Ok(bytes) => {
-                let dump = crate::storage::dump::dump_log(&bytes, print_data);
-                out(&format!("Dumping {}\n{dump}", file.display()));
-                EXIT_OK
-            }
-            Err(error) => {
-                eprintln!("error: {}: {error}", file.display());
-                EXIT_BAD_INPUT
-            }
-        },
+        Command::DumpLog(args) => dump_log::run(args),
         Command::Bench(command) => bench::run(command),
     }
 }

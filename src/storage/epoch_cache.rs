@@ -126,15 +126,23 @@ impl LeaderEpochCache {
     /// Entries are re-assigned in order, as Kafka does on load: an entry that would break
     /// the monotonic order is dropped.
     pub fn from_checkpoint(text: &str) -> Result<Self, CheckpointError> {
-        let entries = parse_entries(text, 2, |f| {
-            Some((Epoch(f[0].parse().ok()?), Offset(f[1].parse().ok()?)))
-        })?;
         let mut cache = LeaderEpochCache::default();
-        for (epoch, start_offset) in entries {
-            cache.assign(epoch, start_offset);
+        for entry in parse_checkpoint(text)? {
+            cache.assign(entry.epoch, entry.start_offset);
         }
         Ok(cache)
     }
+}
+
+/// A `leader-epoch-checkpoint`'s entries as the file has them, before `from_checkpoint`
+/// drops those out of order (so that `dump-log` can show what loading would drop).
+pub fn parse_checkpoint(text: &str) -> Result<Vec<EpochEntry>, CheckpointError> {
+    parse_entries(text, 2, |f| {
+        Some(EpochEntry {
+            epoch: Epoch(f[0].parse().ok()?),
+            start_offset: Offset(f[1].parse().ok()?),
+        })
+    })
 }
 
 #[cfg(test)]
