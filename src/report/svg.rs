@@ -1,6 +1,9 @@
 //! Hand-written SVG bar charts for sweep reports: one horizontal bar per configuration
 //! (long labels read better down the side than under tilted bars), a value on each bar,
-//! a scale with gridlines. No dependencies, deterministic output.
+//! a scale with gridlines. The scale is logarithmic when the values span two decades or
+//! more (acks=1's tens of lost messages beside cluster power loss's thousands), and the
+//! canvas is as wide as its longest text, so nothing is clipped. No dependencies,
+//! deterministic output.
 
 use super::sweep::{chart_file_names, common_settings, short_settings, SweepRow};
 use std::fmt::Write;
@@ -11,8 +14,8 @@ const MONO: &str = "DejaVu Sans Mono, Menlo, Consolas, monospace";
 const MONO_CHAR_PX: f64 = 7.3;
 const MARGIN_PX: f64 = 16.0;
 const PLOT_WIDTH_PX: f64 = 460.0;
-/// Room right of the plot for the value texts of the longest bars.
-const VALUE_ROOM_PX: f64 = 190.0;
+/// Positive values spanning this ratio or more are drawn on a log scale.
+const LOG_SCALE_RATIO: f64 = 100.0;
 const ROW_PX: f64 = 24.0;
 const BAR_PX: f64 = 14.0;
 
@@ -171,14 +174,29 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
     let plot_x = MARGIN_PX + longest as f64 * MONO_CHAR_PX + 14.0;
     let plot_y = 74.0;
     let plot_h = bars.len() as f64 * ROW_PX;
-    let width = plot_x + PLOT_WIDTH_PX + VALUE_ROOM_PX;
     let height = plot_y + plot_h + 56.0;
-    let largest = bars
+    let values = bars
         .iter()
-        .map(|b| b.value.max(b.whisker.unwrap_or(0.0)))
-        .fold(0.0, f64::max);
-    let (axis_max, step) = nice_scale(largest);
-    let x_of = |v: f64| plot_x + (v / axis_max).clamp(0.0, 1.0) * PLOT_WIDTH_PX;
+        .flat_map(|b| [Some(b.value), b.inner, b.whisker])
+        .flatten();
+    let scale = Scale::fit(values);
+    let x_of = |v: f64| plot_x + scale.fraction(v) * PLOT_WIDTH_PX;
+    // Each value text starts right of its bar (or whisker); the canvas holds the longest.
+    let text_x: Vec<f64> = bars
+        .iter()
+        .map(|b| x_of(b.value).max(b.whisker.map_or(0.0, x_of)) + 6.0)
+        .collect();
+    let width = bars
+        .iter()
+        .zip(&text_x)
+        .map(|(b, x)| x + text_px(&b.text, 12.0))
+        .chain([
+            plot_x + PLOT_WIDTH_PX + 20.0,
+            MARGIN_PX + text_px(&chart.title, 16.0) * 1.05,
+            MARGIN_PX + text_px(&chart.subtitle, 12.0),
+        ])
+        .fold(0.0, f64::max)
+        + MARGIN_PX;
 
     let mut svg = String::new();
     let _ = writeln!(
@@ -220,21 +238,22 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
             width - MARGIN_PX
         );
     }
-    let mut tick = 0.0;
-    while tick <= axis_max + step / 2.0 {
+    for (tick, labelled) in scale.ticks() {
         let x = x_of(tick);
         let _ = writeln!(
             svg,
-            r#"<line x1="{x:.1}" y1="{plot_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="{GRID}"/>"#,
-            plot_y + plot_h
+            r#"<line x1="{x:.1}" y1="{plot_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="{GRID}"{}/>"#,
+            plot_y + plot_h,
+            if labelled { "" } else { r#" stroke-dasharray="2,3""# }
         );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="{MUTED}">{}</text>"#,
-            plot_y + plot_h + 16.0,
-            number(tick)
-        );
-        tick += step;
+        if labelled {
+            let _ = writeln!(
+                svg,
+                r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="{MUTED}">{}</text>"#,
+                plot_y + plot_h + 16.0,
+                number(tick)
+            );
+        }
     }
     let _ = writeln!(
         svg,
@@ -252,7 +271,10 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="{INK}">{}</text>"#,
         plot_x + PLOT_WIDTH_PX / 2.0,
         plot_y + plot_h + 38.0,
-        escape(chart.axis_label)
+        escape(&match scale {
+            Scale::Linear { .. } => chart.axis_label.to_owned(),
+            Scale::Log { .. } => format!("{} (log scale)", chart.axis_label),
+        })
     );
 
     for (i, bar) in bars.iter().enumerate() {
@@ -284,7 +306,6 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
                 chart.inner_color
             );
         }
-        let mut text_x = end;
         if let Some(whisker) = bar.whisker {
             let tip = x_of(whisker);
             let _ = writeln!(
@@ -297,12 +318,11 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
                 middle - 5.0,
                 middle + 5.0
             );
-            text_x = text_x.max(tip);
         }
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" fill="{}">{}</text>"#,
-            text_x + 6.0,
+            text_x[i],
             middle + 4.0,
             bar.text_color,
             escape(&bar.text)
@@ -310,6 +330,80 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
     }
     svg.push_str("</svg>\n");
     svg
+}
+
+/// How values map onto the plot's width.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scale {
+    /// From 0 to `max`, gridlines every `step`.
+    Linear { max: f64, step: f64 },
+    /// From 10^`low` to 10^`high`, a gridline per decade; 0 draws no bar.
+    Log { low: i32, high: i32 },
+}
+
+impl Scale {
+    fn fit(values: impl Iterator<Item = f64>) -> Scale {
+        let (mut smallest, mut largest) = (f64::INFINITY, 0.0f64);
+        for v in values.filter(|v| *v > 0.0 && v.is_finite()) {
+            smallest = smallest.min(v);
+            largest = largest.max(v);
+        }
+        if largest > 0.0 && largest / smallest >= LOG_SCALE_RATIO {
+            Scale::Log {
+                low: smallest.log10().floor() as i32,
+                high: largest.log10().ceil() as i32,
+            }
+        } else {
+            let (max, step) = nice_scale(largest);
+            Scale::Linear { max, step }
+        }
+    }
+
+    /// Where `value` lies, from 0 (the axis) to 1 (the plot's right edge).
+    fn fraction(self, value: f64) -> f64 {
+        match self {
+            Scale::Linear { max, .. } => (value / max).clamp(0.0, 1.0),
+            Scale::Log { .. } if value <= 0.0 => 0.0,
+            Scale::Log { low, high } => {
+                ((value.log10() - f64::from(low)) / f64::from(high - low)).clamp(0.0, 1.0)
+            }
+        }
+    }
+
+    /// Gridline positions, and whether each is labelled: every linear step; on a log
+    /// scale each power of ten, with unlabelled lines at 2× and 5× between them.
+    fn ticks(self) -> Vec<(f64, bool)> {
+        match self {
+            Scale::Linear { max, step } => {
+                let count = (max / step).round() as usize;
+                (0..=count).map(|i| (i as f64 * step, true)).collect()
+            }
+            Scale::Log { low, high } => (low..=high)
+                .flat_map(|e| {
+                    let decade = 10f64.powi(e);
+                    let minor = (e < high).then_some([2.0 * decade, 5.0 * decade]);
+                    std::iter::once((decade, true))
+                        .chain(minor.into_iter().flatten().map(|v| (v, false)))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A generous width of `text` at `size` px in the chart's sans font (DejaVu Sans, the
+/// widest of the fallbacks): digits and most letters are 0.63 em, spaces and dots less,
+/// capitals and `m`/`w` more, so no renderer's text runs past the canvas.
+fn text_px(text: &str, size: f64) -> f64 {
+    let em: f64 = text
+        .chars()
+        .map(|c| match c {
+            ' ' | '.' | ',' | '·' | ':' | 'i' | 'l' | 'j' | '|' | '\'' | '(' | ')' => 0.36,
+            'm' | 'w' | 'M' | 'W' => 0.98,
+            c if c.is_ascii_uppercase() => 0.75,
+            _ => 0.64,
+        })
+        .sum();
+    em * size
 }
 
 /// An axis maximum at or above `largest` and a round step (1, 2 or 5 times a power of ten)
@@ -363,6 +457,68 @@ mod tests {
         assert_eq!(nice_scale(7.0), (8.0, 2.0));
         assert_eq!(nice_scale(1000.0), (1000.0, 200.0));
         assert_eq!(nice_scale(0.0), (1.0, 0.25));
+    }
+
+    #[test]
+    fn values_spanning_two_decades_get_a_log_scale() {
+        let scale = Scale::fit([0.0, 14.0, 57.0, 8000.0].into_iter());
+        assert_eq!(scale, Scale::Log { low: 1, high: 4 });
+        assert_eq!(scale.fraction(0.0), 0.0);
+        assert!((scale.fraction(100.0) - 1.0 / 3.0).abs() < 1e-9);
+        assert_eq!(scale.fraction(10_000.0), 1.0);
+        let labelled: Vec<f64> = scale
+            .ticks()
+            .into_iter()
+            .filter(|t| t.1)
+            .map(|t| t.0)
+            .collect();
+        assert_eq!(labelled, [10.0, 100.0, 1000.0, 10_000.0]);
+        assert_eq!(
+            Scale::fit([3.0, 41.0].into_iter()),
+            Scale::Linear {
+                max: 50.0,
+                step: 10.0
+            }
+        );
+    }
+
+    #[test]
+    fn the_canvas_holds_its_longest_value_text() {
+        let bar = |label: &str, value: f64, text: &str| Bar {
+            label: label.to_owned(),
+            value,
+            inner: None,
+            whisker: Some(value * 2.0),
+            text: text.to_owned(),
+            text_color: INK,
+        };
+        let long = "avg 4000 · worst 8000 · 10/10 runs, and a good deal more to say";
+        let svg = horizontal_bars(
+            &Chart {
+                title: "t".to_owned(),
+                subtitle: String::new(),
+                axis_label: "lost",
+                color: LOSS,
+                inner_color: LOSS,
+                legend: &[],
+            },
+            &[bar("a", 4000.0, long), bar("b", 1.0, "x")],
+        );
+        let width: f64 = svg
+            .split("width=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        let text_x: f64 = svg
+            .lines()
+            .find(|l| l.contains(long))
+            .and_then(|l| l.split("x=\"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap();
+        assert!(text_x + text_px(long, 12.0) <= width - MARGIN_PX + 0.5);
+        assert!(svg.contains("lost (log scale)"));
     }
 
     #[test]
