@@ -1,7 +1,9 @@
-//! The timeline page in a real browser: `run --timeline` on the quickstart, then headless
-//! Chromium, driven by `tests/browser/timeline.mjs` over the DevTools protocol, fails on
-//! any console error and checks that the lanes, markers and tooltips are there and that
-//! zoom and pan work; it leaves a screenshot in the target directory to look at.
+//! What users open, in a real browser. The timeline page: `run --timeline` on the
+//! quickstart, then headless Chromium, driven by `tests/browser/timeline.mjs` over the
+//! DevTools protocol, fails on any console error and checks that the lanes, markers and
+//! tooltips are there and that zoom and pan work; it leaves a screenshot in the target
+//! directory to look at. The sweep charts: a small sweep's SVGs, where every text must lie
+//! inside the canvas (`tests/browser/charts.mjs`).
 //!
 //! It needs Node.js and Chromium (Debian: `apt-get install chromium-headless-shell
 //! nodejs`; `HIGHTIDE_BROWSER=/path/to/chrome` picks another). Without them the test is
@@ -55,34 +57,92 @@ fn timeline_page(browser: &Path, node: &Path) -> Result<(), Failed> {
         return Err(format!("hightide did not say {wrote:?}:\n{stderr}").into());
     }
     let screenshot = out.join("timeline.png");
+    node_script(
+        node,
+        &[
+            root.join("tests/browser/timeline.mjs").as_os_str(),
+            browser.as_os_str(),
+            page.as_os_str(),
+            screenshot.as_os_str(),
+            "2".as_ref(),
+        ],
+    )
+}
+
+/// A two-configuration sweep of the quickstart, one seed: both charts, one with a loss
+/// bar and one without.
+fn sweep_charts(browser: &Path, node: &Path) -> Result<(), Failed> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-sweep");
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let file = out.join("charts.toml");
+    let sweep = format!(
+        "name = \"charts\"\nbase = {:?}\nseeds = [1]\n[vary]\n\"producer.acks\" = [\"1\", \"all\"]\n",
+        root.join("scenarios/quickstart.toml")
+    );
+    std::fs::write(&file, sweep).map_err(|e| format!("{}: {e}", file.display()))?;
+    let run = Command::new(env!("CARGO_BIN_EXE_hightide"))
+        .args(["sweep"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("running hightide: {e}"))?;
+    if !run.status.success() {
+        return Err(format!(
+            "hightide sweep failed ({}):\n{}",
+            run.status,
+            String::from_utf8_lossy(&run.stderr)
+        )
+        .into());
+    }
+    node_script(
+        node,
+        &[
+            root.join("tests/browser/charts.mjs").as_os_str(),
+            browser.as_os_str(),
+            out.join("charts-lost.svg").as_os_str(),
+            out.join("charts-latency.svg").as_os_str(),
+        ],
+    )
+}
+
+fn node_script(node: &Path, args: &[&std::ffi::OsStr]) -> Result<(), Failed> {
     let check = Command::new(node)
-        .arg(root.join("tests/browser/timeline.mjs"))
-        .arg(browser)
-        .arg(&page)
-        .arg(&screenshot)
-        .arg("2")
+        .args(args)
         .output()
         .map_err(|e| format!("running node: {e}"))?;
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&check.stdout),
-        String::from_utf8_lossy(&check.stderr)
-    );
     if check.status.success() {
         Ok(())
     } else {
-        Err(report.into())
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        )
+        .into())
     }
 }
+
+type Check = fn(&Path, &Path) -> Result<(), Failed>;
+const CHECKS: &[(&str, Check)] = &[
+    ("timeline_page_in_a_browser", timeline_page),
+    ("sweep_charts_in_a_browser", sweep_charts),
+];
 
 fn main() {
     let args = Arguments::from_args();
     let required = std::env::var("HIGHTIDE_BROWSER_TEST").as_deref() == Ok("required");
     let tools = (browser(), on_path(&["node", "nodejs"]));
-    let trial = match tools {
-        (Some(browser), Some(node)) => Trial::test("timeline_page_in_a_browser", move || {
-            timeline_page(&browser, &node)
-        }),
+    let trials = match tools {
+        (Some(browser), Some(node)) => CHECKS
+            .iter()
+            .map(|&(name, check)| {
+                let (browser, node) = (browser.clone(), node.clone());
+                Trial::test(name, move || check(&browser, &node))
+            })
+            .collect(),
         (browser, node) => {
             let missing = [
                 browser
@@ -94,18 +154,26 @@ fn main() {
             .flatten()
             .collect::<Vec<_>>()
             .join(" and ");
-            if required {
-                Trial::test("timeline_page_in_a_browser", move || {
-                    Err(format!("HIGHTIDE_BROWSER_TEST=required, but there is no {missing}").into())
-                })
-            } else {
+            if !required {
                 eprintln!(
-                    "skipping the timeline browser test: no {missing} found \
+                    "skipping the browser tests: no {missing} found \
                      (apt-get install chromium-headless-shell nodejs)"
                 );
-                Trial::test("timeline_page_in_a_browser", || Ok(())).with_ignored_flag(true)
             }
+            CHECKS
+                .iter()
+                .map(|&(name, _)| {
+                    let missing = missing.clone();
+                    let trial = Trial::test(name, move || {
+                        Err(
+                            format!("no {missing}: apt-get install chromium-headless-shell nodejs")
+                                .into(),
+                        )
+                    });
+                    trial.with_ignored_flag(!required)
+                })
+                .collect()
         }
     };
-    libtest_mimic::run(&args, vec![trial]).exit();
+    libtest_mimic::run(&args, trials).exit();
 }

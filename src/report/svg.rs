@@ -244,7 +244,11 @@ fn horizontal_bars(chart: &Chart, bars: &[Bar]) -> String {
             svg,
             r#"<line x1="{x:.1}" y1="{plot_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="{GRID}"{}/>"#,
             plot_y + plot_h,
-            if labelled { "" } else { r#" stroke-dasharray="2,3""# }
+            if labelled {
+                ""
+            } else {
+                r#" stroke-dasharray="2,3""#
+            }
         );
         if labelled {
             let _ = writeln!(
