@@ -1,10 +1,15 @@
 //! hightide: a deterministic simulation lab for Kafka-style message durability.
 //!
+//! As a library: [`load`] or [`parse`] a scenario, [`run`] a seed or [`run_seeds`], read
+//! each [`Run`]'s [`Counts`]; [`test_folder`] turns a folder of scenario files into tests
+//! (see [`lab`]). The modules below it are the simulator itself: public so that the
+//! project's own tests can reach every layer, hidden from these docs, and free to change.
+//!
 //! Layers, top to bottom; each module imports only modules on rows below its own, and
 //! `tests/integration/layers.rs` keeps it so (see `docs/architecture.md`):
 //!
 //! ```text
-//! cli                         the command line
+//! lab cli                     the library's front door; the command line
 //! report                      what runs left behind, as text, JSON, Markdown, SVG, HTML
 //! sim                         the harness: world, runner, faults, seeds in parallel, trace
 //! scenario                    scenario files into plain data
@@ -16,18 +21,38 @@
 //! types config                Kafka's vocabulary and configuration
 //! ```
 
+pub mod lab;
+pub use lab::{
+    check_file, load, parse, run, run_seeds, test_folder, Count, Counts, Error, Run, Scenario,
+};
+
+#[doc(hidden)]
 pub mod broker;
+#[doc(hidden)]
 pub mod check;
+#[doc(hidden)]
 pub mod cli;
+#[doc(hidden)]
 pub mod client;
+#[doc(hidden)]
 pub mod config;
+#[doc(hidden)]
 pub mod controller;
+#[doc(hidden)]
 pub mod history;
+#[doc(hidden)]
 pub mod os;
+#[doc(hidden)]
 pub mod protocol;
+#[doc(hidden)]
 pub mod record;
+#[doc(hidden)]
 pub mod report;
+#[doc(hidden)]
 pub mod scenario;
+#[doc(hidden)]
 pub mod sim;
+#[doc(hidden)]
 pub mod storage;
+#[doc(hidden)]
 pub mod types;

@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// Top to bottom. A module may import any module on a lower row.
 const LAYERS: &[&[&str]] = &[
-    &["cli"],
+    &["lab", "cli"],
     &["report"],
     &["sim"],
     &["scenario"],
