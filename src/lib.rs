@@ -22,6 +22,7 @@
 //! ```
 
 pub mod lab;
+#[doc(inline)]
 pub use lab::{
     check_file, load, parse, run, run_seeds, test_folder, Count, Counts, Error, Run, Scenario,
 };

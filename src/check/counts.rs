@@ -88,7 +88,7 @@ counts! {
         duplicates: Duplicates,
         /// Final-read records whose value carries no parseable id, or an id never attempted.
         unexpected: Unexpected,
-        /// Inversions: see [`reorder`](super::reorder) for the exact definition.
+        /// Inversions: see `check::reorder` for the exact definition.
         reordered: Reordered,
         /// Read events (one per consumer read) whose id the final read does not hold at that
         /// partition and offset.

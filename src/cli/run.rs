@@ -50,8 +50,8 @@ pub struct RunArgs {
     /// With --seed: draw the run as a timeline (hosts, leadership, faults, sends) in OUT.html.
     #[arg(long, requires = "seed", value_name = "OUT.html")]
     timeline: Option<PathBuf>,
-    /// With --seed: write every host's files after the run to DIR/<host>/, or to
-    /// DIR/<variant>/<host>/ when several variants run.
+    /// With --seed: write every host's files after the run to `DIR/<host>/`, or to
+    /// `DIR/<variant>/<host>/` when several variants run.
     #[arg(long, requires = "seed")]
     dump_disks: Option<PathBuf>,
     /// Simulations to run at once (default: one per core).

@@ -17,7 +17,7 @@
 //!   recovery point returns `flush_needed: true`; Kafka flushes in the append path, so the
 //!   broker flushes before it acknowledges.
 //! - `log.flush.interval.ms`: the broker's flush scheduler compares it with
-//!   [`Log::time_since_flush_ms`].
+//!   [`Log::time_since_flush`].
 //! - A roll leaves the old segment to be flushed: Kafka schedules that flush at once,
 //!   asynchronously; [`Log::roll_flush_pending`] tells the broker to do the same.
 //! - Metadata (segment files created, truncated or deleted; the epoch checkpoint renamed)

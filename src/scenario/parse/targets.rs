@@ -46,7 +46,7 @@ pub(super) fn read_target(
     }
 }
 
-/// "broker-N, controller, ... or followers:<topic>/<partition>": every form, for errors.
+/// `broker-N, controller, ... or followers:<topic>/<partition>`: every form, for errors.
 fn forms_help() -> String {
     let forms: Vec<String> = TargetForm::ALL.iter().map(TargetForm::syntax).collect();
     match forms.split_last() {
