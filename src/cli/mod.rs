@@ -4,6 +4,7 @@
 
 mod bench;
 mod dump_log;
+mod explore;
 mod run;
 mod sweep;
 mod test_seeds;
@@ -48,6 +49,9 @@ struct Cli {
 enum Command {
     /// Run a scenario over its seeds and variants, check every expectation.
     Run(run::RunArgs),
+    /// Run a scenario (usually one with a `[nemesis]`) over many seeds and report the first
+    /// failing ones, each with its replay line.
+    Explore(explore::ExploreArgs),
     /// Run a base scenario under every combination of settings and write a report.
     Sweep(sweep::SweepArgs),
     /// Suggest a scenario's `test_seeds`: the seeds that show, in the least time, every
@@ -105,6 +109,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Explore(args) => explore::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
         Command::Config { kafka } => {

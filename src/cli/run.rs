@@ -2,7 +2,7 @@
 
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
-use crate::scenario::{self, model::Scenario};
+use crate::scenario::{self, model::Scenario, model::Variant};
 use crate::sim::batch;
 use crate::sim::runner::{DumpDisks, RunOptions, RunOutcome};
 use crate::sim::trace::Print;
@@ -60,14 +60,9 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> i32 {
-    let scenario = match scenario::Overrides::parse(&args.set)
-        .and_then(|overrides| scenario::load_with(&args.file, &overrides))
-    {
-        Ok(s) => s,
-        Err(error) => {
-            eprintln!("{}", error.report());
-            return EXIT_BAD_INPUT;
-        }
+    let scenario = match load(&args.file, &args.set) {
+        Ok(scenario) => scenario,
+        Err(status) => return status,
     };
     let seeds = match (&args.seed, &args.seeds) {
         (Some(seed), _) => vec![*seed],
@@ -80,26 +75,10 @@ pub fn run(args: RunArgs) -> i32 {
         },
         (None, None) => scenario.seeds.clone(),
     };
-    let variants: Vec<_> = scenario
-        .variants
-        .iter()
-        .filter(|v| args.variant.as_ref().is_none_or(|name| &v.name == name))
-        .collect();
-    for (variant, warning) in &scenario.warnings {
-        if variants.iter().any(|v| &v.name == variant) {
-            eprintln!("warning: {warning}");
-        }
-    }
-    if variants.is_empty() {
-        let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
-        eprintln!(
-            "error: no variant {:?} in {}; it has: {}",
-            args.variant.unwrap_or_default(),
-            args.file.display(),
-            names.join(", ")
-        );
-        return EXIT_BAD_INPUT;
-    }
+    let variants = match chosen_variants(&scenario, args.variant.as_deref(), &args.file) {
+        Ok(variants) => variants,
+        Err(status) => return status,
+    };
     if let Some(dir) = &args.dump_disks {
         if dir.exists() && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some()) {
             eprintln!("error: --dump-disks {}: the directory exists and is not empty; refusing to overwrite it", dir.display());
@@ -191,6 +170,46 @@ pub fn run(args: RunArgs) -> i32 {
         }
     }
     printer.finish(ran < jobs.len())
+}
+
+/// The scenario with every `--set` applied, or the exit status after saying why not.
+pub(super) fn load(file: &Path, sets: &[String]) -> Result<Scenario, i32> {
+    scenario::Overrides::parse(sets)
+        .and_then(|overrides| scenario::load_with(file, &overrides))
+        .map_err(|error| {
+            eprintln!("{}", error.report());
+            EXIT_BAD_INPUT
+        })
+}
+
+/// The variants `--variant` picks (all without it), after the warnings of the `--set`s
+/// that replaced their settings; or the exit status after saying why there are none.
+pub(super) fn chosen_variants<'a>(
+    scenario: &'a Scenario,
+    name: Option<&str>,
+    file: &Path,
+) -> Result<Vec<&'a Variant>, i32> {
+    let variants: Vec<&Variant> = scenario
+        .variants
+        .iter()
+        .filter(|v| name.is_none_or(|name| v.name == name))
+        .collect();
+    for (variant, warning) in &scenario.warnings {
+        if variants.iter().any(|v| &v.name == variant) {
+            eprintln!("warning: {warning}");
+        }
+    }
+    if variants.is_empty() {
+        let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
+        eprintln!(
+            "error: no variant {:?} in {}; it has: {}",
+            name.unwrap_or_default(),
+            file.display(),
+            names.join(", ")
+        );
+        return Err(EXIT_BAD_INPUT);
+    }
+    Ok(variants)
 }
 
 /// One page, a panel per variant of the seed, all on one time axis.
@@ -411,7 +430,7 @@ impl<'a> Printer<'a> {
                     self.summary.runs()
                 ));
             }
-            let command = replay_command(self.args);
+            let command = replay_command(&self.args.file, &self.args.set);
             if !self.args.quiet {
                 text.push_str(&self.summary.table());
                 let explained = self.summary.explanations(&command);
@@ -447,13 +466,13 @@ impl<'a> Printer<'a> {
 
 /// The command that runs this scenario again with the same settings: the program, the
 /// file and every `--set`, quoted for a shell where needed.
-fn replay_command(args: &RunArgs) -> String {
+pub(super) fn replay_command(file: &Path, sets: &[String]) -> String {
     let mut command = format!(
         "{} run {}",
         replay_program(),
-        shell_word(&args.file.display().to_string())
+        shell_word(&file.display().to_string())
     );
-    for set in &args.set {
+    for set in sets {
         command.push_str(&format!(" --set {}", shell_word(set)));
     }
     command

@@ -19,6 +19,10 @@ mod mutations;
 mod source;
 mod support;
 
+mod cli {
+    mod explore;
+}
+
 mod os {
     mod disk;
 }
