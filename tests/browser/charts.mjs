@@ -2,47 +2,16 @@
 // (a clipped value label) or the chart draws no bars.
 //
 //   node tests/browser/charts.mjs BROWSER CHART.svg...
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { launch } from "./cdp.mjs";
 
 const [browser, ...charts] = process.argv.slice(2);
 if (!browser || !charts.length) {
   console.error("usage: charts.mjs BROWSER CHART.svg...");
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), "hightide-browser-"));
-const chrome = spawn(browser, [
-  "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-  "--no-first-run", `--user-data-dir=${profile}`,
-], { stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] });
-
-let nextId = 1;
-const waiting = new Map();
-const listeners = [];
-let buffer = Buffer.alloc(0);
-chrome.stdio[4].on("data", (chunk) => {
-  buffer = Buffer.concat([buffer, chunk]);
-  let end;
-  while ((end = buffer.indexOf(0)) >= 0) {
-    const message = JSON.parse(buffer.subarray(0, end).toString("utf8"));
-    buffer = buffer.subarray(end + 1);
-    const wait = message.id && waiting.get(message.id);
-    if (wait) {
-      waiting.delete(message.id);
-      if (message.error) wait.fail(new Error(message.error.message)); else wait.ok(message.result);
-    } else {
-      for (const listen of listeners) listen(message);
-    }
-  }
-});
-function send(method, params = {}, sessionId) {
-  const id = nextId++;
-  chrome.stdio[3].write(JSON.stringify({ id, method, params, sessionId }) + "\0");
-  return new Promise((ok, fail) => waiting.set(id, { ok, fail }));
-}
+const { send, listeners, close } = launch(browser);
 
 const problems = [];
 async function main() {
@@ -74,8 +43,7 @@ async function main() {
   }
 }
 function finish() {
-  chrome.kill();
-  rmSync(profile, { recursive: true, force: true });
+  close();
   for (const p of problems) console.error(p);
   process.exit(problems.length ? 1 : 0);
 }

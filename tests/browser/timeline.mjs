@@ -3,49 +3,17 @@
 // missing lane, or on a tooltip that does not appear; it zooms, pans and saves a screenshot.
 //
 //   node tests/browser/timeline.mjs BROWSER PAGE.html SCREENSHOT.png PANELS
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { launch } from "./cdp.mjs";
 
 const [browser, page, screenshot, panelsWanted] = process.argv.slice(2);
 if (!browser || !page || !screenshot || !panelsWanted) {
   console.error("usage: timeline.mjs BROWSER PAGE.html SCREENSHOT.png PANELS");
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), "hightide-browser-"));
-const chrome = spawn(browser, [
-  "--headless", "--remote-debugging-pipe", "--no-sandbox", "--disable-gpu",
-  "--no-first-run", "--hide-scrollbars", `--user-data-dir=${profile}`, "--window-size=1400,1000",
-], { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
-let chromeLog = "";
-chrome.stderr.on("data", (d) => { chromeLog += d; });
-
-let nextId = 1;
-const waiting = new Map();
-const listeners = [];
-let buffer = Buffer.alloc(0);
-chrome.stdio[4].on("data", (chunk) => {
-  buffer = Buffer.concat([buffer, chunk]);
-  let end;
-  while ((end = buffer.indexOf(0)) >= 0) {
-    const message = JSON.parse(buffer.subarray(0, end).toString("utf8"));
-    buffer = buffer.subarray(end + 1);
-    if (message.id && waiting.has(message.id)) {
-      const { ok, fail } = waiting.get(message.id);
-      waiting.delete(message.id);
-      if (message.error) fail(new Error(`${message.error.message} (${message.error.code})`)); else ok(message.result);
-    } else {
-      for (const listen of listeners) listen(message);
-    }
-  }
-});
-function send(method, params = {}, sessionId) {
-  const id = nextId++;
-  chrome.stdio[3].write(JSON.stringify({ id, method, params, sessionId }) + "\0");
-  return new Promise((ok, fail) => waiting.set(id, { ok, fail }));
-}
+const { chrome, send, listeners, close, log } = launch(browser, ["--hide-scrollbars", "--window-size=1400,1000"]);
 
 const problems = [];
 const checks = [];
@@ -162,12 +130,11 @@ async function main() {
 const timeout = setTimeout(() => { problems.push("timed out after 60 s"); finish(); }, 60_000);
 function finish() {
   clearTimeout(timeout);
-  chrome.kill();
-  rmSync(profile, { recursive: true, force: true });
+  close();
   for (const what of checks) console.log(`ok? ${problems.some((p) => p === `failed: ${what}`) ? "NO " : "yes"} ${what}`);
   if (problems.length) {
     for (const p of problems) console.error(p);
-    if (chromeLog.trim()) console.error(`browser stderr:\n${chromeLog.trim().slice(-2000)}`);
+    if (log().trim()) console.error(`browser stderr:\n${log().trim().slice(-2000)}`);
     process.exit(1);
   }
   console.log(`timeline page: ${checks.length} checks passed, no console errors; screenshot ${screenshot}`);

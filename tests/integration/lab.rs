@@ -1,44 +1,8 @@
 //! The library's front door, used as another crate would: a scenario written in code, run
 //! on a seed, its counts read; a folder's file checked as `cargo test` checks it.
 
+use crate::support::ACKS_1_POWER_LOSS;
 use std::path::Path;
-
-const ACKS_1_POWER_LOSS: &str = r#"
-name = "in code"
-seeds = [1, 2]
-duration = "6s"
-heal = "6s"
-
-[cluster]
-brokers = 3
-topics = [{ name = "orders", partitions = 1, replication_factor = 3 }]
-
-[producer]
-acks = 1
-"request.timeout.ms" = 2000
-
-[workload]
-rate = 500
-
-[[faults]]
-at = "0s"
-action = "slow-link"
-between = ["broker-1", ["broker-2", "broker-3"]]
-latency = "20ms"
-
-[[faults]]
-at = "3s"
-action = "power-loss"
-target = "leader:orders/0"
-
-[[faults]]
-at = "4s"
-action = "restart"
-target = "crashed"
-
-[expect]
-lost = 0
-"#;
 
 #[test]
 fn a_scenario_written_in_code_runs_and_replays() {

@@ -8,3 +8,42 @@ pub fn step(sim: &mut turmoil::Sim<'_>) -> turmoil::Result<bool> {
     clock::set(SimTime::after_start(sim.elapsed()));
     sim.step()
 }
+
+/// A small scenario file whose acks=1 runs lose acknowledged writes to a leader power
+/// loss on most seeds, and so break its `[expect] lost = 0`.
+pub const ACKS_1_POWER_LOSS: &str = r#"
+name = "in code"
+seeds = [1, 2]
+duration = "6s"
+heal = "6s"
+
+[cluster]
+brokers = 3
+topics = [{ name = "orders", partitions = 1, replication_factor = 3 }]
+
+[producer]
+acks = 1
+"request.timeout.ms" = 2000
+
+[workload]
+rate = 500
+
+[[faults]]
+at = "0s"
+action = "slow-link"
+between = ["broker-1", ["broker-2", "broker-3"]]
+latency = "20ms"
+
+[[faults]]
+at = "3s"
+action = "power-loss"
+target = "leader:orders/0"
+
+[[faults]]
+at = "4s"
+action = "restart"
+target = "crashed"
+
+[expect]
+lost = 0
+"#;

@@ -2,44 +2,9 @@
 //! same whatever the number of threads, each replayable; exit 1 when one failed, 0 when
 //! none did.
 
+use crate::support::ACKS_1_POWER_LOSS as SCENARIO;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const SCENARIO: &str = r#"
-name = "explore me"
-duration = "6s"
-heal = "6s"
-
-[cluster]
-brokers = 3
-topics = [{ name = "orders", partitions = 1, replication_factor = 3 }]
-
-[producer]
-acks = 1
-"request.timeout.ms" = 2000
-
-[workload]
-rate = 500
-
-[[faults]]
-at = "0s"
-action = "slow-link"
-between = ["broker-1", ["broker-2", "broker-3"]]
-latency = "20ms"
-
-[[faults]]
-at = "3s"
-action = "power-loss"
-target = "leader:orders/0"
-
-[[faults]]
-at = "4s"
-action = "restart"
-target = "crashed"
-
-[expect]
-lost = 0
-"#;
 
 fn scenario(name: &str, text: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explore");
