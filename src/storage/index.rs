@@ -7,20 +7,32 @@
 //! binary search for the greatest entry ≤ the target followed by a short forward scan of
 //! batch headers in the `.log`.
 //!
+//! An `.index` entry names the batch at its position by the batch's *last* offset, as
+//! Kafka's `LogSegment.append` and `recover` have since 2.0 (`batch.lastOffset`), so that
+//! Kafka's tools and brokers read the files as their own. The batch an entry found by a
+//! lookup points at therefore ends at or before the target, and the scan starts there.
+//! Kafka up to 1.1 wrote the base offset; hightide writes the last in every release it
+//! models (storage has one format, RecordBatch v2, whatever the release), so a 0.10–1.1
+//! run's index entries are 2.0's, not those releases'. No lookup result differs: an index
+//! only says where a scan may start.
+//!
 //! Unlike Kafka we do not preallocate and memory-map the files: an index file is exactly
 //! its entries, so its length tells how many there are, and a length that is not a
 //! multiple of the entry size is a sign of a torn write.
 
 use crate::types::Offset;
 
-/// One `.index` entry: the batch whose base offset is `base + relative_offset` starts at `position`.
+/// One `.index` entry: the batch whose last offset is `base + relative_offset` starts at `position`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffsetPosition {
     pub relative_offset: u32,
     pub position: u32,
 }
 
-/// One `.timeindex` entry: by `base + relative_offset`, the segment held a record stamped `timestamp`.
+/// One `.timeindex` entry: the batch ending at `base + relative_offset` holds the
+/// segment's largest timestamp so far, `timestamp`. That offset is the batch's last, as
+/// Kafka's `recover` records it in every release and its `append` since 3.8 (KAFKA-16310;
+/// 2.0–3.7 appended the offset of the record itself when the batch was not compressed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimestampOffset {
     pub timestamp: i64,
@@ -96,7 +108,8 @@ impl OffsetIndex {
     }
 
     /// The greatest entry with relative offset ≤ `relative`, if any: the position from which
-    /// a forward scan finds the batch holding that offset.
+    /// a forward scan finds the batch holding that offset (the batch there ends at or
+    /// before it, as Kafka's `translateOffset` relies on).
     pub fn lookup(&self, relative: u32) -> Option<OffsetPosition> {
         let count = self
             .entries

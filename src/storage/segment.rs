@@ -216,8 +216,9 @@ impl Segment {
     }
 
     /// Update the in-memory state for a batch at `position`, as Kafka's `LogSegment.append`
-    /// does: an index entry once more than `index_interval_bytes` were written since the
-    /// last one. Returns the index entries' bytes to append to the files.
+    /// and `recover` do: an index entry once more than `index_interval_bytes` were written
+    /// since the last one, naming the batch by its last offset (Kafka 2.0+; see
+    /// `storage::index`). Returns the index entries' bytes to append to the files.
     fn account(
         &mut self,
         header: &BatchHeader,
@@ -234,7 +235,7 @@ impl Segment {
         }
         let mut entries = (None, None);
         if self.bytes_since_last_index_entry > index_interval_bytes {
-            let relative = index::relative_offset(self.base_offset, header.base_offset);
+            let relative = index::relative_offset(self.base_offset, header.last_offset());
             if let (Some(relative_offset), Ok(position)) = (relative, u32::try_from(position)) {
                 entries.0 = Some(self.index.push(OffsetPosition {
                     relative_offset,
@@ -271,10 +272,11 @@ impl Segment {
     }
 
     /// Find the first batch holding an offset ≥ `target`: binary search of the index for the
-    /// greatest entry ≤ target, then a forward scan of batch headers. Returns its position
+    /// greatest entry ≤ target, then a forward scan of batch headers from the batch it names,
+    /// which ends at or before `target`, as Kafka's `translateOffset`. Returns its position
     /// and header, or `None` if the segment ends before `target`. An index entry that does
-    /// not lead to a batch at or below `target` (a damaged index) falls back to a scan from
-    /// the segment's start, so a lookup always agrees with a linear scan.
+    /// not lead to a batch starting at or below `target` (a damaged index) falls back to a
+    /// scan from the segment's start, so a lookup always agrees with a linear scan.
     pub fn translate_offset(
         &self,
         disk: &Disk,
@@ -360,6 +362,8 @@ impl Segment {
 
     /// Cut the segment so that it ends before the batch at `position` (whose base offset is
     /// `next_offset`), dropping the index entries past the cut and rewriting the index files.
+    /// Cutting the `.index` by position keeps what Kafka's `truncateTo` keeps by offset: an
+    /// entry's batch lies wholly before the cut (its last offset below `next_offset`) or not.
     pub fn truncate_to(
         &mut self,
         disk: &Disk,
@@ -425,6 +429,157 @@ impl Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::disk::DiskConfig;
+    use crate::record::{set_base_offset, BatchBuilder};
+    use crate::storage::recovery::{self, ScanMode, SegmentBounds};
+    use crate::types::ProducerId;
+
+    const BASE: Offset = Offset(100);
+    /// Records per batch: most batches hold several, so base and last offsets differ.
+    const COUNTS: [usize; 9] = [3, 1, 4, 2, 5, 1, 3, 2, 4];
+    /// `index.interval.bytes`: about one entry every other batch.
+    const INTERVAL: u64 = 100;
+
+    /// A segment at `BASE` with a batch per count, appended as the log appends them, with
+    /// an index entry every other batch or so.
+    fn segment_of(counts: &[usize]) -> (Disk, Segment) {
+        let disk = Disk::new(DiskConfig::default(), 1);
+        let mut segment = Segment::create(&disk, "d", BASE, SimTime::ZERO).expect("create");
+        for &count in counts {
+            append(&disk, &mut segment, count);
+        }
+        (disk, segment)
+    }
+
+    fn append(disk: &Disk, segment: &mut Segment, count: usize) {
+        let stamp = segment.next_offset().0;
+        let mut builder = BatchBuilder::new(stamp, ProducerId::NONE, -1, -1);
+        for i in 0..count {
+            builder.push(stamp + i as i64, None, Some(b"value"));
+        }
+        let mut batch = builder.build();
+        set_base_offset(&mut batch, segment.next_offset());
+        let header = record::parse_header(&batch).expect("built batch");
+        segment
+            .append(disk, &batch, &header, INTERVAL)
+            .expect("append");
+    }
+
+    /// The check of Kafka's `kafka-dump-log.sh --verify-index-only` on the `.index` the disk
+    /// holds, which must be the segment's: each entry's offset is the last offset of the
+    /// batch at its position. Returns the headers of the indexed batches.
+    fn assert_entries_name_last_offsets(disk: &Disk, segment: &Segment) -> Vec<BatchHeader> {
+        let log = disk.read_all(&segment.log_path).expect("log");
+        let on_disk = OffsetIndex::parse(&disk.read_all(&segment.index_path).expect("index"))
+            .expect("a sound index");
+        assert_eq!(&on_disk, segment.index());
+        let mut headers = Vec::new();
+        for entry in on_disk.entries() {
+            let header = record::parse_header(&log[entry.position as usize..]).expect("batch");
+            assert_eq!(
+                BASE.0 + i64::from(entry.relative_offset),
+                header.last_offset().0,
+                "entry {entry:?}"
+            );
+            headers.push(header);
+        }
+        headers
+    }
+
+    #[test]
+    fn index_entries_name_the_last_offset_of_the_batch_at_their_position() {
+        let (disk, segment) = segment_of(&COUNTS);
+        let indexed = assert_entries_name_last_offsets(&disk, &segment);
+        assert!(indexed.len() >= 3, "{indexed:?}");
+        assert!(
+            indexed.iter().any(|h| h.base_offset != h.last_offset()),
+            "multi-record batches are indexed"
+        );
+    }
+
+    /// Recovery rebuilds the very entries the appends wrote, as Kafka's `recover` does.
+    #[test]
+    fn a_rebuilt_index_is_the_one_the_appends_wrote() {
+        let (disk, segment) = segment_of(&COUNTS);
+        let written = [&segment.index_path, &segment.time_index_path]
+            .map(|path| disk.read_all(path).expect("index"));
+        let bytes = disk.read_all(&segment.log_path).expect("log");
+        let bounds = SegmentBounds {
+            base: BASE,
+            expected: BASE,
+            next_base: None,
+        };
+        let scan = recovery::scan_segment(&bytes, bounds, ScanMode::Validate);
+        let rebuilt =
+            Segment::load(&disk, "d", BASE, &scan, INTERVAL, false, SimTime::ZERO).expect("load");
+        assert_eq!(rebuilt.index(), segment.index());
+        assert_eq!(rebuilt.time_index(), segment.time_index());
+        for (path, written) in [&rebuilt.index_path, &rebuilt.time_index_path]
+            .into_iter()
+            .zip(written)
+        {
+            assert_eq!(disk.read_all(path).expect("index"), written, "{path}");
+        }
+    }
+
+    /// Every offset's lookup lands on the batch holding it, although an entry names the
+    /// batch by its last offset; a truncation inside a batch keeps only entries of batches
+    /// before the cut, and appends after it index as before.
+    #[test]
+    fn lookups_and_truncation_agree_with_last_offset_entries() {
+        let (disk, mut segment) = segment_of(&COUNTS);
+        let holding = |segment: &Segment, offset: i64| {
+            let (position, header) = segment
+                .translate_offset(&disk, Offset(offset))
+                .expect("read")
+                .expect("a batch holds it");
+            assert!(
+                header.base_offset.0 <= offset && offset <= header.last_offset().0,
+                "{offset} in {header:?}"
+            );
+            (position, header)
+        };
+        for offset in BASE.0..segment.next_offset().0 {
+            holding(&segment, offset);
+        }
+        assert!(matches!(
+            segment.translate_offset(&disk, segment.next_offset()),
+            Ok(None)
+        ));
+        // Inside the batch of an entry, below the offset the entry names: the lookup starts
+        // at the entry before, the cut drops this entry and every later one.
+        let entries = segment.index().entries().to_vec();
+        let log = disk.read_all(&segment.log_path).expect("log");
+        let cut = (1..entries.len())
+            .rev()
+            .find(|&i| {
+                let header = record::parse_header(&log[entries[i].position as usize..]);
+                header.is_ok_and(|h| h.base_offset != h.last_offset())
+            })
+            .expect("an indexed multi-record batch after the first entry");
+        let target = BASE.0 + i64::from(entries[cut].relative_offset) - 1;
+        assert_eq!(
+            segment.index().lookup(entries[cut].relative_offset - 1),
+            Some(entries[cut - 1])
+        );
+        let (position, header) = holding(&segment, target);
+        assert_eq!(position, u64::from(entries[cut].position));
+        segment
+            .truncate_to(&disk, position, header.base_offset)
+            .expect("truncate");
+        assert_eq!(segment.index().entries(), &entries[..cut]);
+        assert_entries_name_last_offsets(&disk, &segment);
+        for offset in BASE.0..segment.next_offset().0 {
+            holding(&segment, offset);
+        }
+        for count in COUNTS {
+            append(&disk, &mut segment, count);
+        }
+        for offset in BASE.0..segment.next_offset().0 {
+            holding(&segment, offset);
+        }
+        assert_entries_name_last_offsets(&disk, &segment);
+    }
 
     #[test]
     fn file_names_are_twenty_digit_base_offsets() {

@@ -58,9 +58,11 @@ pub fn dump_offset_index(
     dump
 }
 
-/// Kafka reads the batch at the entry's position within `--max-message-size` bytes and
-/// compares offsets; where there is no such batch its tool throws, this says why.
-/// hightide's entries name a batch by its base offset (Kafka's by its last since 2.0).
+/// Kafka's `dumpIndex`: read the batch at the entry's position within `--max-message-size`
+/// bytes and compare the entry's offset with the batch's last offset, the one brokers
+/// write since 2.0 (`storage::index`). Its tool checks that since 2.3 (KAFKA-7487; before,
+/// it compared the first record's offset and so misreported 2.0's own indexes). Where
+/// there is no such batch Kafka's tool throws; this says why.
 fn check_offset_entry(
     log: &[u8],
     index_offset: i64,
@@ -91,9 +93,10 @@ fn check_offset_entry(
     if header.size_bytes() > rest.len() {
         return unreachable("the batch there is cut off by the end of the log".into());
     }
-    (header.base_offset.0 != index_offset).then_some(Finding::IndexMismatch {
+    let last_offset = header.last_offset().0;
+    (last_offset != index_offset).then_some(Finding::IndexMismatch {
         index_offset,
-        log_offset: header.base_offset.0,
+        log_offset: last_offset,
     })
 }
 
@@ -263,8 +266,9 @@ mod tests {
     const FILE: &str = "d/00000000000000000100.index";
     const TIME_FILE: &str = "d/00000000000000000100.timeindex";
 
-    /// A segment at base offset 100: batches of two records at offsets 100, 102, 104,
-    /// stamped 10, 20, 30 (+1 for the second record), and its positions.
+    /// A segment at base offset 100: batches of two records at offsets 100, 102, 104 (last
+    /// offsets 101, 103, 105), stamped 10, 20, 30 (+1 for the second record), and its
+    /// positions.
     fn segment() -> (Vec<u8>, Vec<u32>) {
         let mut log = Vec::new();
         let mut positions = Vec::new();
@@ -311,33 +315,35 @@ mod tests {
         }
     }
 
+    /// Entries name the batch at their position by its last offset, as brokers write them.
     #[test]
     fn offset_index_lines_are_kafkas() {
         let (log, p) = segment();
-        let index = offset_index(&[(2, p[1]), (4, p[2])]);
+        let index = offset_index(&[(3, p[1]), (5, p[2])]);
         let dump = dump_offset_index(FILE, 100, &index, Some(&log), &Options::default());
         assert_eq!(
             dump.out,
             format!(
-                "offset: 102 position: {}\noffset: 104 position: {}\n",
+                "offset: 103 position: {}\noffset: 105 position: {}\n",
                 p[1], p[2]
             )
         );
         assert!(dump.findings.is_empty() && dump.err.is_empty() && !dump.damaged);
     }
 
+    /// An entry naming its batch by the base offset, as Kafka up to 1.1 wrote them, is a
+    /// mismatch to Kafka's tool since 2.3.
     #[test]
     fn verify_index_only_finds_a_planted_mismatch() {
         let (log, p) = segment();
-        // Offset 103 is inside the batch at p[1], which starts at 102.
-        let index = offset_index(&[(3, p[1]), (4, p[2])]);
+        let index = offset_index(&[(2, p[1]), (5, p[2])]);
         let dump = dump_offset_index(FILE, 100, &index, Some(&log), &verify_only());
         assert_eq!(dump.out, "", "verify-index-only prints no entries");
         assert_eq!(
             dump.findings,
             [Finding::IndexMismatch {
-                index_offset: 103,
-                log_offset: 102
+                index_offset: 102,
+                log_offset: 103
             }]
         );
         assert!(dump.damaged);
@@ -348,7 +354,7 @@ mod tests {
         let (mut log, p) = segment();
         let zeros = log.len() as u32;
         log.extend([0; 64]);
-        let index = offset_index(&[(4, p[2]), (6, zeros), (8, log.len() as u32)]);
+        let index = offset_index(&[(5, p[2]), (6, zeros), (8, log.len() as u32)]);
         let small = Options {
             max_message_size: 20,
             ..verify_only()
@@ -383,7 +389,7 @@ mod tests {
             index_sanity_check: true,
             ..Options::default()
         };
-        let index = offset_index(&[(2, p[1]), (4, p[2])]);
+        let index = offset_index(&[(3, p[1]), (5, p[2])]);
         let dump = dump_offset_index(FILE, 100, &index, None, &sanity);
         assert_eq!(dump.out, format!("{FILE} passed sanity check.\n"));
         assert!(!dump.damaged);
@@ -412,9 +418,10 @@ mod tests {
     #[test]
     fn torn_index_is_listed_and_reported() {
         let (log, p) = segment();
-        let index = offset_index(&[(2, p[1]), (4, p[2])]);
+        let index = offset_index(&[(3, p[1]), (5, p[2])]);
         let dump = dump_offset_index(FILE, 100, &index[..13], Some(&log), &Options::default());
-        assert_eq!(dump.out, format!("offset: 102 position: {}\n", p[1]));
+        assert_eq!(dump.out, format!("offset: 103 position: {}\n", p[1]));
+        assert!(dump.findings.is_empty(), "{:?}", dump.findings);
         assert_eq!(
             dump.err,
             format!("{FILE}: 5 bytes after the last whole 8-byte entry (a torn write)\n")

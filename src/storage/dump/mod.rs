@@ -9,9 +9,6 @@
 //! Where it departs from Kafka's tool, on purpose:
 //! - Kafka's stops at the first exception (a stack trace); this reports where and why a
 //!   file is damaged, goes on where it can, and says so in the exit status.
-//! - hightide's `.index` names each batch by its *base* offset (`storage::index`), as
-//!   Kafka did up to 1.1; since 2.0 Kafka's names it by its last. So an entry is checked
-//!   against the base offset of the batch it points at, as Kafka 1.x's tool checked it.
 //! - Findings are listed in file order (Kafka's lists come out reversed, or in hash order).
 //!
 //! Each kind is a plain function over bytes returning a [`FileDump`]; the command line
@@ -122,7 +119,7 @@ pub struct FileDump {
 /// A disagreement between an index or a log and what it should say, in Kafka's summary.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Finding {
-    /// An `.index` entry's offset is not that of the batch at its position.
+    /// An `.index` entry's offset is not the last offset of the batch at its position.
     IndexMismatch { index_offset: i64, log_offset: i64 },
     /// An `.index` entry's position leads to no batch (Kafka's tool throws there).
     IndexPosition {

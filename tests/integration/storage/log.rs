@@ -6,7 +6,9 @@ use hightide::config::LogConfig;
 use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
 use hightide::record::{self, BatchBuilder};
+use hightide::storage::dump;
 use hightide::storage::log::{read_records, AppendOutcome, Log, StorageError};
+use hightide::storage::segment;
 use hightide::types::{Epoch, Offset, ProducerId, TopicPartition};
 use proptest::prelude::*;
 
@@ -521,6 +523,42 @@ impl Harness {
             .filter(|offset| *offset >= start)
             .collect();
         prop_assert_eq!(on_disk, in_log);
+        self.check_indexes()
+    }
+
+    /// Every segment's `.index` and `.timeindex`, as the disk holds them, pass Kafka's
+    /// `kafka-dump-log.sh --verify-index-only` against their `.log`: an `.index` entry
+    /// names the batch at its position by its last offset.
+    fn check_indexes(&self) -> Result<(), TestCaseError> {
+        let options = dump::Options {
+            verify_index_only: true,
+            ..dump::Options::default()
+        };
+        let dir = tp().dir_name();
+        for base in self.log.segment_bases() {
+            let path = |suffix| format!("{dir}/{}", segment::file_name(base, suffix));
+            let log = self
+                .disk
+                .read_all(&path(segment::LOG_SUFFIX))
+                .map_err(|e| TestCaseError::fail(format!("read log {base}: {e}")))?;
+            for suffix in [segment::INDEX_SUFFIX, segment::TIME_INDEX_SUFFIX] {
+                let file = path(suffix);
+                let bytes = self
+                    .disk
+                    .read_all(&file)
+                    .map_err(|e| TestCaseError::fail(format!("read {file}: {e}")))?;
+                let name = segment::file_name(base, suffix);
+                let kind = dump::Kind::of(&name).expect("a segment file name");
+                let dumped = dump::dump(kind, &file, &bytes, Some(&log), &options);
+                prop_assert!(
+                    !dumped.damaged,
+                    "{} disagrees with its log: {:?} {}",
+                    file,
+                    dumped.findings,
+                    dumped.err
+                );
+            }
+        }
         Ok(())
     }
 }
