@@ -30,6 +30,8 @@ pub use crate::check::{Count, Counts};
 /// A loaded scenario: its name, seeds and variants (each a set of settings with its
 /// expectations).
 pub use crate::scenario::model::Scenario;
+/// A failing run cut down by [`shrink()`]: its settings, how it fails, the steps it took.
+pub use crate::shrink::{Options as ShrinkOptions, Shrunk, Step as ShrinkStep};
 
 /// Why a scenario could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +46,9 @@ pub enum Error {
         variant: String,
         known: String,
     },
+    /// A shrink found nothing to shrink (the run passes), or could not go on.
+    #[error("{0}")]
+    Shrink(#[from] crate::shrink::Error),
     /// The simulation itself failed (a bug in hightide, not an anomaly it found).
     #[error("seed {seed} variant {variant}: {error}")]
     Run {
@@ -110,6 +115,27 @@ pub fn run(scenario: &Scenario, variant: &str, seed: u64) -> Result<Run, Error> 
             }
         })?;
     Ok(Run::from_outcome(outcome))
+}
+
+/// Cut the failing run of `variant` on `seed` down to the fewest faults and the smallest
+/// run that break the same expectation (the first the run broke). The result's
+/// [`Shrunk::variant`] runs like any other; [`Shrunk::scenario_file`] writes it as a
+/// standalone scenario file.
+///
+/// ```no_run
+/// let scenario = hightide::load("scenarios/explore/unsafe-nemesis.toml")?;
+/// let shrunk = hightide::shrink(&scenario, "unsafe-nemesis", 2, &Default::default())?;
+/// println!("{} faults, {} {}", shrunk.variant.settings.faults.len(), shrunk.goal, shrunk.count);
+/// # Ok::<(), hightide::Error>(())
+/// ```
+pub fn shrink(
+    scenario: &Scenario,
+    variant: &str,
+    seed: u64,
+    options: &ShrinkOptions,
+) -> Result<Shrunk, Error> {
+    let variant = find_variant(scenario, variant)?;
+    Ok(crate::shrink::shrink(variant, seed, options, |_, _| {})?)
 }
 
 /// Every variant on each of `seeds`, one simulation per core, in seed order and then

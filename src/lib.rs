@@ -1,7 +1,8 @@
 //! hightide: a deterministic simulation lab for Kafka-style message durability.
 //!
 //! As a library: [`load`] or [`parse`] a scenario, [`run`] a seed or [`run_seeds`], read
-//! each [`Run`]'s [`Counts`]; [`test_folder`] turns a folder of scenario files into tests
+//! each [`Run`]'s [`Counts`]; [`shrink()`] a failing run to a small scenario file;
+//! [`test_folder`] turns a folder of scenario files into tests
 //! (see [`lab`]). The modules below it are the simulator itself: public so that the
 //! project's own tests can reach every layer, hidden from these docs, and free to change.
 //!
@@ -10,7 +11,8 @@
 //!
 //! ```text
 //! lab cli                     the library's front door; the command line
-//! report                      what runs left behind, as text, JSON, Markdown, SVG, HTML
+//! report shrink               what runs left behind, as text, JSON, Markdown, SVG, HTML;
+//!                             a failing run cut down to a small scenario file
 //! sim                         the harness: world, runner, faults, seeds in parallel, trace
 //! scenario                    scenario files into plain data
 //! broker controller client    the processes on simulated hosts
@@ -24,7 +26,8 @@
 pub mod lab;
 #[doc(inline)]
 pub use lab::{
-    check_file, load, parse, run, run_seeds, test_folder, Count, Counts, Error, Run, Scenario,
+    check_file, load, parse, run, run_seeds, shrink, test_folder, Count, Counts, Error, Run,
+    Scenario, ShrinkOptions, ShrinkStep, Shrunk,
 };
 
 #[doc(hidden)]
@@ -51,6 +54,8 @@ pub mod record;
 pub mod report;
 #[doc(hidden)]
 pub mod scenario;
+#[doc(hidden)]
+pub mod shrink;
 #[doc(hidden)]
 pub mod sim;
 #[doc(hidden)]

@@ -92,14 +92,17 @@ pub fn holds(expectation: &Expectation, value: u64) -> bool {
     }
 }
 
-/// `lost == 0`
-fn expectation_text(e: &Expectation) -> String {
-    format!(
-        "{} {} {}",
-        count_name(e.count),
-        comparison_symbol(e.comparison),
-        e.value
-    )
+impl std::fmt::Display for Expectation {
+    /// `lost == 0`
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} {}",
+            count_name(self.count),
+            comparison_symbol(self.comparison),
+            self.value
+        )
+    }
 }
 
 /// The expectations one run fails: `expected lost == 0, got 3`.
@@ -108,7 +111,7 @@ pub fn evaluate(expect: &[Expectation], counts: &Counts) -> Vec<String> {
         .iter()
         .filter_map(|e| {
             let got = counts.get(e.count);
-            (!holds(e, got)).then(|| format!("expected {}, got {got}", expectation_text(e)))
+            (!holds(e, got)).then(|| format!("expected {}, got {got}", e))
         })
         .collect()
 }
@@ -161,10 +164,7 @@ impl SomeTally {
         if self.held {
             return None;
         }
-        let wanted = format!(
-            "expected {} in at least one seed",
-            expectation_text(&self.expectation)
-        );
+        let wanted = format!("expected {} in at least one seed", self.expectation);
         Some(match self.range {
             Some((low, high)) if low == high => {
                 format!("{wanted}, got {low} in all {} seeds", self.runs)

@@ -6,6 +6,7 @@ mod bench;
 mod dump_log;
 mod explore;
 mod run;
+mod shrink;
 mod sweep;
 mod test_seeds;
 
@@ -52,6 +53,10 @@ enum Command {
     /// Run a scenario (usually one with a `[nemesis]`) over many seeds and report the first
     /// failing ones, each with its replay line.
     Explore(explore::ExploreArgs),
+    /// Cut a failing seed down to a small scenario file that fails the same way: the
+    /// nemesis's draws written out as faults, then as few faults, as short a run and as
+    /// small a workload and cluster as still break the same expectation.
+    Shrink(shrink::ShrinkArgs),
     /// Run a base scenario under every combination of settings and write a report.
     Sweep(sweep::SweepArgs),
     /// Suggest a scenario's `test_seeds`: the seeds that show, in the least time, every
@@ -110,6 +115,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Explore(args) => explore::run(args),
+        Command::Shrink(args) => shrink::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
         Command::Config { kafka } => {

@@ -7,6 +7,7 @@ pub mod model;
 mod node;
 mod parse;
 mod values;
+pub mod write;
 
 pub use keys::config_reference;
 pub use parse::{Overrides, FILE_KEYS};

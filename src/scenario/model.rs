@@ -15,6 +15,8 @@ pub struct Scenario {
     pub name: String,
     pub description: String,
     pub path: PathBuf,
+    /// The file's text, from which `scenario::write` writes one variant back.
+    pub source: String,
     pub seeds: Vec<u64>,
     /// The seeds `cargo test` runs (`test_seeds`): a subset of `seeds` chosen for coverage
     /// per second, or all of them.

@@ -18,7 +18,7 @@ pub fn schedule(
 ) -> Vec<Fault> {
     let mut faults = scripted.to_vec();
     if let Some(nemesis) = nemesis {
-        faults.extend(nemesis_faults(nemesis, brokers, duration, seed));
+        faults.extend(nemesis_episodes(nemesis, brokers, duration, seed).concat());
     }
     faults.sort_by_key(|fault| fault.at);
     faults
@@ -39,12 +39,18 @@ fn host(name: HostName) -> Target {
     Target::Host(name)
 }
 
-/// Faults drawn by `[nemesis]`: one at a time, each undone after its own delay.
-fn nemesis_faults(nemesis: &Nemesis, brokers: u32, duration: Duration, seed: u64) -> Vec<Fault> {
+/// The faults `[nemesis]` draws, one episode at a time: a fault and what undoes it (when
+/// that falls within the run), each episode over before the next begins.
+pub fn nemesis_episodes(
+    nemesis: &Nemesis,
+    brokers: u32,
+    duration: Duration,
+    seed: u64,
+) -> Vec<Vec<Fault>> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321);
-    let mut faults = Vec::new();
+    let mut episodes = Vec::new();
     if nemesis.actions.is_empty() || brokers == 0 {
-        return faults;
+        return episodes;
     }
     let mut at = exponential(&mut rng, nemesis.interval);
     while at < duration {
@@ -108,23 +114,24 @@ fn nemesis_faults(nemesis: &Nemesis, brokers: u32, duration: Duration, seed: u64
             ),
         };
         let until = at + exponential(&mut rng, nemesis.recover);
-        faults.push(Fault { at, action: fault });
+        let mut episode = vec![Fault { at, action: fault }];
         if until < duration {
-            faults.push(Fault {
+            episode.push(Fault {
                 at: until,
                 action: undo,
             });
             // A broker whose log dir went offline stopped itself: bring it back too.
             if matches!(action, NemesisAction::FsyncError | NemesisAction::DiskFull) {
-                faults.push(Fault {
+                episode.push(Fault {
                     at: until,
                     action: FaultAction::Restart(host(victim)),
                 });
             }
         }
+        episodes.push(episode);
         at = until.max(at) + exponential(&mut rng, nemesis.interval);
     }
-    faults
+    episodes
 }
 
 #[cfg(test)]

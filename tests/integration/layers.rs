@@ -12,7 +12,7 @@ use std::path::Path;
 /// Top to bottom. A module may import any module on a lower row.
 const LAYERS: &[&[&str]] = &[
     &["lab", "cli"],
-    &["report"],
+    &["report", "shrink"],
     &["sim"],
     &["scenario"],
     &["broker", "controller", "client"],

@@ -16,11 +16,13 @@ mod docs;
 mod lab;
 mod layers;
 mod mutations;
+mod shrink;
 mod source;
 mod support;
 
 mod cli {
     mod explore;
+    mod shrink;
 }
 
 mod os {

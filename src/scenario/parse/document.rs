@@ -27,6 +27,7 @@ pub(crate) fn scenario(text: &str, path: &Path, overrides: &Overrides) -> Result
         name: doc.name.clone().unwrap_or(stem),
         description: doc.description.clone(),
         path: path.to_owned(),
+        source: text.to_owned(),
         seeds: doc.seeds(),
         test_seeds: doc.test_seeds(),
         variants,

@@ -113,6 +113,7 @@ pub(crate) fn sweep_base(
         name: doc.name.clone().unwrap_or_else(|| file_stem(path)),
         description: doc.description.clone(),
         path: path.to_owned(),
+        source: text.to_owned(),
         seeds: doc.seeds(),
         test_seeds: doc.test_seeds(),
         variants: vec![Variant::new(
