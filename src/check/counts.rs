@@ -3,7 +3,7 @@
 //! `[expect]` by the field's name, and the anomalies are the counts the report explains
 //! with examples. A new count is one row here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 macro_rules! counts {
     (
@@ -14,7 +14,7 @@ macro_rules! counts {
         deliveries { $($(#[$other_doc:meta])* $other:ident: $Other:ident,)* }
     ) => {
         $(#[$doc])*
-        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+        #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
         pub struct Counts {
             $($(#[$tally_doc])* pub $tally: u64,)*
             $($(#[$anomaly_doc])* pub $anomaly: u64,)*

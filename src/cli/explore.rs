@@ -4,7 +4,7 @@
 //! and stops there.
 
 use super::run::{chosen_variants, load, replay_command};
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario;
 use crate::sim::batch;
@@ -33,6 +33,10 @@ pub struct ExploreArgs {
     /// Simulations to run at once (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Explore the K-th of N shares of the seeds and write the failing seeds' runs as JSON
+    /// lines for `hightide merge`, which reports the first failing seeds of them all.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<batch::Shard>,
 }
 
 /// A failing seed: its runs that broke an `[expect]`, as the report prints them.
@@ -61,13 +65,30 @@ pub fn run(args: ExploreArgs) -> i32 {
         Ok(variants) => variants,
         Err(status) => return status,
     };
-    super::out(&format!(
-        "exploring {}: {} seeds × {} variants, stopping at the {} failing seed\n",
-        scenario.name,
-        seeds.len(),
-        variants.len(),
-        ordinal(args.stop_after)
-    ));
+    let all_seeds = seeds;
+    let seeds = match args.shard {
+        Some(shard) => {
+            super::out(&shard::header_line(&shard::Header {
+                command: "explore".into(),
+                file: args.file.clone(),
+                sets: args.set.clone(),
+                seeds: all_seeds.clone(),
+                variant: args.variant.clone(),
+                stop_after: Some(args.stop_after),
+                shard: shard.to_string(),
+            }));
+            shard.select(&all_seeds)
+        }
+        None => {
+            super::out(&opening(
+                &scenario.name,
+                all_seeds.len(),
+                variants.len(),
+                args.stop_after,
+            ));
+            all_seeds.clone()
+        }
+    };
     let jobs = batch::jobs(&seeds, &variants);
     let threads = args.jobs.unwrap_or_else(batch::default_threads);
     let progress = (std::io::stderr().is_terminal() && jobs.len() > 1).then(|| {
@@ -137,7 +158,13 @@ pub fn run(args: ExploreArgs) -> i32 {
             // A seed is reported once all its variants ran.
             match found.last() {
                 Some(failing) if last_of_seed && failing.seed == seed => {
-                    print(&failing_seed(failing, &command));
+                    if args.shard.is_some() {
+                        for run in &failing.runs {
+                            print(&format!("{}\n", report::run_json(run)));
+                        }
+                    } else {
+                        print(&failing_seed(failing, &command));
+                    }
                     if found.len() == args.stop_after {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -155,10 +182,66 @@ pub fn run(args: ExploreArgs) -> i32 {
     }
     let explored = consumed / variants.len();
     let interrupted = super::interrupted().load(Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
+    if args.shard.is_some() {
+        if !interrupted {
+            super::out(&shard::done_line(shard::Done {
+                runs: found.iter().map(|f| f.runs.len()).sum(),
+                explored,
+                wall_time_ms: seconds * 1000.0,
+            }));
+        }
+    } else {
+        let tried = Tried {
+            explored,
+            seeds: seeds.len(),
+            runs: consumed,
+            seconds,
+        };
+        super::out(&closing(
+            &tried,
+            &found,
+            args.stop_after,
+            interrupted,
+            &command,
+        ));
+    }
+    if interrupted {
+        EXIT_INTERRUPTED
+    } else if found.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}
+
+/// The first line: what is explored, and when it stops.
+fn opening(name: &str, seeds: usize, variants: usize, stop_after: usize) -> String {
+    format!(
+        "exploring {name}: {seeds} seeds × {variants} variants, stopping at the {} failing seed\n",
+        ordinal(stop_after)
+    )
+}
+
+/// How far an exploration got.
+struct Tried {
+    explored: usize,
+    seeds: usize,
+    runs: usize,
+    seconds: f64,
+}
+
+/// The closing lines: how far it got, why it stopped, and each failing run's replay line.
+fn closing(
+    tried: &Tried,
+    found: &[Found],
+    stop_after: usize,
+    interrupted: bool,
+    command: &str,
+) -> String {
     let mut text = format!(
-        "\nexplored {explored} of {} seeds ({consumed} runs) in {:.1} s: ",
-        seeds.len(),
-        started.elapsed().as_secs_f64()
+        "\nexplored {} of {} seeds ({} runs) in {:.1} s: ",
+        tried.explored, tried.seeds, tried.runs, tried.seconds
     );
     text.push_str(&match found.len() {
         0 => "no seed broke an expectation\n".to_owned(),
@@ -166,14 +249,13 @@ pub fn run(args: ExploreArgs) -> i32 {
     });
     if interrupted {
         text.push_str("interrupted: the seeds after these were not tried\n");
-    } else if found.len() == args.stop_after && explored < seeds.len() {
+    } else if found.len() == stop_after && tried.explored < tried.seeds {
         text.push_str(&format!(
-            "stopped at the {} failing seed (--stop-after {})\n",
-            ordinal(args.stop_after),
-            args.stop_after
+            "stopped at the {} failing seed (--stop-after {stop_after})\n",
+            ordinal(stop_after),
         ));
     }
-    for seed in &found {
+    for seed in found {
         for run in &seed.runs {
             text.push_str(&format!(
                 "replay seed {} of {}: {command} --seed {} --variant {}\n",
@@ -181,10 +263,81 @@ pub fn run(args: ExploreArgs) -> i32 {
             ));
         }
     }
+    text
+}
+
+/// `hightide merge` of explore shards: the first `--stop-after` failing seeds of them
+/// all, in seed order, reported as one exploration would have. Each shard stopped at its
+/// own K-th failing seed, so the first K of all of them are among the shards' runs; the
+/// seeds explored are those up to the K-th (all, when fewer failed), and the time is the
+/// longest shard's.
+pub(super) fn merged(merged: shard::Merged) -> i32 {
+    let header = merged.header;
+    let scenario = match load(&header.file, &header.sets) {
+        Ok(scenario) => scenario,
+        Err(status) => return status,
+    };
+    let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
+        Ok(variants) => variants,
+        Err(status) => return status,
+    };
+    let stop_after = header.stop_after.unwrap_or(1).max(1);
+    let mut by_seed: std::collections::BTreeMap<usize, Found> = std::collections::BTreeMap::new();
+    for run in merged.runs {
+        let Some(position) = header.seeds.iter().position(|&s| s == run.seed) else {
+            eprintln!(
+                "error: the shards hold seed {}, which the exploration does not",
+                run.seed
+            );
+            return EXIT_BAD_INPUT;
+        };
+        by_seed
+            .entry(position)
+            .or_insert_with(|| Found {
+                seed: run.seed,
+                runs: Vec::new(),
+            })
+            .runs
+            .push(run);
+    }
+    let order: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    let mut found: Vec<(usize, Found)> = by_seed.into_iter().take(stop_after).collect();
+    for (_, seed) in &mut found {
+        seed.runs
+            .sort_by_key(|run| order.iter().position(|&name| name == run.variant));
+    }
+    let explored = match found.last() {
+        Some((position, _)) if found.len() == stop_after => position + 1,
+        _ if merged.explored != header.seeds.len() => {
+            eprintln!(
+                "error: the shards tried {} of the {} seeds and found fewer than {stop_after} failing: a shard stopped early",
+                merged.explored,
+                header.seeds.len()
+            );
+            return EXIT_BAD_INPUT;
+        }
+        _ => header.seeds.len(),
+    };
+    let found: Vec<Found> = found.into_iter().map(|(_, seed)| seed).collect();
+    let command = replay_command(&header.file, &header.sets);
+    let mut text = opening(
+        &scenario.name,
+        header.seeds.len(),
+        variants.len(),
+        stop_after,
+    );
+    for seed in &found {
+        text.push_str(&failing_seed(seed, &command));
+    }
+    let tried = Tried {
+        explored,
+        seeds: header.seeds.len(),
+        runs: explored * variants.len(),
+        seconds: merged.wall_time_ms / 1000.0,
+    };
+    text.push_str(&closing(&tried, &found, stop_after, false, &command));
     super::out(&text);
-    if interrupted {
-        EXIT_INTERRUPTED
-    } else if found.is_empty() {
+    if found.is_empty() {
         EXIT_OK
     } else {
         EXIT_FAILED

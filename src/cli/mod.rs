@@ -5,7 +5,9 @@
 mod bench;
 mod dump_log;
 mod explore;
+mod merge;
 mod run;
+mod shard;
 mod shrink;
 mod sweep;
 mod test_seeds;
@@ -57,6 +59,9 @@ enum Command {
     /// nemesis's draws written out as faults, then as few faults, as short a run and as
     /// small a workload and cluster as still break the same expectation.
     Shrink(shrink::ShrinkArgs),
+    /// Report the JSON lines of every `--shard K/N` of a run, sweep or explore as the one
+    /// unsharded command would have: the same summary, verdict and sweep report.
+    Merge(merge::MergeArgs),
     /// Run a base scenario under every combination of settings and write a report.
     Sweep(sweep::SweepArgs),
     /// Suggest a scenario's `test_seeds`: the seeds that show, in the least time, every
@@ -116,6 +121,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run::run(args),
         Command::Explore(args) => explore::run(args),
         Command::Shrink(args) => shrink::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
         Command::Config { kafka } => {

@@ -1,6 +1,6 @@
 //! `hightide run`: every variant of a scenario on every seed, side by side.
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario::{self, model::Scenario, model::Variant};
 use crate::sim::batch;
@@ -57,9 +57,15 @@ pub struct RunArgs {
     /// Simulations to run at once (default: one per core).
     #[arg(long)]
     jobs: Option<usize>,
+    /// Run the K-th of N shares of the (seed, variant) runs and write them as JSON lines
+    /// for `hightide merge`.
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["verbose", "quiet", "seed", "timeline", "dump_disks", "trace", "trace_all"])]
+    shard: Option<batch::Shard>,
 }
 
-pub fn run(args: RunArgs) -> i32 {
+pub fn run(mut args: RunArgs) -> i32 {
+    // A shard's runs are for a merge to report.
+    args.json |= args.shard.is_some();
     let scenario = match load(&args.file, &args.set) {
         Ok(scenario) => scenario,
         Err(status) => return status,
@@ -85,7 +91,20 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     }
-    let jobs = batch::jobs(&seeds, &variants);
+    let mut jobs = batch::jobs(&seeds, &variants);
+    if let Some(shard) = args.shard {
+        jobs = shard.select(&jobs);
+        super::out(&shard::header_line(&shard::Header {
+            command: "run".into(),
+            file: args.file.clone(),
+            sets: args.set.clone(),
+            seeds: seeds.clone(),
+            variant: args.variant.clone(),
+            stop_after: None,
+            shard: shard.to_string(),
+        }));
+    }
+    let started = std::time::Instant::now();
     let options = RunOptions {
         trace: if args.trace_all {
             Print::All
@@ -169,7 +188,90 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     }
+    if args.shard.is_some() && ran == jobs.len() {
+        super::out(&shard::done_line(shard::Done {
+            runs: ran,
+            explored: 0,
+            wall_time_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }));
+    }
     printer.finish(ran < jobs.len())
+}
+
+/// `hightide merge` of `run` shards: the runs in the order one `run` would have finished
+/// them, printed as it would have printed them.
+pub(super) fn merged(merged: shard::Merged) -> i32 {
+    let header = merged.header;
+    let scenario = match load(&header.file, &header.sets) {
+        Ok(scenario) => scenario,
+        Err(status) => return status,
+    };
+    let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
+        Ok(variants) => variants,
+        Err(status) => return status,
+    };
+    let jobs = batch::jobs(&header.seeds, &variants);
+    let reports = match in_job_order(merged.runs, &jobs) {
+        Ok(reports) => reports,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let args = RunArgs {
+        file: header.file,
+        seed: None,
+        seeds: None,
+        variant: header.variant,
+        set: header.sets,
+        json: false,
+        verbose: false,
+        quiet: false,
+        trace: false,
+        trace_all: false,
+        history: None,
+        timeline: None,
+        dump_disks: None,
+        jobs: None,
+        shard: None,
+    };
+    let mut printer = Printer::new(&scenario, &args, variants.len(), 0);
+    for report in reports {
+        printer.add(report);
+    }
+    printer.finish(false)
+}
+
+/// The shards' runs in `jobs`' order; an error if one is missing or there twice.
+pub(super) fn in_job_order(
+    runs: Vec<report::RunReport>,
+    jobs: &[batch::Job<'_>],
+) -> Result<Vec<report::RunReport>, String> {
+    let mut by_job: std::collections::BTreeMap<(u64, String), report::RunReport> =
+        std::collections::BTreeMap::new();
+    for run in runs {
+        let key = (run.seed, run.variant.clone());
+        if by_job.insert(key, run).is_some() {
+            return Err("a run is in two shards".into());
+        }
+    }
+    let mut ordered = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let key = (job.seed, job.variant.name.clone());
+        let run = by_job.remove(&key).ok_or_else(|| {
+            format!(
+                "no shard holds seed {} of {}: the shards are not of this file as it stands",
+                job.seed, job.variant.name
+            )
+        })?;
+        ordered.push(run);
+    }
+    if let Some(((seed, variant), _)) = by_job.into_iter().next() {
+        return Err(format!(
+            "the shards hold seed {seed} of {variant}, which the command does not run"
+        ));
+    }
+    Ok(ordered)
 }
 
 /// The scenario with every `--set` applied, or the exit status after saying why not.

@@ -3,7 +3,7 @@
 //! file); every variant runs on every seed with the same faults, and the results become a
 //! Markdown report with SVG charts.
 
-use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report::{self, RunReport, SweepRow};
 use crate::scenario;
 use crate::sim::batch::{self, Job};
@@ -28,6 +28,10 @@ pub struct SweepArgs {
     /// says what was set.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
+    /// Run the K-th of N shares of the runs and write them as JSON lines for `hightide
+    /// merge`, which writes the report.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<batch::Shard>,
 }
 
 /// A variant's settings from its generated name (`producer.acks=all faults=leader-kill`),
@@ -68,36 +72,32 @@ pub fn run(args: SweepArgs) -> i32 {
         None => sweep.scenario.seeds.clone(),
     };
     let scenario = &sweep.scenario;
-    let jobs: Vec<Job> = scenario
-        .variants
-        .iter()
-        .flat_map(|variant| seeds.iter().map(move |&seed| Job { variant, seed }))
-        .collect();
+    let mut jobs = jobs(scenario, &seeds);
+    let all = jobs.len();
+    if let Some(shard) = args.shard {
+        jobs = shard.select(&jobs);
+        super::out(&shard::header_line(&shard::Header {
+            command: "sweep".into(),
+            file: args.file.clone(),
+            sets: args.set.clone(),
+            seeds: seeds.clone(),
+            variant: None,
+            stop_after: None,
+            shard: shard.to_string(),
+        }));
+    }
     eprintln!(
-        "sweep {}: {} configurations x {} seeds = {} runs",
+        "sweep {}: {} configurations x {} seeds = {all} runs{}",
         sweep.name,
         scenario.variants.len(),
         seeds.len(),
-        jobs.len()
+        args.shard
+            .map(|s| format!(", {} of them in shard {s}", jobs.len()))
+            .unwrap_or_default()
     );
     let threads = args.jobs.unwrap_or_else(batch::default_threads);
-    let mut rows: Vec<SweepRow> = scenario
-        .variants
-        .iter()
-        .map(|v| SweepRow::new(settings(&v.name)))
-        .collect();
-    let line = |row: &SweepRow| {
-        format!(
-            "{:<70} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms\n",
-            row.label(),
-            row.runs,
-            row.runs_with_loss,
-            row.lost_avg(),
-            row.lost_max,
-            row.duplicates,
-            row.p99_ms()
-        )
-    };
+    let mut rows = rows(scenario);
+    let started = std::time::Instant::now();
     let mut failure = None;
     let ran = batch::run_each(
         &jobs,
@@ -110,19 +110,10 @@ pub fn run(args: SweepArgs) -> i32 {
                 .map_err(|error| format!("seed {} {}: {error}", job.seed, job.variant.name))
         },
         |result| match result {
-            Ok(report) => {
-                let index = scenario
-                    .variants
-                    .iter()
-                    .position(|v| v.name == report.variant);
-                if let Some(row) = index.map(|i| &mut rows[i]) {
-                    row.add(&report);
-                    // A configuration's seeds run one after another: print it when done.
-                    if row.runs == seeds.len() as u64 {
-                        super::out(&line(row));
-                    }
-                }
+            Ok(report) if args.shard.is_some() => {
+                super::out(&format!("{}\n", report::run_json(&report)));
             }
+            Ok(report) => add(scenario, &mut rows, &report, seeds.len()),
             Err(error) => {
                 failure.get_or_insert(error);
             }
@@ -139,16 +130,100 @@ pub fn run(args: SweepArgs) -> i32 {
         );
         return EXIT_INTERRUPTED;
     }
-    if let Err(error) = write_report(&args.out, &sweep.name, &rows, &args.set) {
-        eprintln!(
-            "error: writing the report to {}: {error}",
-            args.out.display()
-        );
+    if args.shard.is_some() {
+        super::out(&shard::done_line(shard::Done {
+            runs: ran,
+            explored: 0,
+            wall_time_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }));
+        return EXIT_OK;
+    }
+    finish(&args.out, &sweep.name, &rows, &args.set)
+}
+
+/// Every configuration on every seed, configuration by configuration.
+fn jobs<'a>(scenario: &'a scenario::model::Scenario, seeds: &[u64]) -> Vec<Job<'a>> {
+    scenario
+        .variants
+        .iter()
+        .flat_map(|variant| seeds.iter().map(move |&seed| Job { variant, seed }))
+        .collect()
+}
+
+fn rows(scenario: &scenario::model::Scenario) -> Vec<SweepRow> {
+    scenario
+        .variants
+        .iter()
+        .map(|v| SweepRow::new(settings(&v.name)))
+        .collect()
+}
+
+/// Add a run to its configuration's row, and print the row once all its seeds ran (a
+/// configuration's seeds run one after another).
+fn add(
+    scenario: &scenario::model::Scenario,
+    rows: &mut [SweepRow],
+    report: &RunReport,
+    seeds: usize,
+) {
+    let index = scenario
+        .variants
+        .iter()
+        .position(|v| v.name == report.variant);
+    if let Some(row) = index.map(|i| &mut rows[i]) {
+        row.add(report);
+        if row.runs == seeds as u64 {
+            super::out(&format!(
+                "{:<70} runs {:>4}  with loss {:>4}  lost avg {:>8.1}  worst {:>6}  dup {:>6}  p99 {:>8.1} ms\n",
+                row.label(),
+                row.runs,
+                row.runs_with_loss,
+                row.lost_avg(),
+                row.lost_max,
+                row.duplicates,
+                row.p99_ms()
+            ));
+        }
+    }
+}
+
+fn finish(out: &Path, name: &str, rows: &[SweepRow], set: &[String]) -> i32 {
+    if let Err(error) = write_report(out, name, rows, set) {
+        eprintln!("error: writing the report to {}: {error}", out.display());
         return EXIT_BAD_INPUT;
     }
-    let report = args.out.join(format!("{}.md", sweep.name));
+    let report = out.join(format!("{name}.md"));
     super::out(&format!("wrote {}\n", report.display()));
     EXIT_OK
+}
+
+/// `hightide merge` of sweep shards: the rows and the report one sweep would have made,
+/// the runs added in its order.
+pub(super) fn merged(merged: shard::Merged, out: &Path) -> i32 {
+    let header = merged.header;
+    let sweep = match scenario::Overrides::parse(&header.sets)
+        .and_then(|overrides| scenario::load_sweep(&header.file, &overrides))
+    {
+        Ok(sweep) => sweep,
+        Err(error) => {
+            eprintln!("{}", error.report());
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let scenario = &sweep.scenario;
+    let jobs = jobs(scenario, &header.seeds);
+    let reports = match super::run::in_job_order(merged.runs, &jobs) {
+        Ok(reports) => reports,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let mut rows = rows(scenario);
+    for report in &reports {
+        add(scenario, &mut rows, report, header.seeds.len());
+    }
+    finish(out, &sweep.name, &rows, &header.sets)
 }
 
 fn write_report(out: &Path, name: &str, rows: &[SweepRow], set: &[String]) -> std::io::Result<()> {

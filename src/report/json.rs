@@ -1,35 +1,157 @@
-//! `hightide run --json`: one object per run, for scripts and for merging sharded sweeps.
+//! `--json`: one object per run, for scripts and for `hightide merge`, which reads the runs
+//! of sharded commands back ([`run_from_json`]) and reports them as one command would.
+//! Each line carries what a merge needs: the `[expect_some]` to judge over the seeds and
+//! the ack latencies as a histogram, so merged percentiles are exact.
 
+use super::latency::{HistoryStats, LatencyHistogram, LatencyStats};
 use super::run::{hash_text, RunReport};
-use crate::check::count_name;
-use serde_json::{json, Value};
+use crate::check::{count_name, Count, Counts, Example, Expectation, Verdict};
+use crate::config::Release;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
-/// The trace hash is a string of 16 hex digits: JSON numbers lose precision above 2^53.
-pub fn run_json(report: &RunReport) -> Value {
+/// A run as a JSON line. Keys come out sorted (serde_json's map).
+#[derive(Serialize, Deserialize)]
+struct RunLine {
+    scenario: String,
+    variant: String,
+    kafka: String,
+    seed: u64,
+    counts: Counts,
+    pass: bool,
+    failures: Vec<String>,
+    /// 16 hex digits: JSON numbers lose precision above 2^53.
+    trace_hash: String,
+    sim_time_ms: f64,
+    wall_time_ms: f64,
+    throughput: f64,
+    ack_latency_ms: Percentiles,
+    /// `[µs, acks]` per distinct ack latency.
+    ack_latency_histogram_us: Vec<(u64, u64)>,
+    events: u64,
+    /// The variant's `[expect_some]`, as `lost > 0`.
+    expect_some: Vec<String>,
+    examples: Vec<ExampleLine>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Percentiles {
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ExampleLine {
+    count: String,
+    text: String,
+    why: Vec<String>,
+}
+
+pub fn run_json(report: &RunReport) -> serde_json::Value {
     let latency = &report.stats.latency;
-    let examples: Vec<Value> = report
-        .verdict
+    let line = RunLine {
+        scenario: report.scenario.clone(),
+        variant: report.variant.clone(),
+        kafka: report.kafka.to_string(),
+        seed: report.seed,
+        counts: report.verdict.counts.clone(),
+        pass: report.pass(),
+        failures: report.failures.clone(),
+        trace_hash: hash_text(report.trace_hash),
+        sim_time_ms: millis(report.sim_time),
+        wall_time_ms: millis(report.wall_time),
+        throughput: report.stats.throughput_per_s,
+        ack_latency_ms: Percentiles {
+            p50: latency.p50_ms,
+            p99: latency.p99_ms,
+            max: latency.max_ms,
+        },
+        ack_latency_histogram_us: report.stats.histogram.entries().collect(),
+        events: report.stats.events,
+        expect_some: report.expect_some.iter().map(ToString::to_string).collect(),
+        examples: report
+            .verdict
+            .examples
+            .iter()
+            .map(|e| ExampleLine {
+                count: count_name(e.count).to_owned(),
+                text: e.text.clone(),
+                why: e.why.clone(),
+            })
+            .collect(),
+    };
+    serde_json::to_value(line).unwrap_or_default()
+}
+
+/// A run read back from its `--json` line: everything the reports use (not the lost
+/// messages' ack times, which only the timeline draws).
+pub fn run_from_json(value: serde_json::Value) -> Result<RunReport, String> {
+    let line: RunLine = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let count = |name: &str| {
+        Count::ALL
+            .iter()
+            .copied()
+            .find(|&c| count_name(c) == name)
+            .ok_or_else(|| format!("unknown count `{name}`"))
+    };
+    let examples = line
         .examples
+        .into_iter()
+        .map(|e| {
+            Ok(Example {
+                count: count(&e.count)?,
+                text: e.text,
+                why: e.why,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let expect_some = line
+        .expect_some
         .iter()
-        .map(|e| json!({ "count": count_name(e.count), "text": e.text, "why": e.why }))
-        .collect();
-    json!({
-        "scenario": report.scenario,
-        "variant": report.variant,
-        "kafka": report.kafka.to_string(),
-        "seed": report.seed,
-        "counts": report.verdict.counts,
-        "pass": report.pass(),
-        "failures": report.failures,
-        "trace_hash": hash_text(report.trace_hash),
-        "sim_time_ms": millis(report.sim_time),
-        "wall_time_ms": millis(report.wall_time),
-        "throughput": report.stats.throughput_per_s,
-        "ack_latency_ms": { "p50": latency.p50_ms, "p99": latency.p99_ms, "max": latency.max_ms },
-        "examples": examples,
+        .map(|text| {
+            let (name, rule) = text
+                .split_once(' ')
+                .ok_or_else(|| format!("not an expectation: `{text}`"))?;
+            let (comparison, value) = crate::scenario::parse_comparison(rule)?;
+            Ok(Expectation {
+                count: count(name)?,
+                comparison,
+                value,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let histogram = LatencyHistogram::from_entries(line.ack_latency_histogram_us);
+    let latency: LatencyStats = histogram.stats();
+    Ok(RunReport {
+        scenario: line.scenario,
+        variant: line.variant,
+        kafka: Release::parse(&line.kafka)?,
+        seed: line.seed,
+        verdict: Verdict {
+            counts: line.counts,
+            examples,
+            lost_acked_at: Vec::new(),
+        },
+        failures: line.failures,
+        expect_some,
+        trace_hash: u64::from_str_radix(&line.trace_hash, 16)
+            .map_err(|_| format!("trace_hash `{}` is not 16 hex digits", line.trace_hash))?,
+        sim_time: from_millis(line.sim_time_ms),
+        wall_time: from_millis(line.wall_time_ms),
+        stats: HistoryStats {
+            events: line.events,
+            latency,
+            histogram,
+            throughput_per_s: line.throughput,
+        },
     })
 }
 
-fn millis(d: std::time::Duration) -> f64 {
+fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+fn from_millis(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
 }

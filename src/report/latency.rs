@@ -129,6 +129,21 @@ impl LatencyHistogram {
         self.total
     }
 
+    /// `(µs, acks)` per distinct latency, shortest first: what `--json` writes.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.counts.iter().map(|(&us, &n)| (us, n))
+    }
+
+    /// The histogram [`entries`](Self::entries) wrote.
+    pub fn from_entries(entries: impl IntoIterator<Item = (u64, u64)>) -> LatencyHistogram {
+        let mut histogram = LatencyHistogram::default();
+        for (us, n) in entries {
+            *histogram.counts.entry(us).or_default() += n;
+            histogram.total += n;
+        }
+        histogram
+    }
+
     /// The `q` quantile (nearest rank) in ms; 0 if empty.
     pub fn quantile_ms(&self, q: f64) -> f64 {
         if self.total == 0 {

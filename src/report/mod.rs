@@ -10,7 +10,7 @@ mod sweep;
 mod tests;
 pub mod timeline;
 
-pub use json::run_json;
+pub use json::{run_from_json, run_json};
 pub use latency::{latency_stats, HistoryStats, LatencyHistogram, LatencyStats};
 pub use run::{
     hash_text, run_details, run_line, runs_text, side_by_side, RunReport, Stories, Summary,

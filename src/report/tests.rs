@@ -215,6 +215,40 @@ fn the_json_of_a_run_carries_counts_latency_and_a_hex_trace_hash() {
     assert_eq!(json["examples"][0]["count"], "lost");
 }
 
+/// What `hightide merge` reads back is the run that was written, down to the latency
+/// histogram and the `[expect_some]` it is judged by.
+#[test]
+fn a_run_read_back_from_its_json_is_the_run() {
+    for report in [run("acks-all", 17, 3, 20), run("acks-1", 4, 0, 7)] {
+        let back = run_from_json(run_json(&report)).expect("reads back");
+        assert_eq!(back.verdict, report.verdict);
+        assert_eq!(back.stats, report.stats);
+        assert_eq!(back.expect_some, report.expect_some);
+        assert_eq!(
+            (
+                back.seed,
+                back.trace_hash,
+                back.kafka,
+                back.failures.clone()
+            ),
+            (
+                report.seed,
+                report.trace_hash,
+                report.kafka,
+                report.failures.clone()
+            )
+        );
+        assert_eq!(
+            (back.sim_time, back.wall_time),
+            (report.sim_time, report.wall_time)
+        );
+        assert_eq!(run_line(&back), run_line(&report));
+    }
+    let mut broken = run_json(&run("acks-all", 1, 0, 5));
+    broken["expect_some"] = serde_json::json!(["lots > 0"]);
+    assert!(run_from_json(broken).is_err());
+}
+
 fn row(acks: &str, min_isr: &str, lost_per_run: &[u64], p99_ms: u64) -> SweepRow {
     let settings = vec![
         ("producer.acks".to_string(), acks.to_string()),

@@ -11,7 +11,7 @@ pub mod write;
 
 pub use keys::config_reference;
 pub use parse::{Overrides, FILE_KEYS};
-pub use values::{format_duration, parse_duration, parse_seeds};
+pub use values::{format_duration, parse_comparison, parse_duration, parse_seeds};
 
 use model::Scenario;
 use std::fmt;

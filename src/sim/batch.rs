@@ -91,3 +91,66 @@ pub fn run_each<T: Send>(
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// `--shard K/N`: the K-th of N shares of a command's runs, K counted from 1 as nextest
+/// counts. Run `i` (in the order an unsharded command runs them) belongs to shard
+/// `i % N + 1`, so every shard gets a like mix of seeds and variants, and the N shards
+/// together run each run exactly once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// From 1 to `count`.
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The items of `all` (runs, or seeds) that are this shard's, in their order.
+    pub fn select<T: Clone>(&self, all: &[T]) -> Vec<T> {
+        all.iter()
+            .enumerate()
+            .filter(|(i, _)| i % self.count + 1 == self.index)
+            .map(|(_, item)| item.clone())
+            .collect()
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `2/3`.
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let wrong = || format!("`{text}` is not K/N with 1 <= K <= N, like 2/3");
+        let (index, count) = text.split_once('/').ok_or_else(wrong)?;
+        let (index, count): (usize, usize) = (
+            index.trim().parse().map_err(|_| wrong())?,
+            count.trim().parse().map_err(|_| wrong())?,
+        );
+        if index == 0 || index > count {
+            return Err(wrong());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+
+    #[test]
+    fn shards_split_the_runs_exactly_once_between_them() {
+        let all: Vec<u32> = (0..10).collect();
+        let shards: Vec<Shard> = (1..=3).map(|k| format!("{k}/3").parse().unwrap()).collect();
+        let parts: Vec<Vec<u32>> = shards.iter().map(|s| s.select(&all)).collect();
+        assert_eq!(parts, [vec![0, 3, 6, 9], vec![1, 4, 7], vec![2, 5, 8]]);
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        assert_eq!(shards[1].to_string(), "2/3");
+    }
+}

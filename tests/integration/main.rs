@@ -22,6 +22,7 @@ mod support;
 
 mod cli {
     mod explore;
+    mod shard;
     mod shrink;
 }
 
