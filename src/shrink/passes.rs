@@ -4,7 +4,7 @@
 use super::{first_failing, flatten, Candidate, Error, Options, Step};
 use crate::check::Expectation;
 use crate::scenario::format_duration;
-use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
+use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant, Workload};
 use crate::types::HostName;
 use std::time::Duration;
 
@@ -303,20 +303,20 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
 
     /// Fewer sends per second, fewer messages, producers and consumers.
     fn lower_workload(&mut self) -> Result<(), Error> {
-        type Knob = (&'static str, u64, fn(&mut Settings) -> &mut u32);
+        type Knob = (&'static str, u64, fn(&mut Workload) -> &mut u32);
         let knobs: [Knob; 3] = [
-            ("rate", 1, |s| &mut s.workload.rate),
-            ("producers", 1, |s| &mut s.workload.producers),
-            ("consumers", 0, |s| &mut s.workload.consumers),
+            ("rate", 1, |w| &mut w.rate),
+            ("producers", 1, |w| &mut w.producers),
+            ("consumers", 0, |w| &mut w.consumers),
         ];
         for (name, floor, field) in knobs {
             loop {
-                let current = u64::from(*field(&mut self.settings.clone()));
+                let current = u64::from(*field(&mut self.settings.workload.clone()));
                 let candidates = ladder(floor, current)
                     .into_iter()
                     .map(|n| {
                         let mut settings = self.settings.clone();
-                        *field(&mut settings) = n as u32;
+                        *field(&mut settings.workload) = n as u32;
                         let change = format!("{name} {n} instead of {current}");
                         self.candidate(self.units.clone(), settings, change)
                     })
