@@ -69,13 +69,11 @@ pub fn run(args: ExploreArgs) -> i32 {
     let seeds = match args.shard {
         Some(shard) => {
             super::out(&shard::header_line(&shard::Header {
-                command: "explore".into(),
-                file: args.file.clone(),
-                sets: args.set.clone(),
                 seeds: all_seeds.clone(),
                 variant: args.variant.clone(),
                 stop_after: Some(args.stop_after),
                 shard: shard.to_string(),
+                ..shard::Header::new("explore", &args.file, &args.set, &[&scenario.source])
             }));
             shard.select(&all_seeds)
         }
@@ -277,6 +275,10 @@ pub(super) fn merged(merged: shard::Merged) -> i32 {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
+    if let Err(error) = header.check_current(&[&scenario.source]) {
+        eprintln!("error: {error}");
+        return EXIT_BAD_INPUT;
+    }
     let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
         Ok(variants) => variants,
         Err(status) => return status,

@@ -95,13 +95,10 @@ pub fn run(mut args: RunArgs) -> i32 {
     if let Some(shard) = args.shard {
         jobs = shard.select(&jobs);
         super::out(&shard::header_line(&shard::Header {
-            command: "run".into(),
-            file: args.file.clone(),
-            sets: args.set.clone(),
             seeds: seeds.clone(),
             variant: args.variant.clone(),
-            stop_after: None,
             shard: shard.to_string(),
+            ..shard::Header::new("run", &args.file, &args.set, &[&scenario.source])
         }));
     }
     let started = std::time::Instant::now();
@@ -206,6 +203,10 @@ pub(super) fn merged(merged: shard::Merged) -> i32 {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
+    if let Err(error) = header.check_current(&[&scenario.source]) {
+        eprintln!("error: {error}");
+        return EXIT_BAD_INPUT;
+    }
     let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
         Ok(variants) => variants,
         Err(status) => return status,

@@ -24,6 +24,58 @@ pub(super) struct Header {
     pub stop_after: Option<usize>,
     /// `K/N`.
     pub shard: String,
+    /// The hightide that ran it, and a hash of the files it read (the scenario; for a
+    /// sweep, the matrix and its base): merge refuses shards of another build or of
+    /// files changed since.
+    pub hightide: String,
+    pub files_hash: String,
+}
+
+impl Header {
+    /// A header for this build; `files` are the texts the command read.
+    pub fn new(command: &str, file: &std::path::Path, sets: &[String], files: &[&str]) -> Header {
+        Header {
+            command: command.to_owned(),
+            file: file.to_owned(),
+            sets: sets.to_vec(),
+            seeds: Vec::new(),
+            variant: None,
+            stop_after: None,
+            shard: String::new(),
+            hightide: env!("CARGO_PKG_VERSION").to_owned(),
+            files_hash: files_hash(files),
+        }
+    }
+
+    /// Whether the files the shards read are the ones here now, and this is their build:
+    /// why not, if not.
+    pub fn check_current(&self, files: &[&str]) -> Result<(), String> {
+        if self.hightide != env!("CARGO_PKG_VERSION") {
+            return Err(format!(
+                "the shards ran hightide {}, this is {}",
+                self.hightide,
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        if self.files_hash != files_hash(files) {
+            return Err(format!(
+                "{} changed since the shards ran: merge reads it again, and it must be the file they ran",
+                self.file.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A fixed-key hash of the texts, as 16 hex digits: the same on every machine.
+fn files_hash(files: &[&str]) -> String {
+    use std::hash::Hasher;
+    let mut hasher = siphasher::sip::SipHasher13::new();
+    for text in files {
+        hasher.write_usize(text.len());
+        hasher.write(text.as_bytes());
+    }
+    format!("{:016x}", hasher.finish())
 }
 
 /// The shard's last line: it finished, with this many run lines.
@@ -53,8 +105,8 @@ pub(super) fn done_line(done: Done) -> String {
     format!("{line}\n")
 }
 
-/// The shards read back: their common header and every run, each with the shard it
-/// came from.
+/// The shards read back: their common header, every run, the seeds the shards tried and
+/// the longest shard's time.
 pub(super) struct Merged {
     pub header: Header,
     pub runs: Vec<RunReport>,
@@ -142,6 +194,7 @@ fn read_shard(text: &str) -> Result<(Header, Vec<RunReport>, Done), (usize, Stri
         if line.trim().is_empty() {
             continue;
         }
+        let first = header.is_none() && runs.is_empty();
         if done.is_some() {
             return Err(at("a line after the shard's last".into()));
         }
@@ -149,7 +202,7 @@ fn read_shard(text: &str) -> Result<(Header, Vec<RunReport>, Done), (usize, Stri
             serde_json::from_str(line).map_err(|e| at(format!("not JSON: {e}")))?;
         if value.get("shard").is_some() || value.get("shard_done").is_some() {
             match serde_json::from_value(value).map_err(|e| at(e.to_string()))? {
-                Line::Header(h) if header.is_none() && i == 0 => header = Some(h),
+                Line::Header(h) if first => header = Some(h),
                 Line::Header(_) => return Err(at("a second header".into())),
                 Line::Done(d) => done = Some(d),
             }

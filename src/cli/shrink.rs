@@ -77,7 +77,7 @@ pub fn run(args: ShrinkArgs) -> i32 {
         print_step(goal, step)
     }) {
         Ok(shrunk) => shrunk,
-        Err(error @ shrink::Error::Passes { .. }) => {
+        Err(error @ shrink::Error::NothingToShrink { .. }) => {
             eprintln!("error: {error}");
             return EXIT_BAD_INPUT;
         }
@@ -143,7 +143,7 @@ fn summary(shrunk: &Shrunk, seconds: f64) -> String {
     );
     if shrunk.kept_workload {
         text.push_str(&format!(
-            "the workload and the cluster keep their size: `{}` bounds {count} from below, and a smaller run would break it merely by doing less\n",
+            "duration, the workload and the cluster keep their size: `{}` bounds {count} from below, and a smaller run would break it merely by doing less\n",
             shrunk.goal
         ));
     }
@@ -153,21 +153,31 @@ fn summary(shrunk: &Shrunk, seconds: f64) -> String {
     text
 }
 
-/// Write `text` to a new file at `path`: beside it first, then renamed into place, so an
-/// interrupted write leaves nothing half-written; an existing file stays as it is.
+/// Write `text` to a new file at `path`: beside it first, then linked into place, which
+/// fails if a file appeared there meanwhile, so an interrupted write leaves nothing
+/// half-written and no file is ever replaced.
 fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
     let mut partial = path.as_os_str().to_owned();
     partial.push(".partial");
     let partial = PathBuf::from(partial);
-    std::fs::write(&partial, text)?;
-    if path.exists() {
-        let _ = std::fs::remove_file(&partial);
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&partial)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", partial.display())))?;
+    let written = file
+        .write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::hard_link(&partial, path));
+    let _ = std::fs::remove_file(&partial);
+    written.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => std::io::Error::new(
+            e.kind(),
             "the file appeared while shrinking; it was left as it is",
-        ));
-    }
-    std::fs::rename(&partial, path)
+        ),
+        _ => e,
+    })
 }
 
 /// Read the written file back and run it, as `hightide run` would: it must break the goal

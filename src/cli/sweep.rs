@@ -76,14 +76,12 @@ pub fn run(args: SweepArgs) -> i32 {
     let all = jobs.len();
     if let Some(shard) = args.shard {
         jobs = shard.select(&jobs);
+        let matrix = std::fs::read_to_string(&args.file).unwrap_or_default();
+        let files = [matrix.as_str(), scenario.source.as_str()];
         super::out(&shard::header_line(&shard::Header {
-            command: "sweep".into(),
-            file: args.file.clone(),
-            sets: args.set.clone(),
             seeds: seeds.clone(),
-            variant: None,
-            stop_after: None,
             shard: shard.to_string(),
+            ..shard::Header::new("sweep", &args.file, &args.set, &files)
         }));
     }
     eprintln!(
@@ -211,6 +209,11 @@ pub(super) fn merged(merged: shard::Merged, out: &Path) -> i32 {
         }
     };
     let scenario = &sweep.scenario;
+    let matrix = std::fs::read_to_string(&header.file).unwrap_or_default();
+    if let Err(error) = header.check_current(&[&matrix, &scenario.source]) {
+        eprintln!("error: {error}");
+        return EXIT_BAD_INPUT;
+    }
     let jobs = jobs(scenario, &header.seeds);
     let reports = match super::run::in_job_order(merged.runs, &jobs) {
         Ok(reports) => reports,

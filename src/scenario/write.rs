@@ -25,6 +25,9 @@ pub struct Standalone<'a> {
     /// `--set PATH=VALUE` arguments the run had, written into the file.
     pub sets: &'a [String],
     pub expect: &'a [Expectation],
+    /// Only those `[expect_some]` lines that stand in for a default zero
+    /// (`check::DEFAULT_ZERO`): the rest speak of many seeds, and the file has one.
+    pub expect_some: &'a [Expectation],
     pub name: &'a str,
     pub seed: u64,
     /// Comment lines (without `# `) to open the file with.
@@ -55,13 +58,27 @@ pub fn standalone(what: &Standalone<'_>) -> Result<String, String> {
         let (path, text) = set
             .split_once('=')
             .ok_or_else(|| format!("--set {set}: no `=`"))?;
+        let path = path.trim();
         if path != "faults" {
-            assign(root, variant, path, set_value(text))?;
+            assign(root, variant, path, set_value(text.trim()))?;
         }
     }
     write_changes(root, variant, what.original, what.settings)?;
     root.insert("faults", Item::ArrayOfTables(faults(&what.settings.faults)));
-    root.insert("expect", Item::Table(expect(what.expect)));
+    // A count the variant bounds twice (the top level's and its own) keeps its second
+    // bound in the variant, as the file had it; one table holds one bound per count.
+    let (first, again) = split_repeats(what.expect);
+    root.insert("expect", Item::Table(expect(&first)));
+    if !what.expect_some.is_empty() {
+        root.insert("expect_some", Item::Table(expect(what.expect_some)));
+    }
+    if !again.is_empty() {
+        let name = variant.ok_or("a count bounded twice in a file without [variants]")?;
+        variant_table(root, name)?.insert(
+            "expect",
+            Item::Value(Value::InlineTable(expect(&again).into_inline_table())),
+        );
+    }
     let mut out = String::new();
     for line in what.header {
         out.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
@@ -104,15 +121,16 @@ fn variant_table<'t>(root: &'t mut Table, name: &str) -> Result<&'t mut dyn Tabl
         .ok_or_else(|| format!("the file has no variant `{name}`"))
 }
 
-/// A `--set` value as the command line reads it: TOML, or else a bare string.
+/// A `--set` value as the command line reads it (`parse/overrides.rs`): TOML, except that
+/// a float or a date-time (`3.9`) is a string, as is anything that is not TOML.
 fn set_value(text: &str) -> Item {
     match text.parse::<Value>() {
+        Ok(Value::Float(_) | Value::Datetime(_)) | Err(_) => value(text),
         Ok(mut parsed) => {
             // The file's own spacing, not the argument's.
             parsed.decor_mut().clear();
             Item::Value(parsed)
         }
-        Err(_) => value(text),
     }
 }
 
@@ -290,6 +308,20 @@ fn target_value(target: &Target) -> Value {
         Target::List(targets) => Value::Array(targets.iter().map(target_value).collect()),
         one => Value::from(one.to_string()),
     }
+}
+
+/// The expectations with each count's first bound, and the later bounds of a count.
+fn split_repeats(expect: &[Expectation]) -> (Vec<Expectation>, Vec<Expectation>) {
+    let mut first: Vec<Expectation> = Vec::new();
+    let mut again = Vec::new();
+    for &e in expect {
+        if first.iter().any(|f| f.count == e.count) {
+            again.push(e);
+        } else {
+            first.push(e);
+        }
+    }
+    (first, again)
 }
 
 /// `[expect]` with every expectation: `lost = 0`, `acked = "> 10000"`.

@@ -78,14 +78,18 @@ pub struct Shrunk {
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("seed {seed} of {variant} meets every [expect]: there is no failure to shrink")]
-    Passes { variant: String, seed: u64 },
+    NothingToShrink { variant: String, seed: u64 },
     #[error("seed {seed} of {variant}: {error}")]
     Run {
         variant: String,
         seed: u64,
         error: RunError,
     },
-    /// A hightide bug: the shrunk file does not say what was shrunk.
+    /// A hightide bug: the nemesis's draws written out do not replay the nemesis run.
+    #[error("{0}")]
+    NotReplayed(String),
+    /// The shrunk run has no file (it has injected bugs), or, a hightide bug, the file
+    /// written does not say what was shrunk.
     #[error("the shrunk scenario cannot be written: {0}")]
     Write(String),
 }
@@ -111,7 +115,7 @@ pub fn shrink(
         .copied()
         .find(|e| !crate::check::holds(e, counts.get(e.count)))
     else {
-        return Err(Error::Passes {
+        return Err(Error::NothingToShrink {
             variant: variant.name.clone(),
             seed,
         });
@@ -187,6 +191,13 @@ impl Shrunk {
             ));
         }
         let header = self.header(scenario, sets, out);
+        let expect_some: Vec<Expectation> = self
+            .variant
+            .expect_some
+            .iter()
+            .copied()
+            .filter(|e| crate::check::DEFAULT_ZERO.contains(&e.count))
+            .collect();
         let text = standalone(&Standalone {
             text: &scenario.source,
             variant: &self.variant.name,
@@ -194,6 +205,7 @@ impl Shrunk {
             settings: &self.variant.settings,
             sets,
             expect: &self.variant.expect,
+            expect_some: &expect_some,
             name: &format!("{}, seed {} shrunk", scenario.name, self.seed),
             seed: self.seed,
             header: &header,
@@ -201,11 +213,16 @@ impl Shrunk {
         .map_err(write)?;
         let reread = scenario::parse(&text, out)
             .map_err(|e| write(format!("it does not parse: {}", e.report())))?;
+        let sorted = |expect: &[Expectation]| {
+            let mut sorted: Vec<String> = expect.iter().map(ToString::to_string).collect();
+            sorted.sort();
+            sorted
+        };
         let same = reread.variants.len() == 1
             && format!("{:?}", reread.variants[0].settings)
                 == format!("{:?}", self.variant.settings)
-            && reread.variants[0].expect == self.variant.expect
-            && reread.variants[0].expect_some.is_empty()
+            && sorted(&reread.variants[0].expect) == sorted(&self.variant.expect)
+            && reread.variants[0].expect_some == expect_some
             && reread.seeds == [self.seed];
         if !same {
             return Err(write(format!(
@@ -219,7 +236,7 @@ impl Shrunk {
         let faults = self.variant.settings.faults.len();
         let mut sets_text = String::new();
         for set in sets {
-            sets_text.push_str(&format!(" --set {set}"));
+            sets_text.push_str(&format!(" --set {}", shell_word(set)));
         }
         let mut lines = vec![
             format!(
@@ -251,6 +268,16 @@ impl Shrunk {
         }
         lines.push(format!("Replay: hightide run {}", out.display()));
         lines
+    }
+}
+
+/// A word as a shell reads it back: as it is when plain, else single-quoted.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._-=/:,+@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -76,13 +76,13 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
         };
         let candidate = self.candidate(self.units.clone(), self.settings.clone(), change);
         if self.try_all(vec![candidate])?.is_none() {
-            return Err(Error::Write(format!(
+            return Err(Error::NotReplayed(format!(
                 "the nemesis's draws written out do not fail as the nemesis did ({} {original})",
                 crate::check::count_name(self.goal.count)
             )));
         }
         if self.count != original {
-            return Err(Error::Write(format!(
+            return Err(Error::NotReplayed(format!(
                 "the nemesis's draws written out give {} {} where the nemesis gave {original}",
                 crate::check::count_name(self.goal.count),
                 self.count
@@ -310,6 +310,8 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
             ("consumers", 0, |w| &mut w.consumers),
         ];
         for (name, floor, field) in knobs {
+            // Never below a client a fault names (`kill producer-3`).
+            let floor = floor.max(u64::from(highest_client(&self.settings.faults, name)));
             loop {
                 let current = u64::from(*field(&mut self.settings.workload.clone()));
                 let candidates = ladder(floor, current)
@@ -445,6 +447,20 @@ fn dropped_text(units: &[Vec<Fault>]) -> String {
             )
         }
     }
+}
+
+/// The highest `producer-N` (for `producers`) or `consumer-N` (for `consumers`) a fault
+/// names; 0 for any other knob, or none named.
+fn highest_client(faults: &[Fault], knob: &str) -> u32 {
+    let mut highest = 0;
+    for fault in faults {
+        visit_targets(&fault.action, &mut |target| match (knob, target) {
+            ("producers", Target::Host(HostName::Producer(n)))
+            | ("consumers", Target::Host(HostName::Consumer(n))) => highest = highest.max(*n),
+            _ => {}
+        });
+    }
+    highest
 }
 
 /// Whether every fault naming a partition of `topic` names one below `partitions`.

@@ -131,6 +131,11 @@ acks = 1
 rate = 300
 producers = 2
 
+[[faults]]
+at = "1s"
+action = "kill"
+target = "producer-2"
+
 [nemesis]
 actions = ["power-loss", "kill"]
 interval = "2s"
@@ -138,6 +143,10 @@ recover = "1s"
 
 [expect]
 lost = 0
+reordered = "<= 100000"
+
+[expect_some]
+moved = ">= 0"
 
 [variants.safe]
 producer.acks = "all"
@@ -151,7 +160,11 @@ expect = { reordered = 0, duplicates = 0 }
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("layout.toml");
     std::fs::write(&file, text).unwrap();
-    let sets = ["broker.unclean.leader.election.enable=true".to_owned()];
+    let sets = [
+        "broker.unclean.leader.election.enable=true".to_owned(),
+        "cluster.kafka=3.9".to_owned(),
+        "producer.linger.ms = 0".to_owned(),
+    ];
     let overrides = hightide::scenario::Overrides::parse(&sets).unwrap();
     let scenario = hightide::scenario::load_with(&file, &overrides).unwrap();
     let seed = (1..=20)
@@ -160,6 +173,7 @@ expect = { reordered = 0, duplicates = 0 }
     let shrunk = hightide::shrink(&scenario, "fast", seed, &options()).unwrap();
     let settings = &shrunk.variant.settings;
     assert!(settings.workload.rate < 400 || settings.duration.as_secs() < 8);
+    assert_eq!(settings.workload.producers, 2, "a fault names producer-2");
     let out = dir.join("min.toml");
     let written = shrunk.scenario_file(&scenario, &sets, &out).unwrap();
     assert!(!written.contains("[variants.safe]"), "{written}");
