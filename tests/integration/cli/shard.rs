@@ -42,10 +42,6 @@ fn shards(args: &[&str], n: usize, dir: &Path) -> Vec<String> {
         .collect()
 }
 
-fn file_path(file: &str) -> PathBuf {
-    PathBuf::from(file)
-}
-
 fn merge(files: &[String], extra: &[&str]) -> Output {
     let files: Vec<&str> = files.iter().map(String::as_str).collect();
     hightide(&[&["merge"], &files[..], extra].concat())
@@ -165,13 +161,9 @@ fn merge_refuses_missing_doubled_and_unfinished_shards() {
         "a shard of another command",
     );
     // The file the shards ran changed since: merge reads it again, so it refuses.
-    std::fs::write(
-        &file_path(file),
-        SCENARIO.replace("rate = 500", "rate = 50"),
-    )
-    .unwrap();
+    std::fs::write(file, SCENARIO.replace("rate = 500", "rate = 50")).unwrap();
     refused(&files, "changed since the shards ran");
-    std::fs::write(&file_path(file), SCENARIO).unwrap();
+    std::fs::write(file, SCENARIO).unwrap();
     let plain = dir.join("plain.jsonl");
     std::fs::write(
         &plain,
