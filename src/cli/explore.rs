@@ -3,7 +3,7 @@
 //! whatever the number of threads, each with what failed and the line that replays it,
 //! and stops there.
 
-use super::run::{chosen_variants, load, replay_command};
+use super::run::{chosen_variants, load, load_shards_file, replay_command};
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario;
@@ -271,14 +271,10 @@ fn closing(
 /// longest shard's.
 pub(super) fn merged(merged: shard::Merged) -> i32 {
     let header = merged.header;
-    let scenario = match load(&header.file, &header.sets) {
+    let scenario = match load_shards_file(&header) {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    if let Err(error) = header.check_current(&[&scenario.source]) {
-        eprintln!("error: {error}");
-        return EXIT_BAD_INPUT;
-    }
     let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
         Ok(variants) => variants,
         Err(status) => return status,

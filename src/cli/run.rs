@@ -199,14 +199,10 @@ pub fn run(mut args: RunArgs) -> i32 {
 /// them, printed as it would have printed them.
 pub(super) fn merged(merged: shard::Merged) -> i32 {
     let header = merged.header;
-    let scenario = match load(&header.file, &header.sets) {
+    let scenario = match load_shards_file(&header) {
         Ok(scenario) => scenario,
         Err(status) => return status,
     };
-    if let Err(error) = header.check_current(&[&scenario.source]) {
-        eprintln!("error: {error}");
-        return EXIT_BAD_INPUT;
-    }
     let variants = match chosen_variants(&scenario, header.variant.as_deref(), &header.file) {
         Ok(variants) => variants,
         Err(status) => return status,
@@ -241,6 +237,18 @@ pub(super) fn merged(merged: shard::Merged) -> i32 {
         printer.add(report);
     }
     printer.finish(false)
+}
+
+/// For a merge of `run` or `explore` shards: the scenario file read again, with the
+/// shards' `--set`s, and checked to be the one they ran; or the exit status after saying
+/// why not.
+pub(super) fn load_shards_file(header: &shard::Header) -> Result<Scenario, i32> {
+    let scenario = load(&header.file, &header.sets)?;
+    if let Err(error) = header.check_current(&[&scenario.source]) {
+        eprintln!("error: {error}");
+        return Err(EXIT_BAD_INPUT);
+    }
+    Ok(scenario)
 }
 
 /// The shards' runs in `jobs`' order; an error if one is missing or there twice.

@@ -62,7 +62,7 @@ pub fn run(args: ShrinkArgs) -> i32 {
         return EXIT_BAD_INPUT;
     }
     let options = Options {
-        max_runs: args.max_runs.max(2),
+        max_runs: args.max_runs,
         threads: args.jobs.unwrap_or_else(batch::default_threads),
     };
     super::out(&format!(
@@ -70,7 +70,7 @@ pub fn run(args: ShrinkArgs) -> i32 {
         args.seed,
         variant.name,
         args.file.display(),
-        options.max_runs
+        options.max_runs.max(2)
     ));
     let started = Instant::now();
     let shrunk = match shrink::shrink(variant, args.seed, &options, |goal, step| {

@@ -248,6 +248,34 @@ impl FaultAction {
     }
 }
 
+impl FaultAction {
+    /// The action's `target` field, for the actions that have one.
+    pub fn target(&self) -> Option<&Target> {
+        match self {
+            FaultAction::Kill(target)
+            | FaultAction::Shutdown(target)
+            | FaultAction::PowerLoss(target)
+            | FaultAction::Restart(target)
+            | FaultAction::Isolate(target)
+            | FaultAction::HealDisk(target)
+            | FaultAction::FsyncError(target)
+            | FaultAction::DiskFull(target)
+            | FaultAction::SlowDisk { target, .. }
+            | FaultAction::Corrupt { target, .. } => Some(target),
+            FaultAction::Partition(_) | FaultAction::Heal | FaultAction::SlowLink { .. } => None,
+        }
+    }
+
+    /// Every target expression it holds: its `target`, each group, both ends of a link.
+    pub fn targets(&self) -> Vec<&Target> {
+        match self {
+            FaultAction::Partition(groups) => groups.iter().collect(),
+            FaultAction::SlowLink { between, .. } => vec![&between.0, &between.1],
+            other => other.target().into_iter().collect(),
+        }
+    }
+}
+
 impl std::fmt::Display for FaultAction {
     /// As a person would write it in a scenario file: `slow-link broker-1 <-> broker-2 +50ms`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -262,18 +262,10 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
         let mut table = Table::new();
         table.insert("at", value(format_duration(fault.at)));
         table.insert("action", value(fault.action.kind().name()));
+        if let Some(target) = fault.action.target() {
+            table.insert("target", value(target_value(target)));
+        }
         match &fault.action {
-            FaultAction::Kill(target)
-            | FaultAction::Shutdown(target)
-            | FaultAction::PowerLoss(target)
-            | FaultAction::Restart(target)
-            | FaultAction::Isolate(target)
-            | FaultAction::HealDisk(target)
-            | FaultAction::FsyncError(target)
-            | FaultAction::DiskFull(target) => {
-                table.insert("target", value(target_value(target)));
-            }
-            FaultAction::Heal => {}
             FaultAction::Partition(groups) => {
                 let groups: Array = groups.iter().map(target_value).collect();
                 table.insert("groups", value(groups));
@@ -283,19 +275,14 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
                 table.insert("between", value(pair));
                 table.insert("latency", value(format_duration(*latency)));
             }
-            FaultAction::SlowDisk { target, latency } => {
-                table.insert("target", value(target_value(target)));
+            FaultAction::SlowDisk { latency, .. } => {
                 table.insert("latency", value(format_duration(*latency)));
             }
-            FaultAction::Corrupt {
-                target,
-                file,
-                bytes,
-            } => {
-                table.insert("target", value(target_value(target)));
+            FaultAction::Corrupt { file, bytes, .. } => {
                 table.insert("file", value(file.as_str()));
                 table.insert("bytes", value(i64::try_from(*bytes).unwrap_or(i64::MAX)));
             }
+            _ => {}
         }
         tables.push(table);
     }

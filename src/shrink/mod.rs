@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// How far to go.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Stop trying once this many runs are spent (the smallest failing run so far stands).
+    /// Stop trying once this many runs are spent (the smallest failing run so far stands);
+    /// at least 2, the original run and its draws written out.
     pub max_runs: usize,
     /// Candidates run at once.
     pub threads: usize,
@@ -151,7 +152,7 @@ pub fn shrink(
         original_faults: shrinker.original_faults,
         original_duration: settings.duration,
         runs: shrinker.runs,
-        steps: shrinker.steps.clone(),
+        steps: std::mem::take(&mut shrinker.steps),
         out_of_runs: shrinker.out_of_runs,
         kept_workload,
     })

@@ -49,7 +49,8 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
             units,
             settings,
             threads: options.threads.max(1),
-            max_runs: options.max_runs,
+            // The original run and its draws written out are spent whatever the budget.
+            max_runs: options.max_runs.max(2),
             kept_workload,
             on_step,
             count: 0,
@@ -514,23 +515,8 @@ fn visit_targets(action: &FaultAction, visit: &mut dyn FnMut(&Target)) {
             one => visit(one),
         }
     }
-    match action {
-        FaultAction::Kill(t)
-        | FaultAction::Shutdown(t)
-        | FaultAction::PowerLoss(t)
-        | FaultAction::Restart(t)
-        | FaultAction::Isolate(t)
-        | FaultAction::HealDisk(t)
-        | FaultAction::FsyncError(t)
-        | FaultAction::DiskFull(t)
-        | FaultAction::SlowDisk { target: t, .. }
-        | FaultAction::Corrupt { target: t, .. } => walk(t, visit),
-        FaultAction::Partition(groups) => groups.iter().for_each(|g| walk(g, visit)),
-        FaultAction::SlowLink { between, .. } => {
-            walk(&between.0, visit);
-            walk(&between.1, visit);
-        }
-        FaultAction::Heal => {}
+    for target in action.targets() {
+        walk(target, visit);
     }
 }
 

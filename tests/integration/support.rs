@@ -1,6 +1,8 @@
 //! Helpers more than one area's tests use.
 
 use hightide::os::clock::{self, SimTime};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 /// One step of a turmoil simulation, with the simulated time published first as the world
 /// does (storage and the history read it from the clock). True once every client is done.
@@ -47,3 +49,25 @@ target = "crashed"
 [expect]
 lost = 0
 "#;
+
+/// An empty directory for one command-line test: `target/tmp/<area>/<name>`, emptied
+/// first so a rerun starts clean.
+pub fn fresh_dir(area: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(area).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The hightide binary run with `args`, to completion.
+pub fn hightide(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hightide"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Output bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -3,29 +3,17 @@
 //! same first failing seeds for `explore`; the same report files for `sweep`), and merge
 //! refuses shards that are not all there, or not of one command.
 
-use crate::support::ACKS_1_POWER_LOSS as SCENARIO;
+use crate::support::{fresh_dir, hightide, text, ACKS_1_POWER_LOSS as SCENARIO};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("shard")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn hightide(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hightide"))
-        .args(args)
-        .output()
-        .unwrap()
+    fresh_dir("shard", name)
 }
 
 fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    text(&output.stdout)
 }
 
 /// Run `args` as shards 1/n to n/n, each into a file of `dir`; the files.

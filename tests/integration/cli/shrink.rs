@@ -1,28 +1,11 @@
 //! `hightide shrink`, as a person runs it: it writes a file that `run` fails (exit 1),
 //! never overwrites one, and says why when there is nothing to shrink (exit 2).
 
-use crate::support::ACKS_1_POWER_LOSS as SCENARIO;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use crate::support::{fresh_dir, hightide, text, ACKS_1_POWER_LOSS as SCENARIO};
+use std::path::PathBuf;
 
 fn dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("shrink-cli")
-        .join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn hightide(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hightide"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    fresh_dir("shrink-cli", name)
 }
 
 /// The first seed of the acks=1 power-loss scenario that `run` fails.
