@@ -67,6 +67,7 @@
 
 pub mod controller_link;
 pub mod fetcher;
+pub mod group;
 pub mod hw;
 pub mod isr;
 pub mod partition;

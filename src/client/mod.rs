@@ -2,6 +2,7 @@
 //! history (`crate::history`).
 
 pub mod accumulator;
+pub mod assignor;
 pub mod budget;
 pub mod consumer;
 pub mod fetch;
