@@ -18,6 +18,22 @@ use std::time::Duration;
 
 pub type MemberId = String;
 
+/// The `__consumer_offsets` partition that holds a group's offsets, and whose leader is
+/// the group's coordinator: Kafka's `Utils.abs(groupId.hashCode()) %
+/// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16 code units
+/// (and `Utils.abs` taking `Integer.MIN_VALUE` to 0), so a group lands where Kafka puts it.
+pub fn offsets_partition(group: &str, partitions: u32) -> u32 {
+    let hash = group.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    abs % partitions.max(1)
+}
+
 /// `GroupState`, without `Dead` (a group here is never deleted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
@@ -465,6 +481,20 @@ mod tests {
         );
         let answers = joined(&group.tick(at(3_000)));
         (group, answers)
+    }
+
+    /// Java's own values: `"hello".hashCode()` is 99162322, `"polygenelubricants"` hashes
+    /// to `Integer.MIN_VALUE`, and an emoji is two UTF-16 units (0xD83D, 0xDE00).
+    #[test]
+    fn a_group_lands_on_the_offsets_partition_kafka_gives_it() {
+        assert_eq!(offsets_partition("hello", 50), 99_162_322 % 50);
+        assert_eq!(offsets_partition("polygenelubricants", 50), 0);
+        assert_eq!(offsets_partition("", 50), 0);
+        assert_eq!(
+            offsets_partition("\u{1F600}", 50),
+            (0xD83D * 31 + 0xDE00) % 50
+        );
+        assert_eq!(offsets_partition("hello", 1), 0);
     }
 
     #[test]
