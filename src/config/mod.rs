@@ -221,7 +221,8 @@ impl ProducerConfig {
     }
 }
 
-/// Consumer configuration (`[consumer]`), Kafka's defaults.
+/// Consumer configuration (`[consumer]`), Kafka's defaults (the newest release's; a
+/// release's own are in `release.rs`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsumerConfig {
     pub fetch_max_wait_ms: Duration,
@@ -229,6 +230,17 @@ pub struct ConsumerConfig {
     pub max_partition_fetch_bytes: u64,
     pub request_timeout_ms: Duration,
     pub retry_backoff_ms: Duration,
+    /// Commit the positions of the last poll every `auto_commit_interval_ms`, from poll.
+    pub enable_auto_commit: bool,
+    pub auto_commit_interval_ms: Duration,
+    /// Where a member starts on a partition its group has no valid committed offset for.
+    pub auto_offset_reset: OffsetReset,
+    /// The coordinator drops a member it has not heard a heartbeat from for this long.
+    pub session_timeout_ms: Duration,
+    pub heartbeat_interval_ms: Duration,
+    /// Longest between polls before the member leaves its group (KIP-62); also the
+    /// rebalance timeout it joins with.
+    pub max_poll_interval_ms: Duration,
 }
 
 impl Default for ConsumerConfig {
@@ -239,6 +251,38 @@ impl Default for ConsumerConfig {
             max_partition_fetch_bytes: 1_048_576,
             request_timeout_ms: ms(30_000),
             retry_backoff_ms: ms(100),
+            enable_auto_commit: true,
+            auto_commit_interval_ms: ms(5_000),
+            auto_offset_reset: OffsetReset::Latest,
+            session_timeout_ms: ms(45_000),
+            heartbeat_interval_ms: ms(3_000),
+            max_poll_interval_ms: ms(300_000),
+        }
+    }
+}
+
+/// `auto.offset.reset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+    /// Fail the poll with OFFSET_OUT_OF_RANGE / NoOffsetForPartition.
+    None,
+}
+
+impl OffsetReset {
+    pub const ALL: [OffsetReset; 3] = [
+        OffsetReset::Earliest,
+        OffsetReset::Latest,
+        OffsetReset::None,
+    ];
+
+    /// As Kafka spells it: `earliest`, `latest`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
         }
     }
 }

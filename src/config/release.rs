@@ -8,7 +8,7 @@
 //! Each step says what changed and where Kafka says so (a KIP, an issue, a release), so
 //! `hightide config --kafka X.Y` can print the history a number depends on.
 
-use super::{Acks, BrokerConfig, ProducerConfig, Truncation, NEVER_MS};
+use super::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, Truncation, NEVER_MS};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -162,12 +162,13 @@ pub struct Rules {
     pub eligible_leader_replicas: bool,
 }
 
-/// A release's defaults and rules: the broker's and the producer's.
+/// A release's defaults and rules: the broker's, the producer's and the consumer's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Era {
     pub release: Release,
     pub broker: BrokerConfig,
     pub producer: ProducerConfig,
+    pub consumer: ConsumerConfig,
 }
 
 impl Era {
@@ -198,6 +199,10 @@ impl Era {
                 linger_ms: Duration::ZERO,
                 delivery_timeout_ms: NEVER_MS,
                 ..ProducerConfig::default()
+            },
+            consumer: ConsumerConfig {
+                session_timeout_ms: ms(10_000),
+                ..ConsumerConfig::default()
             },
         }
     }
@@ -272,6 +277,12 @@ pub static STEPS: &[Step] = &[
         change: "Followers send their last fetched epoch with each fetch and the leader answers with the diverging epoch",
         source: "KAFKA-10554",
         apply: |era| era.broker.rules.diverging_epoch_in_fetch = true,
+    },
+    Step {
+        since: v(3, 0),
+        change: "The consumer's `session.timeout.ms` defaults to 45000 (was 10000)",
+        source: "KIP-735",
+        apply: |era| era.consumer.session_timeout_ms = ms(45_000),
     },
     Step {
         since: v(3, 0),

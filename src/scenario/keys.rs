@@ -3,12 +3,13 @@
 //! `config.rs` and the scenario defaults) its default. The parser and `hightide config`
 //! both read this table, so what is documented is exactly what is accepted.
 
-use super::model::{Network, Workload};
+use super::model::{Commit, Network, Workload};
 use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
 use crate::config::{
-    Acks, BrokerConfig, ConsumerConfig, Era, ProducerConfig, Release, TopicConfig, Truncation,
+    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, TopicConfig,
+    Truncation,
 };
 use crate::os::disk::{DiskConfig, PowerLossModel};
 use std::fmt::Write as _;
@@ -455,8 +456,60 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             LONG_MAX,
             "How long the consumer waits before retrying a failed request."
         ),
+        boolean!(
+            "enable.auto.commit",
+            enable_auto_commit,
+            "A group member commits the offsets of its last poll every auto.commit.interval.ms, from within poll ([workload] commit = \"auto\" sets it)."
+        ),
+        millis!(
+            "auto.commit.interval.ms",
+            auto_commit_interval_ms,
+            0,
+            INT_MAX,
+            "How often an auto-committing member commits."
+        ),
+        Key {
+            name: "auto.offset.reset",
+            meaning: "Where a member starts on a partition its group has no valid committed offset for: \"earliest\", \"latest\" or \"none\" (an error).",
+            kind: Kind::Other { set: set_offset_reset, show: |c| format!("\"{}\"", c.auto_offset_reset.name()) },
+        },
+        millis!(
+            "session.timeout.ms",
+            session_timeout_ms,
+            1,
+            INT_MAX,
+            "The coordinator drops a member it has not heard a heartbeat from for this long."
+        ),
+        millis!(
+            "heartbeat.interval.ms",
+            heartbeat_interval_ms,
+            1,
+            INT_MAX,
+            "How often a member heartbeats to its coordinator (from its own thread, KIP-62)."
+        ),
+        millis!(
+            "max.poll.interval.ms",
+            max_poll_interval_ms,
+            1,
+            INT_MAX,
+            "Longest between polls before a member leaves its group; also its rebalance timeout."
+        ),
     ],
 };
+
+fn set_offset_reset(config: &mut ConsumerConfig, node: &Node) -> Result<(), Error> {
+    let name = string("auto.offset.reset", node)?;
+    config.auto_offset_reset = OffsetReset::ALL
+        .into_iter()
+        .find(|reset| reset.name() == name)
+        .ok_or_else(|| {
+            Error::at(
+                &node.span,
+                format!("invalid `auto.offset.reset` `{name}`: expected \"earliest\", \"latest\" or \"none\""),
+            )
+        })?;
+    Ok(())
+}
 
 pub(crate) static TOPIC: Section<TopicConfig> = Section {
     name: "topic config",
@@ -613,6 +666,9 @@ pub(crate) fn default_workload() -> Workload {
         keys: 0,
         value_bytes: 64,
         consumers: 0,
+        group: None,
+        commit: Commit::Auto,
+        processing: Duration::ZERO,
     }
 }
 
@@ -639,8 +695,45 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
         int!("value_bytes", value_bytes as u32, 0, 1_048_576, "Size of each message value (it starts with the message's id)."),
         int!("consumers", consumers as u32, 0, MAX_HOSTS,
             "Consumer hosts consumer-1 .. consumer-N, reading during the run (the dirty-read check)."),
+        Key {
+            name: "group",
+            meaning: "The consumers' group.id: they join it, share the topic's partitions and commit offsets; unset: each reads every partition and commits nothing.",
+            kind: Kind::Other { set: set_group, show: |_| "unset".to_owned() },
+        },
+        Key {
+            name: "commit",
+            meaning: "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once).",
+            kind: Kind::Other { set: set_commit, show: |w| format!("\"{}\"", w.commit.name()) },
+        },
+        duration!("processing", processing, "Simulated work per record, between the poll that returned it and the commit."),
     ],
 };
+
+fn set_group(workload: &mut Workload, node: &Node) -> Result<(), Error> {
+    let group = string("group", node)?;
+    if group.is_empty() {
+        return Err(Error::at(
+            &node.span,
+            "`group` is empty: Kafka needs a group.id".to_owned(),
+        ));
+    }
+    workload.group = Some(group.to_owned());
+    Ok(())
+}
+
+fn set_commit(workload: &mut Workload, node: &Node) -> Result<(), Error> {
+    let name = string("commit", node)?;
+    workload.commit = Commit::ALL
+        .into_iter()
+        .find(|commit| commit.name() == name)
+        .ok_or_else(|| {
+            Error::at(
+                &node.span,
+                format!("invalid `commit` `{name}`: expected \"auto\", \"before-processing\" or \"after-processing\""),
+            )
+        })?;
+    Ok(())
+}
 
 fn set_topic(workload: &mut Workload, node: &Node) -> Result<(), Error> {
     workload.topic = string("topic", node)?.to_owned();
@@ -709,13 +802,7 @@ pub fn config_reference(release: Release) -> String {
     out.push('\n');
     render(&mut out, &BROKER, "[broker]", &era.broker, &era);
     render(&mut out, &PRODUCER, "[producer]", &era.producer, &era);
-    render(
-        &mut out,
-        &CONSUMER,
-        "[consumer]",
-        &ConsumerConfig::default(),
-        &era,
-    );
+    render(&mut out, &CONSUMER, "[consumer]", &era.consumer, &era);
     render(
         &mut out,
         &TOPIC,

@@ -132,6 +132,40 @@ pub struct Workload {
     pub keys: u32,
     pub value_bytes: u32,
     pub consumers: u32,
+    /// With a group, the consumers join it (`group.id`), share its partitions and
+    /// commit offsets; without, each reads every partition and commits nothing.
+    pub group: Option<String>,
+    pub commit: Commit,
+    /// Simulated work per record, between the poll that returned it and the commit.
+    pub processing: Duration,
+}
+
+/// `[workload] commit`: when a group member commits what it polled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// `enable.auto.commit`: from within poll, every `auto.commit.interval.ms`.
+    Auto,
+    /// commitSync of a poll's offsets before processing its records: at most once.
+    BeforeProcessing,
+    /// commitSync after processing them: at least once.
+    AfterProcessing,
+}
+
+impl Commit {
+    pub const ALL: [Commit; 3] = [
+        Commit::Auto,
+        Commit::BeforeProcessing,
+        Commit::AfterProcessing,
+    ];
+
+    /// As a scenario file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Commit::Auto => "auto",
+            Commit::BeforeProcessing => "before-processing",
+            Commit::AfterProcessing => "after-processing",
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
 use crate::config::{Acks, ProducerConfig, Release};
-use crate::scenario::model::{Settings, Variant};
+use crate::scenario::model::{Commit, Settings, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -63,7 +63,7 @@ pub(super) fn resolve(
         cluster,
         broker: era.broker,
         producer: era.producer,
-        consumer: Default::default(),
+        consumer: era.consumer,
         workload: keys::default_workload(),
         disk: Default::default(),
         network: keys::default_network(),
@@ -89,6 +89,7 @@ pub(super) fn resolve(
         explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
     }
     producer_rules(&mut settings.producer, release, &explicit)?;
+    group_rules(&mut settings, &explicit)?;
     resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
     let chosen = match faults {
         None => Vec::new(),
@@ -172,6 +173,49 @@ fn producer_rules(
     if raised || !release.has_delivery_timeout() {
         producer.delivery_timeout_ms = floor;
     }
+    Ok(())
+}
+
+/// A group's commit mode decides `enable.auto.commit` (an explicit one that disagrees is
+/// an error); `commit` and `processing` mean nothing without a group, nor a group without
+/// consumers.
+fn group_rules(
+    settings: &mut Settings,
+    explicit: &BTreeMap<(Sec, &str), Range<usize>>,
+) -> Result<(), Error> {
+    let workload = &settings.workload;
+    let Some(group) = &workload.group else {
+        for key in ["commit", "processing"] {
+            if let Some(span) = explicit.get(&(Sec::Workload, key)) {
+                return Err(Error::at(
+                    span,
+                    format!("`{key}` needs a `group`: consumers outside a group commit nothing"),
+                ));
+            }
+        }
+        return Ok(());
+    };
+    if workload.consumers == 0 {
+        let span = explicit.get(&(Sec::Workload, "group")).cloned();
+        return Err(Error {
+            span,
+            message: format!("group `{group}` has no members: set `consumers` to 1 or more"),
+        });
+    }
+    let auto = workload.commit == Commit::Auto;
+    if let Some(span) = explicit.get(&(Sec::Consumer, "enable.auto.commit")) {
+        if settings.consumer.enable_auto_commit != auto {
+            return Err(Error::at(
+                span,
+                format!(
+                    "`enable.auto.commit` = {} disagrees with [workload] commit = \"{}\", which sets it to {auto}",
+                    settings.consumer.enable_auto_commit,
+                    workload.commit.name()
+                ),
+            ));
+        }
+    }
+    settings.consumer.enable_auto_commit = auto;
     Ok(())
 }
 

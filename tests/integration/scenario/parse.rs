@@ -1189,3 +1189,60 @@ fn a_configuration_that_can_never_acknowledge_says_why() {
         .never_acknowledges()
         .is_some());
 }
+
+/// A group's commit mode sets `enable.auto.commit`, and an explicit one that disagrees is
+/// Kafka-shaped nonsense the file is told about; `commit` and `processing` need a group,
+/// a group needs consumers; `session.timeout.ms` follows the release (KIP-735, 3.0).
+#[test]
+fn consumer_group_keys_and_their_rules() {
+    let settings = |text: &str| ok(text).variants.remove(0).settings;
+    let group = "[workload]\nconsumers = 2\ngroup = \"billing\"\n";
+    let s = settings(&format!(
+        "{MINIMAL}{group}commit = \"after-processing\"\nprocessing = \"2ms\"\n"
+    ));
+    assert_eq!(s.workload.group.as_deref(), Some("billing"));
+    assert!(!s.consumer.enable_auto_commit);
+    assert_eq!(s.workload.processing, Duration::from_millis(2));
+    assert!(
+        settings(&format!("{MINIMAL}{group}"))
+            .consumer
+            .enable_auto_commit
+    );
+    assert_eq!(
+        settings(&format!("{MINIMAL}{group}"))
+            .consumer
+            .session_timeout_ms,
+        Duration::from_secs(45)
+    );
+    let old = MINIMAL.replace("[cluster]\n", "[cluster]\nkafka = \"2.8\"\n");
+    assert_eq!(
+        settings(&format!("{old}{group}"))
+            .consumer
+            .session_timeout_ms,
+        Duration::from_secs(10)
+    );
+    let text = format!(
+        "{MINIMAL}{group}commit = \"before-processing\"\n[consumer]\n\"enable.auto.commit\" = true\n"
+    );
+    assert!(
+        err(&text).to_string().contains(
+            "`enable.auto.commit` = true disagrees with [workload] commit = \"before-processing\""
+        ),
+        "{}",
+        err(&text)
+    );
+    assert!(err(&format!("{MINIMAL}[workload]\ncommit = \"auto\"\n"))
+        .to_string()
+        .contains("`commit` needs a `group`"));
+    assert!(err(&format!("{MINIMAL}[workload]\ngroup = \"g\"\n"))
+        .to_string()
+        .contains("group `g` has no members"));
+    assert!(err(&format!("{MINIMAL}{group}commit = \"sometimes\"\n"))
+        .to_string()
+        .contains("expected \"auto\", \"before-processing\" or \"after-processing\""));
+    assert!(err(&format!(
+        "{MINIMAL}[consumer]\n\"auto.offset.reset\" = \"first\"\n"
+    ))
+    .to_string()
+    .contains("invalid `auto.offset.reset` `first`"));
+}
