@@ -70,6 +70,7 @@ pub mod fetcher;
 pub mod group;
 pub mod hw;
 pub mod isr;
+pub mod offsets_record;
 pub mod partition;
 pub mod purgatory;
 pub mod replica_manager;
