@@ -60,6 +60,17 @@ pub struct Joined {
     pub members: Vec<(MemberId, Vec<String>)>,
 }
 
+impl From<GroupError> for crate::protocol::messages::ErrorCode {
+    fn from(error: GroupError) -> Self {
+        use crate::protocol::messages::ErrorCode;
+        match error {
+            GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
+            GroupError::IllegalGeneration => ErrorCode::IllegalGeneration,
+            GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+        }
+    }
+}
+
 /// An answer for a member, released by a request or a tick.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {

@@ -53,5 +53,16 @@ pub async fn handle(rm: Rc<ReplicaManager>, request: Request) -> Response {
         Request::AllocateProducerId => Response::AllocateProducerId {
             producer_id: ProducerId::NONE,
         },
+        // No broker coordinates a group yet: Kafka's answer while `__consumer_offsets`
+        // is not there.
+        group @ (Request::FindCoordinator { .. }
+        | Request::JoinGroup(_)
+        | Request::SyncGroup(_)
+        | Request::Heartbeat { .. }
+        | Request::LeaveGroup { .. }
+        | Request::OffsetCommit(_)
+        | Request::OffsetFetch { .. }) => group
+            .group_refusal(ErrorCode::CoordinatorNotAvailable)
+            .expect("a group request"),
     }
 }

@@ -317,6 +317,9 @@ impl Controller {
 /// Data-plane requests sent to the controller by mistake: refused, as a broker that is
 /// not the leader would.
 fn not_served_here(request: Request) -> Response {
+    if let Some(refusal) = request.group_refusal(ErrorCode::NotCoordinator) {
+        return refusal;
+    }
     let error = Some(ErrorCode::NotLeaderOrFollower);
     match request {
         Request::Produce(_) => Response::Produce(ProduceResponse {

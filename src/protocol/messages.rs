@@ -42,6 +42,13 @@ pub enum ErrorCode {
     BrokerNotAvailable,
     FetchSessionIdNotFound,
     InvalidFetchSessionEpoch,
+    // The group protocol's, appended so that the other codes keep their encoding.
+    CoordinatorNotAvailable,
+    NotCoordinator,
+    CoordinatorLoadInProgress,
+    UnknownMemberId,
+    IllegalGeneration,
+    RebalanceInProgress,
 }
 
 impl ErrorCode {
@@ -67,10 +74,18 @@ impl ErrorCode {
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
             ErrorCode::FetchSessionIdNotFound => "FETCH_SESSION_ID_NOT_FOUND",
             ErrorCode::InvalidFetchSessionEpoch => "INVALID_FETCH_SESSION_EPOCH",
+            ErrorCode::CoordinatorNotAvailable => "COORDINATOR_NOT_AVAILABLE",
+            ErrorCode::NotCoordinator => "NOT_COORDINATOR",
+            ErrorCode::CoordinatorLoadInProgress => "COORDINATOR_LOAD_IN_PROGRESS",
+            ErrorCode::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",
+            ErrorCode::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
         }
     }
 
-    /// Whether a producer may retry the request (Kafka's RetriableException family).
+    /// Whether a client may retry the request as it is (Kafka's RetriableException
+    /// family); a group member told it is unknown, of an old generation or amid a
+    /// rebalance must rejoin instead.
     pub fn is_retriable(self) -> bool {
         !matches!(
             self,
@@ -78,6 +93,9 @@ impl ErrorCode {
                 | ErrorCode::CorruptMessage
                 | ErrorCode::OutOfOrderSequenceNumber
                 | ErrorCode::FencedInstanceId
+                | ErrorCode::UnknownMemberId
+                | ErrorCode::IllegalGeneration
+                | ErrorCode::RebalanceInProgress
         )
     }
 }
@@ -158,6 +176,28 @@ pub enum Request {
         current_leader_epoch: Epoch,
     },
     InitProducerId,
+    // clients -> a group's coordinator (the classic protocol), appended so that the
+    // requests above keep their encoding.
+    /// Which broker coordinates `group`: the leader of its `__consumer_offsets` partition.
+    FindCoordinator {
+        group: String,
+    },
+    JoinGroup(JoinGroup),
+    SyncGroup(SyncGroup),
+    Heartbeat {
+        group: String,
+        member: String,
+        generation: i32,
+    },
+    LeaveGroup {
+        group: String,
+        member: String,
+    },
+    OffsetCommit(OffsetCommit),
+    OffsetFetch {
+        group: String,
+        partitions: Vec<TopicPartition>,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -193,6 +233,113 @@ pub enum Response {
         producer_id: ProducerId,
         producer_epoch: i16,
     },
+    FindCoordinator {
+        error: Option<ErrorCode>,
+        coordinator: Option<BrokerId>,
+    },
+    JoinGroup(JoinGroupResponse),
+    SyncGroup {
+        error: Option<ErrorCode>,
+        assignment: Vec<TopicPartition>,
+    },
+    Heartbeat {
+        error: Option<ErrorCode>,
+    },
+    LeaveGroup {
+        error: Option<ErrorCode>,
+    },
+    OffsetCommit {
+        /// One error for the whole commit: hightide's members commit all their
+        /// partitions at once, and the coordinator takes or refuses them together.
+        error: Option<ErrorCode>,
+    },
+    OffsetFetch {
+        error: Option<ErrorCode>,
+        /// The committed offset of each partition asked for that has one.
+        offsets: Vec<(TopicPartition, CommittedOffset)>,
+    },
+}
+
+impl Request {
+    /// A group request's answer with `error`, in the response of its kind; `None` for
+    /// the other requests.
+    pub fn group_refusal(&self, error: ErrorCode) -> Option<Response> {
+        let error = Some(error);
+        Some(match self {
+            Request::FindCoordinator { .. } => Response::FindCoordinator {
+                error,
+                coordinator: None,
+            },
+            Request::JoinGroup(join) => Response::JoinGroup(JoinGroupResponse {
+                error,
+                generation: -1,
+                member: join.member.clone().unwrap_or_default(),
+                leader: String::new(),
+                members: Vec::new(),
+            }),
+            Request::SyncGroup(_) => Response::SyncGroup {
+                error,
+                assignment: Vec::new(),
+            },
+            Request::Heartbeat { .. } => Response::Heartbeat { error },
+            Request::LeaveGroup { .. } => Response::LeaveGroup { error },
+            Request::OffsetCommit(_) => Response::OffsetCommit { error },
+            Request::OffsetFetch { .. } => Response::OffsetFetch {
+                error,
+                offsets: Vec::new(),
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// JoinGroup: a member (new, with no id) asks into the group's next generation.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JoinGroup {
+    pub group: String,
+    /// `None` for a consumer joining for the first time.
+    pub member: Option<String>,
+    /// The consumer's `client.id`.
+    pub client: String,
+    pub subscription: Vec<String>,
+    pub session_timeout_ms: u64,
+    pub rebalance_timeout_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JoinGroupResponse {
+    pub error: Option<ErrorCode>,
+    pub generation: i32,
+    pub member: String,
+    pub leader: String,
+    /// Every member's subscription, for the leader alone.
+    pub members: Vec<(String, Vec<String>)>,
+}
+
+/// SyncGroup: the leader brings every member's partitions; the others ask for theirs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SyncGroup {
+    pub group: String,
+    pub member: String,
+    pub generation: i32,
+    pub assignment: Option<BTreeMap<String, Vec<TopicPartition>>>,
+}
+
+/// OffsetCommit: the next offset to read of each partition, with the leader epoch of the
+/// record before it (KIP-320).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OffsetCommit {
+    pub group: String,
+    /// Empty, with generation -1, for a consumer outside the group protocol.
+    pub member: String,
+    pub generation: i32,
+    pub offsets: Vec<(TopicPartition, CommittedOffset)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommittedOffset {
+    pub offset: Offset,
+    pub leader_epoch: Epoch,
 }
 
 /// AlterPartition: a leader asks the controller to change a partition's ISR.
