@@ -66,6 +66,7 @@
 //!   stamps segments with.
 
 pub mod controller_link;
+pub mod coordinator;
 pub mod fetcher;
 pub mod group;
 pub mod hw;
