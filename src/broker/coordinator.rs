@@ -248,12 +248,14 @@ mod tests {
             .unwrap();
         assert_eq!(append.partition, partition);
         assert!(coordinator
-            .fetch("billing", &[tp.clone()])
+            .fetch("billing", std::slice::from_ref(&tp))
             .unwrap()
             .is_empty());
         coordinator.committed(&append).unwrap();
         assert_eq!(
-            coordinator.fetch("billing", &[tp.clone()]).unwrap(),
+            coordinator
+                .fetch("billing", std::slice::from_ref(&tp))
+                .unwrap(),
             [(tp.clone(), offset(4100))]
         );
 
