@@ -2,7 +2,8 @@
 //! (`GroupMetadata` and `GroupCoordinator` before KIP-848): JoinGroup, SyncGroup,
 //! Heartbeat and LeaveGroup over generations, KIP-62's two timeouts (`session.timeout.ms`
 //! for heartbeats, the member's rebalance timeout, its `max.poll.interval.ms`, for
-//! rejoining), and `group.initial.rebalance.delay.ms` for a group's first members.
+//! rejoining), and `group.initial.rebalance.delay.ms` for a group's first members (each
+//! member that joins in it delays it again, up to the rebalance timeout, KIP-134).
 //!
 //! A plain state machine: each request, and each tick of the clock, returns the answers it
 //! releases, to whichever members they are for (a JoinGroup is answered only when the
@@ -119,6 +120,9 @@ pub struct Group {
     /// The first join phase of an empty group waits out the initial delay even once
     /// every member is in, so that members starting together land in one generation.
     delayed: bool,
+    /// When that phase began: each member joining it delays it again, up to the longest
+    /// rebalance timeout after this.
+    delay_started: SimTime,
     initial_delay: Duration,
     members_created: u64,
 }
@@ -134,6 +138,7 @@ impl Group {
             assignment: BTreeMap::new(),
             join_deadline: SimTime::LAST,
             delayed: false,
+            delay_started: SimTime::ZERO,
             initial_delay,
             members_created: 0,
         }
@@ -197,7 +202,13 @@ impl Group {
                     result: Ok(self.joined(false)),
                 }];
             }
-            State::PreparingRebalance => {}
+            State::PreparingRebalance => {
+                if self.delayed {
+                    let longest = self.members.values().map(|m| m.rebalance_timeout).max();
+                    let cap = self.delay_started + longest.unwrap_or_default();
+                    self.join_deadline = (now + self.initial_delay).min(cap);
+                }
+            }
             State::Empty | State::Stable | State::CompletingRebalance => {
                 let mut answers = Vec::new();
                 self.prepare_rebalance(now, &mut answers);
@@ -379,6 +390,7 @@ impl Group {
             }
         }
         self.delayed = self.state == State::Empty;
+        self.delay_started = now;
         self.join_deadline = if self.delayed {
             now + self.initial_delay
         } else {
@@ -486,11 +498,12 @@ mod tests {
         assert!(group.join(request(None, "consumer-1"), at(0)).is_empty());
         assert!(group.join(request(None, "consumer-2"), at(100)).is_empty());
         assert_eq!(group.state(), State::PreparingRebalance);
+        // The second member's join delays the phase again: 3 s after it, not the first.
         assert!(
-            group.tick(at(2_999)).is_empty(),
+            group.tick(at(3_099)).is_empty(),
             "the initial delay holds the join"
         );
-        let answers = joined(&group.tick(at(3_000)));
+        let answers = joined(&group.tick(at(3_100)));
         (group, answers)
     }
 
@@ -525,11 +538,11 @@ mod tests {
         assert_eq!(group.state(), State::CompletingRebalance);
 
         assert!(
-            group.sync(&follower.0, 1, None, at(3_010)).is_empty(),
+            group.sync(&follower.0, 1, None, at(3_110)).is_empty(),
             "waits on the leader"
         );
         let plan = assign(&leader.1, 3);
-        let synced = group.sync(&leader.0, 1, Some(plan.clone()), at(3_020));
+        let synced = group.sync(&leader.0, 1, Some(plan.clone()), at(3_120));
         assert_eq!(group.state(), State::Stable);
         assert_eq!(synced.len(), 2);
         for answer in synced {
@@ -546,18 +559,18 @@ mod tests {
     fn a_silent_member_is_expired_and_the_rest_rebalance_without_it() {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
-        group.sync(&follower, 1, None, at(3_010));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_020));
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
         // The leader keeps heartbeating; the follower crashed after its sync.
         for t in (4_000..=13_000).step_by(3_000) {
             assert_eq!(group.heartbeat(&leader, 1, at(t)), Ok(()));
             group.tick(at(t));
         }
-        assert!(group.tick(at(13_010)).is_empty());
+        assert!(group.tick(at(13_110)).is_empty());
         assert_eq!(
             group.state(),
             State::PreparingRebalance,
-            "expired at 3.010s + 10s"
+            "expired at 3.110s + 10s"
         );
         assert_eq!(group.members().collect::<Vec<_>>(), [leader.as_str()]);
         assert_eq!(
@@ -589,8 +602,8 @@ mod tests {
     fn a_member_that_does_not_rejoin_by_the_rebalance_timeout_is_left_out() {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
-        group.sync(&follower, 1, None, at(3_010));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_020));
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
         // A third consumer arrives: a rebalance, which the follower (stuck in a long
         // poll, heartbeating) does not rejoin within the leader's rebalance timeout.
         assert!(joined(&group.join(request(None, "consumer-3"), at(5_000))).is_empty());
@@ -622,8 +635,8 @@ mod tests {
     fn an_unchanged_follower_rejoining_a_stable_group_learns_its_generation() {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
-        group.sync(&follower, 1, None, at(3_010));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_020));
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
         let again = joined(&group.join(request(Some(&follower), "consumer-2"), at(4_000)));
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].1.generation, group.state()), (1, State::Stable));

@@ -89,6 +89,12 @@ pub struct BrokerConfig {
     pub broker_heartbeat_interval_ms: Duration,
     pub broker_session_timeout_ms: Duration,
     pub replication_truncation: Truncation,
+    /// The group coordinator's first rebalance of an empty group waits this long for more
+    /// members (KIP-134).
+    pub group_initial_rebalance_delay_ms: Duration,
+    /// `__consumer_offsets`, made when a client first looks for a coordinator.
+    pub offsets_topic_num_partitions: u32,
+    pub offsets_topic_replication_factor: u32,
     /// The release's rules that no key sets.
     pub rules: Rules,
 }
@@ -118,6 +124,9 @@ impl Default for BrokerConfig {
             broker_heartbeat_interval_ms: ms(2_000),
             broker_session_timeout_ms: ms(9_000),
             replication_truncation: Truncation::LeaderEpoch,
+            group_initial_rebalance_delay_ms: ms(3_000),
+            offsets_topic_num_partitions: 50,
+            offsets_topic_replication_factor: 3,
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,

@@ -125,6 +125,12 @@ impl Release {
 const NEWER_KEYS: &[(&str, &str, Release, &str)] = &[
     ("producer", "enable.idempotence", v(0, 11), "KIP-98"),
     ("producer", "delivery.timeout.ms", v(2, 1), "KIP-91"),
+    (
+        "broker",
+        "group.initial.rebalance.delay.ms",
+        v(0, 11),
+        "KIP-134",
+    ),
 ];
 
 impl fmt::Display for Release {
@@ -183,6 +189,7 @@ impl Era {
                 replication_truncation: Truncation::HighWatermark,
                 broker_session_timeout_ms: ms(6_000),
                 broker_heartbeat_interval_ms: ms(2_000),
+                group_initial_rebalance_delay_ms: Duration::ZERO,
                 rules: Rules {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
@@ -228,6 +235,12 @@ pub static STEPS: &[Step] = &[
         change: "Leader epochs: a follower asks the leader where its last epoch ends (one OffsetsForLeaderEpoch round) instead of truncating to its high watermark; `replication.truncation` = \"leader-epoch-single-round\"",
         source: "KIP-101",
         apply: |era| era.broker.replication_truncation = Truncation::LeaderEpochSingleRound,
+    },
+    Step {
+        since: v(0, 11),
+        change: "The group coordinator delays an empty group's first rebalance by `group.initial.rebalance.delay.ms` (3000), again for each member that joins, up to the rebalance timeout",
+        source: "KIP-134",
+        apply: |era| era.broker.group_initial_rebalance_delay_ms = ms(3_000),
     },
     Step {
         since: v(0, 11),
@@ -433,7 +446,7 @@ mod tests {
     #[test]
     fn history_lists_the_steps_up_to_a_release() {
         assert_eq!(Release::OLDEST.history().count(), 0);
-        assert_eq!(v(0, 11).history().count(), 3);
+        assert_eq!(v(0, 11).history().count(), 4);
         assert_eq!(Release::NEWEST.history().count(), STEPS.len());
     }
 }

@@ -329,6 +329,12 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             meaning: "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101 with KIP-279's repeated rounds, Kafka 2.0+), \"leader-epoch-single-round\" (KIP-101 alone, 0.11 to 1.1) or \"high-watermark\" (before 0.11; can lose or diverge data). Not a Kafka key: it follows `kafka`, and is settable for experiments.",
             kind: Kind::Other { set: set_truncation, show: show_truncation },
         },
+        millis!("group.initial.rebalance.delay.ms", group_initial_rebalance_delay_ms, 0, INT_MAX,
+            "How long the group coordinator holds an empty group's first rebalance for more members, again for each that joins (KIP-134)."),
+        int!("offsets.topic.num.partitions", offsets_topic_num_partitions as u32, 1, INT_MAX,
+            "Partitions of __consumer_offsets; a group's offsets, and its coordinator, are on partition abs(hash(group.id)) % this."),
+        int!("offsets.topic.replication.factor", offsets_topic_replication_factor as u32, 1, i16::MAX as i64,
+            "Replicas of each __consumer_offsets partition; its commits are written with acks=all, so min.insync.replicas applies to them."),
     ],
 };
 
