@@ -8,6 +8,7 @@ pub mod consumer;
 pub mod fetch;
 pub mod final_read;
 pub mod idempotence;
+pub mod membership;
 pub mod metadata;
 pub mod network;
 pub mod outcome;
