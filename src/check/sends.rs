@@ -63,7 +63,7 @@ pub fn sends(history: &[Event]) -> Vec<Send<'_>> {
             | Op::Ok { id, .. }
             | Op::Fail { id, .. }
             | Op::Info { id, .. } => Some((*id, i)),
-            Op::Read { .. } => None,
+            _ => None,
         })
         .collect();
     // Stable: within an id, events stay in history order, so the first completion of the
@@ -105,7 +105,7 @@ pub fn sends(history: &[Event]) -> Vec<Send<'_>> {
                 error,
                 time: event.time,
             },
-            Op::Read { .. } => continue,
+            _ => continue,
         };
         if outcome.rank() > send.outcome.rank() {
             send.outcome = outcome;

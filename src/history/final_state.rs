@@ -90,6 +90,20 @@ pub struct FinalState {
     /// What the cluster did along the way, as its programs recorded it.
     #[serde(default)]
     pub facts: FactLog,
+    /// The consumer group of the workload, if it has one.
+    #[serde(default)]
+    pub group: Option<GroupFinal>,
+}
+
+/// How far the workload's consumer group got: consumers go on consuming after the heal
+/// phase until every partition's position reaches its HW, up to a bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupFinal {
+    /// `group.id`.
+    pub name: String,
+    /// Every partition was owned, and its owner's position had reached the HW its last
+    /// fetch saw, before the bound ran out.
+    pub caught_up: bool,
 }
 
 fn read_whole() -> bool {

@@ -74,6 +74,36 @@ pub enum Op {
         offset: Offset,
         id: Option<MessageId>,
     },
+    /// A group member got a partition and starts reading it at `offset`: the group's
+    /// committed offset (`committed`), or where `auto.offset.reset` put it.
+    Resume {
+        consumer: u32,
+        tp: TopicPartition,
+        offset: Offset,
+        committed: bool,
+    },
+    /// A group member's position was out of the leader's range (its log was truncated
+    /// below it, or retention passed it): `auto.offset.reset` moved it to `to`.
+    Reset {
+        consumer: u32,
+        tp: TopicPartition,
+        from: Offset,
+        to: Offset,
+    },
+    /// A group member finished processing a record (its `processing` time spent).
+    Processed {
+        consumer: u32,
+        tp: TopicPartition,
+        offset: Offset,
+        id: Option<MessageId>,
+    },
+    /// The coordinator acknowledged a member's commit: the group resumes the partition at
+    /// `offset`, the next record to process.
+    Committed {
+        consumer: u32,
+        tp: TopicPartition,
+        offset: Offset,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +142,11 @@ impl History {
             Op::Ok { .. } | Op::Fail { .. } | Op::Info { .. } => {
                 self.unresolved.set(unresolved.saturating_sub(1))
             }
-            Op::Read { .. } => {}
+            Op::Read { .. }
+            | Op::Resume { .. }
+            | Op::Reset { .. }
+            | Op::Processed { .. }
+            | Op::Committed { .. } => {}
         }
         self.events.borrow_mut().push(Event {
             time: clock::now(),

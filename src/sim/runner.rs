@@ -736,6 +736,7 @@ fn collect_final_state(
     FinalState {
         partitions,
         facts: harness.facts.take(),
+        group: None,
     }
 }
 

@@ -132,7 +132,7 @@ pub fn panel(input: &PanelInput<'_>) -> Panel {
         match event.op {
             Op::Ok { .. } => acked[bucket(event.time)] += 1,
             Op::Fail { .. } | Op::Info { .. } => failed[bucket(event.time)] += 1,
-            Op::Invoke { .. } | Op::Read { .. } => {}
+            _ => {}
         }
     }
     let stories = input
