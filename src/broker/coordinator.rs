@@ -291,7 +291,7 @@ mod tests {
     fn a_commit_from_another_generation_or_an_unknown_member_is_refused() {
         let (mut coordinator, _) = leading();
         let group = coordinator.group("billing").unwrap();
-        let answers = group.join(
+        let (_, answers) = group.join(
             crate::broker::group::JoinRequest {
                 member: None,
                 client: "consumer-1".into(),

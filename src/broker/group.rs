@@ -160,13 +160,16 @@ impl Group {
         self.members.keys().map(String::as_str)
     }
 
-    pub fn join(&mut self, request: JoinRequest, now: SimTime) -> Vec<Answer> {
+    /// A JoinGroup: the member's id (a new member's is made here) and the answers it
+    /// releases, its own among them unless it must wait for the join phase to end.
+    pub fn join(&mut self, request: JoinRequest, now: SimTime) -> (MemberId, Vec<Answer>) {
         let id = match request.member {
             Some(id) if !self.members.contains_key(&id) => {
-                return vec![Answer::Join {
-                    member: id,
+                let answer = Answer::Join {
+                    member: id.clone(),
                     result: Err(GroupError::UnknownMemberId),
-                }]
+                };
+                return (id, vec![answer]);
             }
             Some(id) => id,
             None => {
@@ -197,10 +200,11 @@ impl Group {
                 if let Some(member) = self.members.get_mut(&id) {
                     member.awaiting_join = false;
                 }
-                return vec![Answer::Join {
-                    member: id,
+                let answer = Answer::Join {
+                    member: id.clone(),
                     result: Ok(self.joined(false)),
-                }];
+                };
+                return (id, vec![answer]);
             }
             State::PreparingRebalance => {
                 if self.delayed {
@@ -213,10 +217,10 @@ impl Group {
                 let mut answers = Vec::new();
                 self.prepare_rebalance(now, &mut answers);
                 answers.extend(self.try_complete_join(now));
-                return answers;
+                return (id, answers);
             }
         }
-        self.try_complete_join(now)
+        (id, self.try_complete_join(now))
     }
 
     pub fn sync(
@@ -495,8 +499,8 @@ mod tests {
     /// Two consumers start: one generation for both once the initial delay is over.
     fn two_members() -> (Group, Vec<(MemberId, Joined)>) {
         let mut group = Group::new(DELAY);
-        assert!(group.join(request(None, "consumer-1"), at(0)).is_empty());
-        assert!(group.join(request(None, "consumer-2"), at(100)).is_empty());
+        assert!(group.join(request(None, "consumer-1"), at(0)).1.is_empty());
+        assert!(group.join(request(None, "consumer-2"), at(100)).1.is_empty());
         assert_eq!(group.state(), State::PreparingRebalance);
         // The second member's join delays the phase again: 3 s after it, not the first.
         assert!(
@@ -582,7 +586,7 @@ mod tests {
             Ok(()),
             "commits go on while preparing"
         );
-        let rejoined = joined(&group.join(request(Some(&leader), "consumer-1"), at(14_010)));
+        let rejoined = joined(&group.join(request(Some(&leader), "consumer-1"), at(14_010)).1);
         assert_eq!(rejoined.len(), 1, "everyone is in: no wait");
         assert_eq!(rejoined[0].1.generation, 2);
         assert_eq!(
@@ -606,8 +610,8 @@ mod tests {
         group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
         // A third consumer arrives: a rebalance, which the follower (stuck in a long
         // poll, heartbeating) does not rejoin within the leader's rebalance timeout.
-        assert!(joined(&group.join(request(None, "consumer-3"), at(5_000))).is_empty());
-        assert!(joined(&group.join(request(Some(&leader), "consumer-1"), at(5_100))).is_empty());
+        assert!(joined(&group.join(request(None, "consumer-3"), at(5_000)).1).is_empty());
+        assert!(joined(&group.join(request(Some(&leader), "consumer-1"), at(5_100)).1).is_empty());
         // Its heartbeat thread goes on (KIP-62), so its session does not expire.
         for t in (6_000..35_000).step_by(3_000) {
             assert_eq!(
@@ -637,10 +641,10 @@ mod tests {
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
         group.sync(&follower, 1, None, at(3_110));
         group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
-        let again = joined(&group.join(request(Some(&follower), "consumer-2"), at(4_000)));
+        let again = joined(&group.join(request(Some(&follower), "consumer-2"), at(4_000)).1);
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].1.generation, group.state()), (1, State::Stable));
-        let Answer::Join { result, .. } = &group.join(request(Some("nobody"), "x"), at(4_100))[0]
+        let Answer::Join { result, .. } = &group.join(request(Some("nobody"), "x"), at(4_100)).1[0]
         else {
             panic!()
         };
@@ -691,7 +695,7 @@ mod tests {
                 let answers = match op {
                     Op::Join(c) => {
                         let client = format!("consumer-{c}");
-                        group.join(request(consumers[c].id.as_deref(), &client), now)
+                        group.join(request(consumers[c].id.as_deref(), &client), now).1
                     }
                     Op::Sync(c) => match consumers[c].id.clone() {
                         Some(id) => {

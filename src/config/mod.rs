@@ -95,6 +95,7 @@ pub struct BrokerConfig {
     /// `__consumer_offsets`, made when a client first looks for a coordinator.
     pub offsets_topic_num_partitions: u32,
     pub offsets_topic_replication_factor: u32,
+    pub offsets_commit_timeout_ms: Duration,
     /// The release's rules that no key sets.
     pub rules: Rules,
 }
@@ -127,6 +128,7 @@ impl Default for BrokerConfig {
             group_initial_rebalance_delay_ms: ms(3_000),
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
+            offsets_commit_timeout_ms: ms(5_000),
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
@@ -250,6 +252,7 @@ pub struct ConsumerConfig {
     /// Longest between polls before the member leaves its group (KIP-62); also the
     /// rebalance timeout it joins with.
     pub max_poll_interval_ms: Duration,
+    pub max_poll_records: u32,
 }
 
 impl Default for ConsumerConfig {
@@ -266,6 +269,7 @@ impl Default for ConsumerConfig {
             session_timeout_ms: ms(45_000),
             heartbeat_interval_ms: ms(3_000),
             max_poll_interval_ms: ms(300_000),
+            max_poll_records: 500,
         }
     }
 }

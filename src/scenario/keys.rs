@@ -335,6 +335,8 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "Partitions of __consumer_offsets; a group's offsets, and its coordinator, are on partition abs(hash(group.id)) % this."),
         int!("offsets.topic.replication.factor", offsets_topic_replication_factor as u32, 1, i16::MAX as i64,
             "Replicas of each __consumer_offsets partition; its commits are written with acks=all, so min.insync.replicas applies to them."),
+        millis!("offsets.commit.timeout.ms", offsets_commit_timeout_ms, 1, INT_MAX,
+            "How long an offset commit waits for its record to be replicated before it fails (COORDINATOR_NOT_AVAILABLE)."),
     ],
 };
 
@@ -499,6 +501,13 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             1,
             INT_MAX,
             "Longest between polls before a member leaves its group; also its rebalance timeout."
+        ),
+        int!(
+            "max.poll.records",
+            max_poll_records as u32,
+            1,
+            INT_MAX,
+            "Records one poll returns at most: a group member processes them, then polls again."
         ),
     ],
 };

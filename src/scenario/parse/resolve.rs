@@ -202,6 +202,21 @@ fn group_rules(
             message: format!("group `{group}` has no members: set `consumers` to 1 or more"),
         });
     }
+    let replicas = settings.broker.offsets_topic_replication_factor;
+    if replicas > settings.cluster.brokers {
+        // Kafka creates no __consumer_offsets then, and no group ever finds a coordinator.
+        let span = explicit
+            .get(&(Sec::Broker, "offsets.topic.replication.factor"))
+            .or_else(|| explicit.get(&(Sec::Workload, "group")))
+            .cloned();
+        return Err(Error {
+            span,
+            message: format!(
+                "group `{group}` needs __consumer_offsets with `offsets.topic.replication.factor` = {replicas} replicas, more than the {} brokers: lower it or add brokers",
+                settings.cluster.brokers
+            ),
+        });
+    }
     let auto = workload.commit == Commit::Auto;
     if let Some(span) = explicit.get(&(Sec::Consumer, "enable.auto.commit")) {
         if settings.consumer.enable_auto_commit != auto {
