@@ -10,12 +10,16 @@
 //! and replicated, so an acknowledged commit survives a coordinator failover and an
 //! unacknowledged one may or may not.
 
-use super::group::{offsets_partition, Group};
+use super::group::{offsets_partition, Answer, Group};
+use crate::os::clock::SimTime;
 use super::offsets_record::{self, OffsetKey, OffsetValue};
 use crate::protocol::messages::{CommittedOffset, ErrorCode};
 use crate::types::TopicPartition;
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// The internal topic of committed offsets, as Kafka names it.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 /// One offsets partition this broker leads.
 #[derive(Clone, Debug)]
@@ -198,6 +202,27 @@ impl Coordinator {
                 })
             })
             .collect())
+    }
+
+    /// Every loaded group's clock: the answers it releases, with the group's name.
+    pub fn tick(&mut self, now: SimTime) -> Vec<(String, Answer)> {
+        let mut out = Vec::new();
+        for led in self.led.values_mut().filter(|led| led.loaded) {
+            for (name, group) in &mut led.groups {
+                out.extend(group.tick(now).into_iter().map(|a| (name.clone(), a)));
+            }
+        }
+        out
+    }
+
+    /// When [`tick`](Self::tick) can next change anything.
+    pub fn next_deadline(&self) -> SimTime {
+        self.led
+            .values()
+            .flat_map(|led| led.groups.values())
+            .map(Group::next_deadline)
+            .min()
+            .unwrap_or(SimTime::LAST)
     }
 
     fn loaded_partition(&mut self, group: &str) -> Result<&mut Led, ErrorCode> {

@@ -69,6 +69,7 @@ pub mod controller_link;
 pub mod coordinator;
 pub mod fetcher;
 pub mod group;
+pub mod groups;
 pub mod hw;
 pub mod isr;
 pub mod offsets_record;
@@ -134,9 +135,15 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     if start_up(&rm).await.is_err() {
         return Ok(());
     }
+    let groups = Rc::new(groups::Groups::new(&rm.config));
+    // Only a cluster with a consumer group has the offsets topic, and a coordinator to run.
+    if rm.topic_configs.contains_key(coordinator::OFFSETS_TOPIC) {
+        tokio::task::spawn_local(groups::run(rm.clone(), groups.clone()));
+    }
     let server = rm.clone();
     tokio::task::spawn_local(async move {
-        let handler = move |request, _peer| server::handle(server.clone(), request);
+        let handler =
+            move |request, _peer| server::handle(server.clone(), groups.clone(), request);
         if let Err(e) = crate::protocol::frame::serve(handler).await {
             tracing::error!(error = %e, "cannot listen");
         }

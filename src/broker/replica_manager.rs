@@ -56,6 +56,8 @@ pub struct ReplicaManager {
     /// AlterPartition proposals to send, drained by the controller link.
     pub isr_proposals: RefCell<Vec<IsrProposal>>,
     pub isr_wakeup: tokio::sync::Notify,
+    /// A metadata image was applied: the group coordinator looks at what it leads.
+    pub leadership_changed: tokio::sync::Notify,
     /// One checkpoint write at a time: two writers of one file would share its temp file.
     pub checkpoint_lock: tokio::sync::Mutex<()>,
     /// The followers' fetch sessions with this broker as their leader.
@@ -111,6 +113,7 @@ impl ReplicaManager {
             clean_shutdown: Cell::new(false),
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
+            leadership_changed: tokio::sync::Notify::new(),
             checkpoint_lock: tokio::sync::Mutex::new(()),
             fetch_sessions: RefCell::new(SessionCache::default()),
         }
@@ -268,6 +271,7 @@ impl ReplicaManager {
             }
         }
         *self.metadata.borrow_mut() = image;
+        self.leadership_changed.notify_one();
         fetchers
     }
 

@@ -1,12 +1,13 @@
 //! Request dispatch: what this broker answers to each request kind.
 
 use super::controller_link;
+use super::groups::{self, Groups};
 use super::replica_manager::ReplicaManager;
 use crate::protocol::messages::{ErrorCode, Request, Response};
 use crate::types::ProducerId;
 use std::rc::Rc;
 
-pub async fn handle(rm: Rc<ReplicaManager>, request: Request) -> Response {
+pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request) -> Response {
     match request {
         Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
@@ -53,16 +54,12 @@ pub async fn handle(rm: Rc<ReplicaManager>, request: Request) -> Response {
         Request::AllocateProducerId => Response::AllocateProducerId {
             producer_id: ProducerId::NONE,
         },
-        // No broker coordinates a group yet: Kafka's answer while `__consumer_offsets`
-        // is not there.
         group @ (Request::FindCoordinator { .. }
         | Request::JoinGroup(_)
         | Request::SyncGroup(_)
         | Request::Heartbeat { .. }
         | Request::LeaveGroup { .. }
         | Request::OffsetCommit(_)
-        | Request::OffsetFetch { .. }) => group
-            .group_refusal(ErrorCode::CoordinatorNotAvailable)
-            .expect("a group request"),
+        | Request::OffsetFetch { .. }) => groups::handle(&rm, &groups, group).await,
     }
 }

@@ -49,6 +49,8 @@ pub enum ErrorCode {
     UnknownMemberId,
     IllegalGeneration,
     RebalanceInProgress,
+    /// What a coordinator answers for a failure that has no code of its own.
+    UnknownServerError,
 }
 
 impl ErrorCode {
@@ -80,6 +82,7 @@ impl ErrorCode {
             ErrorCode::UnknownMemberId => "UNKNOWN_MEMBER_ID",
             ErrorCode::IllegalGeneration => "ILLEGAL_GENERATION",
             ErrorCode::RebalanceInProgress => "REBALANCE_IN_PROGRESS",
+            ErrorCode::UnknownServerError => "UNKNOWN_SERVER_ERROR",
         }
     }
 

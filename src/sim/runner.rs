@@ -3,11 +3,12 @@
 //! times, then heals (every fault lifted, every host up, `heal` of settling), performs the
 //! final read and collects every replica's log for the checkers.
 
+use crate::broker::coordinator::OFFSETS_TOPIC;
 use crate::broker::{self, BrokerContext};
 use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
 use crate::client::{self, ConsumerContext, ProducerContext};
-use crate::config::Bugs;
+use crate::config::{Bugs, TopicConfig};
 use crate::controller::{self, ControllerContext, MetadataView};
 use crate::history::facts::{Fact, Facts};
 use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
@@ -247,12 +248,13 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
         rng: StdRng::seed_from_u64(derive_seed(seed, "targets")),
     };
     let partitions = topic_partitions(settings);
+    let offsets = offsets_partitions(settings);
     add_controller(
         &mut world,
         settings,
         seed,
         (&harness.view, &harness.facts),
-        &partitions,
+        &[partitions.as_slice(), offsets.as_slice()].concat(),
     );
     for n in 1..=settings.cluster.brokers {
         let flag = add_broker(&mut world, settings, seed, n, &harness.facts);
@@ -341,6 +343,43 @@ fn topic_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)>
         .collect()
 }
 
+/// `__consumer_offsets`, when the workload has a group. Kafka makes it when a client first
+/// looks for a coordinator; here it is there from the start, placed like any topic, so
+/// that the first join does not wait for it (and a run without a group has none).
+fn offsets_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
+    if settings.workload.group.is_none() {
+        return Vec::new();
+    }
+    let broker = &settings.broker;
+    let brokers = settings.cluster.brokers;
+    (0..broker.offsets_topic_num_partitions)
+        .map(|p| {
+            let placement =
+                controller::placement(p, brokers, broker.offsets_topic_replication_factor);
+            (TopicPartition::new(OFFSETS_TOPIC, p), placement)
+        })
+        .collect()
+}
+
+/// The topics' configurations, `__consumer_offsets` included when there is a group (its
+/// segments are `offsets.topic.segment.bytes` = 100 MiB; the rest are broker defaults).
+fn topic_configs(settings: &Settings) -> BTreeMap<String, TopicConfig> {
+    let mut configs: BTreeMap<String, TopicConfig> = settings
+        .cluster
+        .topics
+        .iter()
+        .map(|t| (t.name.clone(), t.config.clone()))
+        .collect();
+    if settings.workload.group.is_some() {
+        let offsets = TopicConfig {
+            segment_bytes: Some(100 * 1024 * 1024),
+            ..TopicConfig::default()
+        };
+        configs.insert(OFFSETS_TOPIC.to_owned(), offsets);
+    }
+    configs
+}
+
 fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
     let disk = Disk::new(
         settings.disk.clone(),
@@ -360,12 +399,7 @@ fn add_controller(
     partitions: &[(TopicPartition, Vec<BrokerId>)],
 ) {
     let disk = disk_for(settings, seed, HostName::Controller);
-    let topic_configs: BTreeMap<&str, _> = settings
-        .cluster
-        .topics
-        .iter()
-        .map(|t| (t.name.as_str(), t.config.clone()))
-        .collect();
+    let topic_configs = topic_configs(settings);
     let topics: Vec<_> = partitions
         .iter()
         .map(|(tp, replicas)| {
@@ -409,12 +443,7 @@ fn add_broker(
     let shutdown = Rc::new(Cell::new(false));
     let incarnation = Rc::new(Cell::new(Incarnation(0)));
     let config = settings.broker.clone();
-    let topic_configs: BTreeMap<String, _> = settings
-        .cluster
-        .topics
-        .iter()
-        .map(|t| (t.name.clone(), t.config.clone()))
-        .collect();
+    let topic_configs = topic_configs(settings);
     let host_disk = disk.clone();
     let flag = shutdown.clone();
     world.add_host(host, Some(disk), move || {
