@@ -3,13 +3,19 @@
 //! with OffsetsForLeaderEpoch after each one (KIP-320) and moves back over truncation,
 //! and records every record it saw, for the dirty-read check. As Kafka's consumer does,
 //! it keeps one metadata cache and one connection per broker, and fetches all the
-//! partitions a broker leads in one request, one request in flight per broker. It has no
-//! group and commits nothing.
+//! partitions a broker leads in one request, one request in flight per broker.
+//!
+//! Outside a group it reads every partition and commits nothing. In a group
+//! (`client::member`) it fetches only the partitions the member owns, from where the
+//! member put them, and keeps what it fetched for the member's poll: as Kafka's fetcher
+//! holds one completed fetch per partition, a partition with records waiting is not
+//! fetched again until they are polled.
 
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
-use crate::config::ConsumerConfig;
+use crate::config::{ConsumerConfig, OffsetReset};
 use crate::history::{History, Op};
+use crate::config::Commit;
 use crate::os::clock::{self, SimTime};
 use crate::protocol::fetch_session::FINAL_EPOCH;
 use crate::protocol::frame::Connection;
@@ -18,8 +24,9 @@ use crate::protocol::messages::{
     Request, Response,
 };
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use crate::history::final_state::ReadRecord;
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -37,33 +44,81 @@ pub struct ConsumerContext {
     pub partitions: u32,
     pub brokers: u32,
     pub history: History,
+    /// The workload's group, if the consumers are its members.
+    pub group: Option<GroupSpec>,
 }
 
+/// What a group member needs besides a consumer's context.
+#[derive(Clone)]
+pub struct GroupSpec {
+    /// `group.id`.
+    pub name: String,
+    pub commit: Commit,
+    /// Simulated work per record.
+    pub processing: std::time::Duration,
+    /// Where the members say how far they got, for the runner's consume phase.
+    pub progress: GroupProgress,
+}
+
+/// Each partition's last report from its owner: the position it has processed up to,
+/// the HW its last fetch saw, and when. Shared with the runner, outside the hosts.
+pub type GroupProgress = Rc<RefCell<BTreeMap<TopicPartition, (Offset, Offset, SimTime)>>>;
+
 /// Where the consumer is in one partition.
-struct Position {
-    fetch: FetchPosition,
+pub(crate) struct Position {
+    pub fetch: FetchPosition,
     /// The leader epoch the position was last validated against (KIP-320).
     validated: Option<Epoch>,
     /// In a fetch now: no other broker's fetch may take it (during a leader change).
     in_flight: bool,
     /// Held back until then, after an error.
     delayed_until: Option<SimTime>,
+    /// A group member's: records fetched and not yet polled, with the leader epoch of
+    /// their batch.
+    pub fetched: VecDeque<(ReadRecord, Epoch)>,
+    /// The high watermark the last fetch answer carried.
+    pub high_watermark: Offset,
+    /// A group member's position was out of range with `auto.offset.reset = "none"`: it
+    /// is not fetched again (Kafka's poll throws, and the application must decide).
+    pub stuck: bool,
+}
+
+impl Position {
+    pub fn new(fetch: FetchPosition) -> Position {
+        Position {
+            fetch,
+            validated: None,
+            in_flight: false,
+            delayed_until: None,
+            fetched: VecDeque::new(),
+            high_watermark: Offset::NONE,
+            stuck: false,
+        }
+    }
 }
 
 /// What the consumer's tasks share: one per broker, and the metadata refresher.
-struct Consumer {
-    ctx: ConsumerContext,
-    process: Arc<str>,
-    metadata: RefCell<MetadataCache>,
+pub(crate) struct Consumer {
+    pub ctx: ConsumerContext,
+    pub process: Arc<str>,
+    pub metadata: RefCell<MetadataCache>,
     /// A partition has no known leader, or a broker said it is not the leader.
     stale: Cell<bool>,
     refresh: Notify,
     refreshed: Notify,
-    positions: RefCell<BTreeMap<TopicPartition, Position>>,
+    pub positions: RefCell<BTreeMap<TopicPartition, Position>>,
+    /// Records fetched for a member's poll, or its positions changed: the member's poll
+    /// and the fetchers look again.
+    pub fetched: Notify,
 }
 
 impl Consumer {
-    fn want_metadata(&self) {
+    /// Positions changed (assigned, or their records polled): fetch what can be fetched.
+    pub fn wake_fetchers(&self) {
+        self.refreshed.notify_waiters();
+    }
+
+    pub fn want_metadata(&self) {
         self.stale.set(true);
         self.refresh.notify_one();
     }
@@ -89,15 +144,23 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
     tracing::info!(consumer = ctx.index, "consumer started");
     let positions = (0..ctx.partitions)
         .map(|p| {
-            let position = Position {
-                fetch: FetchPosition::new(Offset(0)),
-                validated: None,
-                in_flight: false,
-                delayed_until: None,
-            };
+            let position = Position::new(FetchPosition::new(Offset(0)));
             (TopicPartition::new(ctx.topic.clone(), p), position)
         })
         .collect();
+    let (_, tasks) = start(ctx, positions);
+    for task in tasks {
+        task.await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The consumer's fetching: the metadata refresher and one fetcher per broker, over
+/// `positions` (a group member changes them as it is assigned partitions).
+pub(crate) fn start(
+    ctx: ConsumerContext,
+    positions: BTreeMap<TopicPartition, Position>,
+) -> (Rc<Consumer>, Vec<tokio::task::JoinHandle<()>>) {
     let consumer = Rc::new(Consumer {
         process: HostName::Consumer(ctx.index).to_string().into(),
         metadata: RefCell::new(MetadataCache::default()),
@@ -105,6 +168,7 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
         refresh: Notify::new(),
         refreshed: Notify::new(),
         positions: RefCell::new(positions),
+        fetched: Notify::new(),
         ctx,
     });
     let mut tasks = vec![tokio::task::spawn_local(refresh_metadata(consumer.clone()))];
@@ -112,10 +176,7 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
         let task = fetch_from(consumer.clone(), BrokerId(broker));
         tasks.push(tokio::task::spawn_local(task));
     }
-    for task in tasks {
-        task.await.map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    (consumer, tasks)
 }
 
 /// Keep the metadata cache fresh: ask again whenever a fetch found it stale, and until
@@ -161,7 +222,8 @@ fn take_led(consumer: &Consumer, broker: BrokerId) -> Vec<Ask> {
     let mut positions = consumer.positions.borrow_mut();
     positions
         .iter_mut()
-        .filter(|(_, p)| !p.in_flight && p.delayed_until.is_none_or(|until| until <= now))
+        .filter(|(_, p)| !p.in_flight && p.fetched.is_empty() && !p.stuck)
+        .filter(|(_, p)| p.delayed_until.is_none_or(|until| until <= now))
         .filter_map(|(tp, position)| {
             let (leader, epoch) = metadata.leader(tp)?;
             (leader == broker).then(|| {
@@ -304,11 +366,23 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     }
 }
 
-/// Move the partition's position by the leader's answer, recording what was read.
+/// Move the partition's position by the leader's answer, recording what was read (and,
+/// for a group member, keeping it for the member's poll).
 fn apply(consumer: &Consumer, tp: &TopicPartition, answer: &FetchedPartition) {
     let ctx = &consumer.ctx;
+    let member = ctx.group.is_some();
     let outcome = match consumer.positions.borrow_mut().get_mut(tp) {
-        Some(position) => position.fetch.apply(answer),
+        Some(position) => {
+            let from = position.fetch.offset;
+            let outcome = position.fetch.apply(answer);
+            if answer.error.is_none() {
+                position.high_watermark = answer.high_watermark;
+            }
+            if member {
+                member_outcome(consumer, tp, position, from, answer, &outcome);
+            }
+            outcome
+        }
         None => return,
     };
     match outcome {
@@ -338,5 +412,52 @@ fn apply(consumer: &Consumer, tp: &TopicPartition, answer: &FetchedPartition) {
             }
             consumer.delay(tp);
         }
+    }
+}
+
+/// A group member's side of a fetch answer: records wait for its poll; a position out of
+/// range goes where `auto.offset.reset` says (Kafka's fetcher resets it, not the poll).
+fn member_outcome(
+    consumer: &Consumer,
+    tp: &TopicPartition,
+    position: &mut Position,
+    from: Offset,
+    answer: &FetchedPartition,
+    outcome: &FetchOutcome,
+) {
+    let ctx = &consumer.ctx;
+    match outcome {
+        FetchOutcome::Records(records) if !records.is_empty() => {
+            let epoch = position.fetch.last_fetched_epoch.unwrap_or(Epoch::NONE);
+            position
+                .fetched
+                .extend(records.iter().map(|r| (r.clone(), epoch)));
+            consumer.fetched.notify_one();
+        }
+        FetchOutcome::Reset { .. } => {
+            position.fetched.clear();
+            let to = match ctx.config.auto_offset_reset {
+                OffsetReset::Earliest => answer.log_start_offset.max(Offset(0)),
+                OffsetReset::Latest => answer.high_watermark.max(Offset(0)),
+                OffsetReset::None => {
+                    tracing::warn!(%tp, consumer = ctx.index, offset = from.0, "OFFSET_OUT_OF_RANGE with auto.offset.reset = none: the partition is not read again");
+                    position.stuck = true;
+                    return;
+                }
+            };
+            position.fetch = FetchPosition::new(to);
+            tracing::info!(%tp, consumer = ctx.index, from = from.0, to = to.0, reset = ctx.config.auto_offset_reset.name(), "OFFSET_OUT_OF_RANGE: position reset");
+            ctx.history.record(
+                &consumer.process,
+                Op::Reset {
+                    consumer: ctx.index,
+                    tp: tp.clone(),
+                    from,
+                    to,
+                },
+            );
+        }
+        FetchOutcome::Diverged { .. } => position.fetched.clear(),
+        _ => {}
     }
 }

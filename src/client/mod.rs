@@ -8,6 +8,7 @@ pub mod consumer;
 pub mod fetch;
 pub mod final_read;
 pub mod idempotence;
+pub mod member;
 pub mod membership;
 pub mod metadata;
 pub mod network;
@@ -16,7 +17,8 @@ pub mod partitioner;
 pub mod producer;
 
 pub use budget::SendBudget;
-pub use consumer::{run_consumer, ConsumerContext};
+pub use consumer::{run_consumer, ConsumerContext, GroupProgress, GroupSpec};
+pub use member::run_member;
 pub use final_read::{final_read, LeaderOf, PartitionRead};
 pub use partitioner::{murmur2, partition_for_key};
 pub use producer::{run_producer, ProducerContext};

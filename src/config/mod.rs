@@ -411,3 +411,31 @@ pub struct Bugs {
     /// fsync reports success without making anything durable.
     pub fsync_returns_early: bool,
 }
+
+/// `[workload] commit`: when a group member commits what it polled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// `enable.auto.commit`: from within poll, every `auto.commit.interval.ms`.
+    Auto,
+    /// commitSync of a poll's offsets before processing its records: at most once.
+    BeforeProcessing,
+    /// commitSync after processing them: at least once.
+    AfterProcessing,
+}
+
+impl Commit {
+    pub const ALL: [Commit; 3] = [
+        Commit::Auto,
+        Commit::BeforeProcessing,
+        Commit::AfterProcessing,
+    ];
+
+    /// As a scenario file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Commit::Auto => "auto",
+            Commit::BeforeProcessing => "before-processing",
+            Commit::AfterProcessing => "after-processing",
+        }
+    }
+}

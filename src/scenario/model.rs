@@ -140,33 +140,7 @@ pub struct Workload {
     pub processing: Duration,
 }
 
-/// `[workload] commit`: when a group member commits what it polled.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Commit {
-    /// `enable.auto.commit`: from within poll, every `auto.commit.interval.ms`.
-    Auto,
-    /// commitSync of a poll's offsets before processing its records: at most once.
-    BeforeProcessing,
-    /// commitSync after processing them: at least once.
-    AfterProcessing,
-}
-
-impl Commit {
-    pub const ALL: [Commit; 3] = [
-        Commit::Auto,
-        Commit::BeforeProcessing,
-        Commit::AfterProcessing,
-    ];
-
-    /// As a scenario file writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Commit::Auto => "auto",
-            Commit::BeforeProcessing => "before-processing",
-            Commit::AfterProcessing => "after-processing",
-        }
-    }
-}
+pub use crate::config::Commit;
 
 #[derive(Clone, Debug)]
 pub struct Network {

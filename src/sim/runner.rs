@@ -7,11 +7,11 @@ use crate::broker::coordinator::OFFSETS_TOPIC;
 use crate::broker::{self, BrokerContext};
 use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
-use crate::client::{self, ConsumerContext, ProducerContext};
+use crate::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::config::{Bugs, TopicConfig};
 use crate::controller::{self, ControllerContext, MetadataView};
 use crate::history::facts::{Fact, Facts};
-use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
+use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, History};
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskFault};
@@ -117,6 +117,9 @@ pub struct LeadershipChange {
 
 /// How often the runner looks again whether every send has its outcome, after the heal.
 const UNRESOLVED_POLL: Duration = Duration::from_millis(100);
+
+/// How long the consume phase goes on past the members' session timeout.
+const CONSUME_LIMIT: Duration = Duration::from_secs(60);
 
 /// How often the runner samples the controller's view for the timeline.
 const LEADERSHIP_SAMPLE: Duration = Duration::from_millis(10);
@@ -260,7 +263,14 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
         let flag = add_broker(&mut world, settings, seed, n, &harness.facts);
         harness.shutdown.insert(n, flag);
     }
-    add_clients(&mut world, settings, seed, (&history, &harness.facts));
+    let progress = GroupProgress::default();
+    add_clients(
+        &mut world,
+        settings,
+        seed,
+        (&history, &harness.facts),
+        &progress,
+    );
 
     let schedule = faults::schedule(
         &settings.faults,
@@ -305,6 +315,16 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
         let next = (world.elapsed() + UNRESOLVED_POLL).min(give_up);
         advance(&mut world, next, &harness.view, &mut timeline)?;
     }
+    let group = match &settings.workload.group {
+        Some(name) => {
+            let caught_up = consume(&mut world, settings, &progress, &harness.view, &mut timeline)?;
+            Some(GroupFinal {
+                name: name.clone(),
+                caught_up,
+            })
+        }
+        None => None,
+    };
     timeline.heal = world.elapsed() - end;
 
     let read = final_read(&mut world, &harness.view, &partitions, settings.bugs)?;
@@ -313,8 +333,48 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
     }
     timeline.hosts = world.hosts().to_vec();
     timeline.host_changes = world.host_changes().to_vec();
-    let final_state = collect_final_state(world, &harness, &partitions, read);
+    let mut final_state = collect_final_state(world, &harness, &partitions, read);
+    final_state.group = group;
     Ok((history.take_events(), final_state, timeline))
+}
+
+/// The consume phase of a run with a group: the members go on until each partition's
+/// owner has processed up to the HW its fetches see, reported after the phase began, or
+/// until `session.timeout.ms` + [`CONSUME_LIMIT`] have passed (time for a dead member's
+/// session to expire and the group to rebalance). Returns whether they caught up.
+fn consume(
+    world: &mut World<'_>,
+    settings: &Settings,
+    progress: &GroupProgress,
+    view: &MetadataView,
+    timeline: &mut Timeline,
+) -> Result<bool, RunError> {
+    let began = world.elapsed();
+    let limit = began + settings.consumer.session_timeout_ms + CONSUME_LIMIT;
+    let topic = &settings.workload.topic;
+    let partitions = settings
+        .cluster
+        .topics
+        .iter()
+        .find(|t| &t.name == topic)
+        .map_or(0, |t| t.partitions);
+    let caught_up = || {
+        let progress = progress.borrow();
+        (0..partitions).all(|p| {
+            progress
+                .get(&TopicPartition::new(topic.as_str(), p))
+                .is_some_and(|&(processed, hw, at)| at >= began && hw >= Offset(0) && processed >= hw)
+        })
+    };
+    while !caught_up() {
+        if world.elapsed() >= limit {
+            tracing::info!("consume phase: the group did not catch up in time");
+            return Ok(false);
+        }
+        let next = (world.elapsed() + UNRESOLVED_POLL).min(limit);
+        advance(world, next, view, timeline)?;
+    }
+    Ok(true)
 }
 
 /// About how many events the workload records: an invoke and a completion per send, and
@@ -468,6 +528,7 @@ fn add_clients(
     settings: &Settings,
     seed: u64,
     (history, facts): (&History, &Facts),
+    progress: &GroupProgress,
 ) {
     let workload = &settings.workload;
     let partitions = settings
@@ -505,9 +566,15 @@ fn add_clients(
             partitions,
             brokers: settings.cluster.brokers,
             history: history.clone(),
+            group: workload.group.as_ref().map(|name| GroupSpec {
+                name: name.clone(),
+                commit: workload.commit,
+                processing: workload.processing,
+                progress: progress.clone(),
+            }),
         };
         world.add_host(HostName::Consumer(n), None, move || {
-            client::run_consumer(ctx.clone())
+            client::run_member(ctx.clone())
         });
     }
 }

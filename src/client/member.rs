@@ -1,0 +1,605 @@
+//! A consumer group member, as an application runs Kafka's classic consumer: a poll loop
+//! that joins the group when it must, takes at most `max.poll.records` fetched records,
+//! processes each for `processing`, and commits as the workload's `commit` says; and a
+//! heartbeat thread (KIP-62) that keeps the member's session, finds the coordinator again
+//! when it moves, and notices a rebalance, which the next poll acts on.
+//!
+//! The protocol's decisions are [`Membership`]'s; this sends what it asks and records what
+//! the application did: where it resumed each partition, each record processed, each
+//! commit acknowledged. As Kafka's consumer:
+//! - the eager protocol: a rebalance revokes every partition, and each assigned one
+//!   resumes at the group's committed offset (validated against its leader epoch, KIP-320)
+//!   or, with none, where `auto.offset.reset` puts it;
+//! - `commit = "auto"` commits the positions of the records already polled from within the
+//!   poll every `auto.commit.interval.ms` (asynchronously) and before rejoining
+//!   (synchronously); the two `commitSync` modes commit a poll's positions before or after
+//!   processing its records, retrying only the retriable errors; a commit that fails
+//!   otherwise is the application's `CommitFailedException`: before processing, the
+//!   records are not processed (the exception skips them); after, they stay processed
+//!   and uncommitted;
+//! - a member that does not poll within `max.poll.interval.ms` leaves the group from its
+//!   heartbeat thread and joins afresh at its next poll.
+
+use super::consumer::{self, Consumer, ConsumerContext, GroupSpec, Position};
+use super::fetch::FetchPosition;
+use super::membership::{Change, Membership, Phase};
+use crate::config::{Commit, OffsetReset};
+use crate::history::final_state::ReadRecord;
+use crate::history::Op;
+use crate::os::clock::{self, SimTime};
+use crate::protocol::frame::Connection;
+use crate::protocol::messages::{
+    CommittedOffset, ErrorCode, OffsetCommit, OffsetSpec, Request, Response,
+};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// How long a poll waits for records before it loops (the application's poll timeout).
+const POLL_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// How long `commitSync` and the offset lookups retry retriable errors
+/// (`default.api.timeout.ms`).
+const API_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Connection setup limit, as for the consumer's fetch connections.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+struct Member {
+    consumer: Rc<Consumer>,
+    spec: GroupSpec,
+    membership: RefCell<Membership>,
+    /// Each owned partition's position after the last record polled, with that record's
+    /// leader epoch: what a commit sends.
+    consumed: RefCell<BTreeMap<TopicPartition, CommittedOffset>>,
+    /// An answer that means rejoin, from the heartbeat thread or a commit: the next poll
+    /// acts on it.
+    rejoin: Cell<Option<ErrorCode>>,
+    last_poll: Cell<SimTime>,
+    /// Each subscribed topic's partition count, for the leader's assignment.
+    partitions: BTreeMap<String, u32>,
+}
+
+impl Member {
+    fn ctx(&self) -> &ConsumerContext {
+        &self.consumer.ctx
+    }
+
+    fn record(&self, op: Op) {
+        self.ctx().history.record(&self.consumer.process, op);
+    }
+
+    /// The partitions were revoked: stop fetching them and forget their positions.
+    fn revoke(&self, revoked: &[TopicPartition]) {
+        let mut positions = self.consumer.positions.borrow_mut();
+        let mut consumed = self.consumed.borrow_mut();
+        for tp in revoked {
+            positions.remove(tp);
+            consumed.remove(tp);
+        }
+        tracing::info!(consumer = self.ctx().index, partitions = revoked.len(), "partitions revoked");
+    }
+}
+
+/// A group member until its host stops.
+pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
+    let Some(spec) = ctx.group.clone() else {
+        return consumer::run_consumer(ctx).await;
+    };
+    tracing::info!(consumer = ctx.index, group = %spec.name, "group member started");
+    let config = &ctx.config;
+    let membership = Membership::new(
+        &spec.name,
+        &HostName::Consumer(ctx.index).to_string(),
+        vec![ctx.topic.clone()],
+        config.session_timeout_ms,
+        config.max_poll_interval_ms,
+        config.heartbeat_interval_ms,
+    );
+    let partitions = BTreeMap::from([(ctx.topic.clone(), ctx.partitions)]);
+    let (consumer, tasks) = consumer::start(ctx, BTreeMap::new());
+    let member = Rc::new(Member {
+        consumer,
+        spec,
+        membership: RefCell::new(membership),
+        consumed: RefCell::default(),
+        rejoin: Cell::new(None),
+        last_poll: Cell::new(clock::now()),
+        partitions,
+    });
+    let heartbeat = tokio::task::spawn_local(heartbeat_thread(member.clone()));
+    poll_loop(member).await;
+    heartbeat.await.map_err(|e| e.to_string())?;
+    for task in tasks {
+        task.await.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// One connection to whichever broker the member talks to now.
+#[derive(Default)]
+struct Link {
+    connection: Option<Connection>,
+}
+
+impl Link {
+    async fn call(
+        &mut self,
+        broker: BrokerId,
+        request: &Request,
+        timeout: Duration,
+    ) -> Option<Response> {
+        let host = HostName::Broker(broker.0);
+        let usable = self
+            .connection
+            .as_ref()
+            .is_some_and(|c| c.host() == host && !c.is_broken());
+        if !usable {
+            self.connection = Connection::connect(host, CONNECT_TIMEOUT).await.ok();
+        }
+        self.connection.as_mut()?.call(request, timeout).await.ok()
+    }
+}
+
+/// The application's loop: poll, process, commit.
+async fn poll_loop(m: Rc<Member>) {
+    let config = m.ctx().config.clone();
+    let mut link = Link::default();
+    let mut next_auto_commit = clock::now() + config.auto_commit_interval_ms;
+    loop {
+        m.last_poll.set(clock::now());
+        ensure_active(&m, &mut link).await;
+        if m.spec.commit == Commit::Auto && clock::now() >= next_auto_commit {
+            next_auto_commit = clock::now() + config.auto_commit_interval_ms;
+            let offsets = m.consumed.borrow().clone();
+            tokio::task::spawn_local(commit_async(m.clone(), offsets));
+        }
+        let polled = take_records(&m, config.max_poll_records as usize);
+        if polled.is_empty() {
+            report_progress(&m);
+            let _ = tokio::time::timeout(POLL_TIMEOUT, m.consumer.fetched.notified()).await;
+            continue;
+        }
+        if m.spec.commit == Commit::BeforeProcessing && !commit_sync(&m, &mut link).await {
+            // The application's commitSync threw: its records are not processed.
+            continue;
+        }
+        for (tp, record) in polled {
+            if !m.spec.processing.is_zero() {
+                tokio::time::sleep(m.spec.processing).await;
+            }
+            m.record(Op::Processed {
+                consumer: m.ctx().index,
+                tp,
+                offset: record.offset,
+                id: record.id,
+            });
+        }
+        if m.spec.commit == Commit::AfterProcessing {
+            commit_sync(&m, &mut link).await;
+        }
+        report_progress(&m);
+    }
+}
+
+/// At most `max` fetched records of the owned partitions, in partition order; each
+/// partition's consumed position moves past them.
+fn take_records(m: &Member, max: usize) -> Vec<(TopicPartition, ReadRecord)> {
+    let mut out = Vec::new();
+    let mut positions = m.consumer.positions.borrow_mut();
+    let mut consumed = m.consumed.borrow_mut();
+    for (tp, position) in positions.iter_mut() {
+        while out.len() < max {
+            let Some((record, epoch)) = position.fetched.pop_front() else {
+                break;
+            };
+            consumed.insert(
+                tp.clone(),
+                CommittedOffset {
+                    offset: record.offset.next(),
+                    leader_epoch: epoch,
+                },
+            );
+            out.push((tp.clone(), record));
+        }
+    }
+    drop((positions, consumed));
+    if !out.is_empty() {
+        m.consumer.wake_fetchers();
+    }
+    out
+}
+
+/// Tell the runner how far each owned partition with nothing left to process has got.
+fn report_progress(m: &Member) {
+    let now = clock::now();
+    let positions = m.consumer.positions.borrow();
+    let consumed = m.consumed.borrow();
+    let mut progress = m.spec.progress.borrow_mut();
+    for (tp, position) in positions.iter().filter(|(_, p)| p.fetched.is_empty()) {
+        if let Some(at) = consumed.get(tp) {
+            progress.insert(tp.clone(), (at.offset, position.high_watermark, now));
+        }
+    }
+}
+
+/// Kafka's `ensureActiveGroup` from within poll: act on a requested rejoin, then find,
+/// join and sync until the member is in a generation.
+async fn ensure_active(m: &Member, link: &mut Link) {
+    let config = m.ctx().config.clone();
+    if let Some(error) = m.rejoin.take() {
+        if m.spec.commit == Commit::Auto {
+            // onJoinPrepare: an auto-committing member commits before it gives up its
+            // partitions.
+            commit_sync(m, link).await;
+        }
+        let change = m.membership.borrow_mut().heartbeat_answered(Some(error));
+        if let Change::Revoked(revoked) = change {
+            m.revoke(&revoked);
+        }
+    }
+    let mut find_from = m.ctx().index;
+    loop {
+        let request = {
+            let mut membership = m.membership.borrow_mut();
+            if *membership.phase() == Phase::Stable {
+                return;
+            }
+            membership.next(clock::now(), &m.partitions)
+        };
+        let Some(request) = request else { return };
+        let coordinator = m.membership.borrow().coordinator();
+        let change = match &request {
+            Request::FindCoordinator { .. } => {
+                find_from = find_from % m.ctx().brokers.max(1) + 1;
+                let answer = link
+                    .call(BrokerId(find_from), &request, config.request_timeout_ms)
+                    .await;
+                let found = match answer {
+                    Some(Response::FindCoordinator { coordinator, .. }) => coordinator,
+                    _ => None,
+                };
+                m.membership.borrow_mut().found(found, clock::now());
+                if found.is_none() {
+                    tokio::time::sleep(config.retry_backoff_ms).await;
+                }
+                continue;
+            }
+            Request::JoinGroup(_) => {
+                // The coordinator holds a join until the join phase ends.
+                let timeout = config.max_poll_interval_ms + config.request_timeout_ms;
+                match call_coordinator(link, coordinator, &request, timeout).await {
+                    Some(Response::JoinGroup(answer)) => {
+                        let change = m.membership.borrow_mut().joined(&answer);
+                        if answer.error.is_some() {
+                            tokio::time::sleep(config.retry_backoff_ms).await;
+                        }
+                        change
+                    }
+                    _ => m.membership.borrow_mut().timed_out(),
+                }
+            }
+            Request::SyncGroup(_) => {
+                let timeout = config.max_poll_interval_ms + config.request_timeout_ms;
+                match call_coordinator(link, coordinator, &request, timeout).await {
+                    Some(Response::SyncGroup { error, assignment }) => {
+                        let change =
+                            m.membership
+                                .borrow_mut()
+                                .synced(error, &assignment, clock::now());
+                        if error.is_some() {
+                            tokio::time::sleep(config.retry_backoff_ms).await;
+                        }
+                        change
+                    }
+                    _ => m.membership.borrow_mut().timed_out(),
+                }
+            }
+            _ => return,
+        };
+        match change {
+            Change::Assigned(assigned) => install(m, link, assigned).await,
+            Change::Revoked(revoked) => m.revoke(&revoked),
+            Change::None => {}
+        }
+    }
+}
+
+async fn call_coordinator(
+    link: &mut Link,
+    coordinator: Option<BrokerId>,
+    request: &Request,
+    timeout: Duration,
+) -> Option<Response> {
+    link.call(coordinator?, request, timeout).await
+}
+
+/// The partitions are this member's now: resume each at the group's committed offset, or
+/// where `auto.offset.reset` says.
+async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
+    let ctx = m.ctx();
+    let committed = fetch_committed(m, link, &assigned).await;
+    for tp in assigned {
+        let (fetch, from_commit) = match committed.get(&tp) {
+            Some(c) => {
+                let epoch = (c.leader_epoch >= Epoch(0)).then_some(c.leader_epoch);
+                let position = FetchPosition {
+                    offset: c.offset,
+                    last_fetched_epoch: epoch,
+                };
+                (Some(position), true)
+            }
+            None => {
+                let spec = match ctx.config.auto_offset_reset {
+                    OffsetReset::Earliest => Some(OffsetSpec::Earliest),
+                    OffsetReset::Latest => Some(OffsetSpec::Latest),
+                    OffsetReset::None => None,
+                };
+                let offset = match spec {
+                    Some(spec) => list_offset(m, &tp, spec).await,
+                    None => None,
+                };
+                (offset.map(FetchPosition::new), false)
+            }
+        };
+        let mut position = Position::new(fetch.unwrap_or(FetchPosition::new(Offset(0))));
+        match fetch {
+            Some(fetch) => {
+                tracing::info!(consumer = ctx.index, %tp, offset = fetch.offset.0, committed = from_commit, "resuming partition");
+                m.record(Op::Resume {
+                    consumer: ctx.index,
+                    tp: tp.clone(),
+                    offset: fetch.offset,
+                    committed: from_commit,
+                });
+                m.consumed.borrow_mut().insert(
+                    tp.clone(),
+                    CommittedOffset {
+                        offset: fetch.offset,
+                        leader_epoch: fetch.last_fetched_epoch.unwrap_or(Epoch::NONE),
+                    },
+                );
+            }
+            None => {
+                tracing::warn!(consumer = ctx.index, %tp, "no committed offset and no reset position: the partition is not read");
+                position.stuck = true;
+            }
+        }
+        m.consumer.positions.borrow_mut().insert(tp, position);
+    }
+    m.consumer.wake_fetchers();
+}
+
+/// OffsetFetch, retried while the coordinator cannot answer yet.
+async fn fetch_committed(
+    m: &Member,
+    link: &mut Link,
+    partitions: &[TopicPartition],
+) -> BTreeMap<TopicPartition, CommittedOffset> {
+    let config = &m.ctx().config;
+    let deadline = clock::now() + API_TIMEOUT;
+    let request = Request::OffsetFetch {
+        group: m.spec.name.clone(),
+        partitions: partitions.to_vec(),
+    };
+    while clock::now() < deadline {
+        let coordinator = m.membership.borrow().coordinator();
+        let answer = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
+        if let Some(Response::OffsetFetch {
+            error: None,
+            offsets,
+        }) = answer
+        {
+            return offsets.into_iter().collect();
+        }
+        tokio::time::sleep(config.retry_backoff_ms).await;
+    }
+    BTreeMap::new()
+}
+
+/// ListOffsets at the partition's leader, retried until it answers (or the API timeout).
+async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Option<Offset> {
+    let config = &m.ctx().config;
+    let deadline = clock::now() + API_TIMEOUT;
+    let mut link = Link::default();
+    while clock::now() < deadline {
+        let leader = m.consumer.metadata.borrow().leader(tp);
+        if let Some((leader, epoch)) = leader {
+            let request = Request::ListOffsets {
+                tp: tp.clone(),
+                spec,
+                current_leader_epoch: epoch,
+            };
+            let answer = link.call(leader, &request, config.request_timeout_ms).await;
+            if let Some(Response::ListOffsets {
+                error: None,
+                offset,
+            }) = answer
+            {
+                return Some(offset);
+            }
+        }
+        m.consumer.want_metadata();
+        tokio::time::sleep(config.retry_backoff_ms).await;
+    }
+    None
+}
+
+/// `commitSync` of every owned partition's consumed position: retried on the retriable
+/// errors (the coordinator moved or cannot take it yet) until the API timeout; refused
+/// by the group (another generation, an unknown member, a rebalance), it fails and the
+/// member rejoins at its next poll. Returns whether the commit was acknowledged.
+async fn commit_sync(m: &Member, link: &mut Link) -> bool {
+    let offsets = m.consumed.borrow().clone();
+    let config = m.ctx().config.clone();
+    let deadline = clock::now() + API_TIMEOUT;
+    while clock::now() < deadline {
+        if offsets.is_empty() {
+            return true;
+        }
+        let coordinator = m.membership.borrow().coordinator();
+        if coordinator.is_none() {
+            find_coordinator(m, link).await;
+            continue;
+        }
+        let request = commit_request(m, &offsets);
+        match call_coordinator(link, coordinator, &request, config.request_timeout_ms).await {
+            Some(Response::OffsetCommit { error: None }) => {
+                committed(m, &offsets);
+                return true;
+            }
+            Some(Response::OffsetCommit {
+                error: Some(ErrorCode::CoordinatorLoadInProgress),
+            }) => {}
+            Some(Response::OffsetCommit {
+                error: Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
+            }) => {
+                m.membership.borrow_mut().heartbeat_answered(Some(error));
+            }
+            Some(Response::OffsetCommit { error: Some(error) }) => {
+                tracing::info!(consumer = m.ctx().index, %error, "commit failed");
+                if m.rejoin.get().is_none() {
+                    m.rejoin.set(Some(error));
+                }
+                return false;
+            }
+            _ => {
+                m.membership.borrow_mut().timed_out();
+            }
+        }
+        tokio::time::sleep(config.retry_backoff_ms).await;
+    }
+    false
+}
+
+/// The auto-commit's `commitAsync`: sent once, not retried; its answer only recorded.
+async fn commit_async(m: Rc<Member>, offsets: BTreeMap<TopicPartition, CommittedOffset>) {
+    if offsets.is_empty() {
+        return;
+    }
+    let config = m.ctx().config.clone();
+    let coordinator = m.membership.borrow().coordinator();
+    let request = commit_request(&m, &offsets);
+    let mut link = Link::default();
+    let answer = call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms).await;
+    if let Some(Response::OffsetCommit { error: None }) = answer {
+        committed(&m, &offsets);
+    }
+}
+
+fn commit_request(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset>) -> Request {
+    let membership = m.membership.borrow();
+    let (member, generation) = membership.identity();
+    Request::OffsetCommit(OffsetCommit {
+        group: m.spec.name.clone(),
+        member: member.to_owned(),
+        generation,
+        offsets: offsets.iter().map(|(tp, c)| (tp.clone(), *c)).collect(),
+    })
+}
+
+fn committed(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset>) {
+    for (tp, c) in offsets {
+        m.record(Op::Committed {
+            consumer: m.ctx().index,
+            tp: tp.clone(),
+            offset: c.offset,
+        });
+    }
+}
+
+/// FindCoordinator until one is known (or the member leaves the finding phase).
+async fn find_coordinator(m: &Member, link: &mut Link) {
+    let config = &m.ctx().config;
+    let mut broker = m.ctx().index;
+    while *m.membership.borrow().phase() == Phase::Finding {
+        broker = broker % m.ctx().brokers.max(1) + 1;
+        let request = Request::FindCoordinator {
+            group: m.spec.name.clone(),
+        };
+        let found = match link.call(BrokerId(broker), &request, config.request_timeout_ms).await {
+            Some(Response::FindCoordinator { coordinator, .. }) => coordinator,
+            _ => None,
+        };
+        m.membership.borrow_mut().found(found, clock::now());
+        if found.is_none() {
+            tokio::time::sleep(config.retry_backoff_ms).await;
+        }
+    }
+}
+
+/// The heartbeat thread: heartbeats every `heartbeat.interval.ms` while the member is in a
+/// generation, looks for a moved coordinator, and leaves the group when the application
+/// has not polled within `max.poll.interval.ms`.
+async fn heartbeat_thread(m: Rc<Member>) {
+    let config = m.ctx().config.clone();
+    let mut link = Link::default();
+    loop {
+        let now = clock::now();
+        let (phase, in_generation) = {
+            let membership = m.membership.borrow();
+            (membership.phase().clone(), membership.identity().1 >= 0)
+        };
+        let rejoining = matches!(
+            m.rejoin.get(),
+            Some(ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration)
+        );
+        match phase {
+            Phase::Stable if !rejoining => {
+                if now - m.last_poll.get() > config.max_poll_interval_ms {
+                    leave_group(&m, &mut link).await;
+                    continue;
+                }
+                let next = m.membership.borrow().next_heartbeat();
+                if next > now {
+                    tokio::time::sleep(next - now).await;
+                    continue;
+                }
+                let Some(request) = m.membership.borrow_mut().next(now, &m.partitions) else {
+                    continue;
+                };
+                let coordinator = m.membership.borrow().coordinator();
+                match call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms)
+                    .await
+                {
+                    Some(Response::Heartbeat { error: None }) => {}
+                    Some(Response::Heartbeat {
+                        error: Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
+                    }) => {
+                        m.membership.borrow_mut().heartbeat_answered(Some(error));
+                    }
+                    Some(Response::Heartbeat { error: Some(error) }) => {
+                        if m.rejoin.get().is_none() {
+                            tracing::info!(consumer = m.ctx().index, %error, "rejoin needed");
+                            m.rejoin.set(Some(error));
+                        }
+                    }
+                    _ => {
+                        m.membership.borrow_mut().timed_out();
+                    }
+                }
+            }
+            Phase::Finding if in_generation => find_coordinator(&m, &mut link).await,
+            _ => tokio::time::sleep(config.heartbeat_interval_ms).await,
+        }
+    }
+}
+
+/// KIP-62: the application stopped polling; the member leaves, and joins afresh when it
+/// polls again.
+async fn leave_group(m: &Member, link: &mut Link) {
+    let config = &m.ctx().config;
+    tracing::info!(consumer = m.ctx().index, "max.poll.interval.ms passed without a poll: leaving the group");
+    let (request, coordinator) = {
+        let membership = m.membership.borrow();
+        let request = Request::LeaveGroup {
+            group: m.spec.name.clone(),
+            member: membership.identity().0.to_owned(),
+        };
+        (request, membership.coordinator())
+    };
+    let _ = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
+    m.rejoin.set(Some(ErrorCode::UnknownMemberId));
+}
