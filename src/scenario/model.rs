@@ -332,6 +332,8 @@ pub enum Target {
     Follower(TopicPartition),
     Followers(TopicPartition),
     RandomBroker,
+    /// The workload group's coordinator: the leader of its `__consumer_offsets` partition.
+    Coordinator,
 }
 
 /// The forms of one target as a scenario file writes it (a target is one of them, or a
@@ -358,6 +360,7 @@ impl TargetForm {
         TargetForm::Word("brokers", Target::Brokers),
         TargetForm::Word("crashed", Target::Crashed),
         TargetForm::Word("random-broker", Target::RandomBroker),
+        TargetForm::Word("coordinator", Target::Coordinator),
         TargetForm::Role("leader", Target::Leader),
         TargetForm::Role("follower", Target::Follower),
         TargetForm::Role("followers", Target::Followers),
@@ -433,6 +436,7 @@ impl std::fmt::Display for Target {
             Target::Follower(tp) => write!(f, "follower:{tp}"),
             Target::Followers(tp) => write!(f, "followers:{tp}"),
             Target::RandomBroker => f.write_str("random-broker"),
+            Target::Coordinator => f.write_str("coordinator"),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! final read and collects every replica's log for the checkers.
 
 use crate::broker::coordinator::OFFSETS_TOPIC;
+use crate::broker::group::offsets_partition;
 use crate::broker::{self, BrokerContext};
 use crate::check::{self, Verdict};
 use crate::client::budget::SendBudget;
@@ -625,6 +626,21 @@ fn resolve(
             } else {
                 vec![all[harness.rng.random_range(0..all.len())]]
             }
+        }
+        Target::Coordinator => {
+            let Some(group) = &settings.workload.group else {
+                return Vec::new();
+            };
+            let partitions = settings.broker.offsets_topic_num_partitions;
+            let tp = TopicPartition::new(OFFSETS_TOPIC, offsets_partition(group, partitions));
+            harness
+                .view
+                .get()
+                .partitions
+                .get(&tp)
+                .and_then(|p| p.leader)
+                .map(|b| vec![HostName::Broker(b.0)])
+                .unwrap_or_default()
         }
         Target::RandomBroker => vec![HostName::Broker(
             harness.rng.random_range(1..=brokers.max(1)),
