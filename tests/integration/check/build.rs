@@ -237,5 +237,6 @@ pub fn final_state(partitions: impl IntoIterator<Item = PartitionBuilder>) -> Fi
     FinalState {
         partitions: partitions.into_iter().map(|p| p.0).collect(),
         facts: Default::default(),
+        group: None,
     }
 }
