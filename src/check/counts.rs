@@ -106,6 +106,17 @@ counts! {
         /// Partitions the final read could not read completely; acknowledged sends it did not
         /// reach there are neither lost nor moved, but unknown.
         unreadable: Unreadable,
+        /// With a consumer group (0 without one): records of the final read, on partitions
+        /// it read completely, that no member's `Processed` event matches by partition,
+        /// offset and message id: consumer-side loss. A record the log replaced after the
+        /// group processed another at its offset counts: the application never saw it.
+        unprocessed: Unprocessed,
+        /// With a consumer group (0 without one): records with more than one `Processed`
+        /// event, a record being its partition, offset and message id (partition and offset
+        /// for one without an id): consumer-side duplication. A record processed three
+        /// times counts once, and one the log later lost counts too: the application saw
+        /// it twice all the same.
+        reprocessed: Reprocessed,
     }
     facts {
         /// Leaders the controller elected (clean or unclean), after the initial ones.
@@ -149,7 +160,8 @@ mod tests {
             json,
             "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
-             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
+             \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
+             \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
              \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
     }
@@ -172,19 +184,21 @@ mod tests {
             false_failures: 13,
             under_replicated: 14,
             unreadable: 15,
-            elections: 16,
-            unclean_elections: 17,
-            isr_shrinks: 18,
-            isr_expands: 19,
-            truncated: 20,
-            recoveries: 21,
-            delivered: 22,
-            missing: 23,
-            unresolved: 24,
-            out_of_order: 25,
+            unprocessed: 16,
+            reprocessed: 17,
+            elections: 18,
+            unclean_elections: 19,
+            isr_shrinks: 20,
+            isr_expands: 21,
+            truncated: 22,
+            recoveries: 23,
+            delivered: 24,
+            missing: 25,
+            unresolved: 26,
+            out_of_order: 27,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=25).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=27).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -199,7 +213,9 @@ mod tests {
                 "offline",
                 "false_failures",
                 "under_replicated",
-                "unreadable"
+                "unreadable",
+                "unprocessed",
+                "reprocessed"
             ]
         );
     }

@@ -44,7 +44,7 @@ impl From<String> for Told {
     }
 }
 
-fn told(text: String, steps: Vec<Step>) -> Told {
+pub fn told(text: String, steps: Vec<Step>) -> Told {
     Told {
         text,
         why: story::told(steps),
@@ -162,7 +162,7 @@ fn record_id(record: Option<&ReadRecord>) -> String {
     }
 }
 
-fn id_text(id: Option<MessageId>) -> String {
+pub fn id_text(id: Option<MessageId>) -> String {
     match id {
         Some(id) => id.to_string(),
         None => "a record without a message id".to_string(),

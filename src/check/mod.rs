@@ -5,7 +5,7 @@
 //! logs); never a broker's memory, so that a broker bug cannot hide itself. The counts
 //! are defined in docs/checkers.md; the precise rules for edge cases are on [`Counts`].
 //!
-//! Cost: O(n log n) in the number of events and records (two sorts and a merge join),
+//! Cost: O(n log n) in the number of events and records (sorts and merge joins),
 //! so that histories of a million events check in well under a second.
 
 mod counts;
@@ -13,6 +13,7 @@ pub mod coverage;
 mod describe;
 mod expect;
 mod final_read;
+mod groups;
 mod reorder;
 mod replicas;
 mod sends;
@@ -53,6 +54,9 @@ pub struct Verdict {
     pub examples: Vec<Example>,
     /// When each lost message had been acknowledged, in id order (for the timeline).
     pub lost_acked_at: Vec<SimTime>,
+    /// Whether the run consumed as a group: only then do `unprocessed` and `reprocessed`
+    /// mean anything, so only then do the reports show them.
+    pub group: bool,
 }
 
 impl Verdict {
@@ -151,6 +155,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     counts.out_of_order = reorder.out_of_order();
     check_reads(history, (&index, &chronicle), &mut counts, &mut examples);
     check_partitions(final_state, &chronicle, &mut counts, &mut examples);
+    groups::check(history, final_state, &chronicle, &mut counts, &mut examples);
     count_facts(final_state.facts.events(), &mut counts);
 
     let lost_acked_at = lost
@@ -164,6 +169,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
         counts,
         examples: examples.into_sorted(),
         lost_acked_at,
+        group: final_state.group.is_some(),
     }
 }
 

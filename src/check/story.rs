@@ -30,7 +30,7 @@ pub struct Step {
 }
 
 impl Step {
-    fn new(time: SimTime, text: String) -> Step {
+    pub fn new(time: SimTime, text: String) -> Step {
         Step { time, text }
     }
 }
@@ -340,7 +340,7 @@ fn follower_leos(followers: &[(BrokerId, Offset)]) -> String {
 }
 
 /// `power-loss leader:orders/0, which struck broker-1`
-fn fault(what: &str, hosts: &[HostName]) -> String {
+pub fn fault(what: &str, hosts: &[HostName]) -> String {
     let names: Vec<String> = hosts.iter().map(ToString::to_string).collect();
     if names.iter().all(|name| what.contains(name.as_str())) {
         format!("fault: {what}")

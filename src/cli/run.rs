@@ -352,8 +352,16 @@ fn write_timelines(
                 })
                 .collect();
             let counts = &outcome.verdict.counts;
+            let group = if outcome.verdict.group {
+                format!(
+                    ", unprocessed {}, reprocessed {}",
+                    counts.unprocessed, counts.reprocessed
+                )
+            } else {
+                String::new()
+            };
             let summary = format!(
-                "acks={}: attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}; trace {}",
+                "acks={}: attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}{group}; trace {}",
                 settings.producer.acks,
                 counts.attempted,
                 counts.acked,

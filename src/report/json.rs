@@ -32,6 +32,9 @@ struct RunLine {
     /// The variant's `[expect_some]`, as `lost > 0`.
     expect_some: Vec<String>,
     examples: Vec<ExampleLine>,
+    /// Only on a run that consumed as a group, so that other runs' lines stay as they were.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    group: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -80,6 +83,7 @@ pub fn run_json(report: &RunReport) -> serde_json::Value {
                 why: e.why.clone(),
             })
             .collect(),
+        group: report.verdict.group,
     };
     serde_json::to_value(line).unwrap_or_default()
 }
@@ -132,6 +136,7 @@ pub fn run_from_json(value: serde_json::Value) -> Result<RunReport, String> {
             counts: line.counts,
             examples,
             lost_acked_at: Vec::new(),
+            group: line.group,
         },
         failures: line.failures,
         expect_some,

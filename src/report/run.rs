@@ -76,10 +76,16 @@ fn verdict_text(pass: bool) -> &'static str {
 
 /// One line per run:
 /// `seed    17  acks-1               acked   9876  lost    12  dup     0  ...  FAIL  3f2a9c0d11e2b4f7`
+/// A run with a consumer group adds `unproc` and `reproc` after `offline`.
 pub fn run_line(report: &RunReport) -> String {
     let c = report.counts();
+    let group = if report.verdict.group {
+        format!("  unproc {:>5}  reproc {:>5}", c.unprocessed, c.reprocessed)
+    } else {
+        String::new()
+    };
     let mut line = format!(
-        "seed {:>5}  {:<20}  acked {:>7}  lost {:>5}  dup {:>5}  reord {:>5}  dirty {:>5}  diverg {:>2}  offline {:>2}  {}  {}",
+        "seed {:>5}  {:<20}  acked {:>7}  lost {:>5}  dup {:>5}  reord {:>5}  dirty {:>5}  diverg {:>2}  offline {:>2}{group}  {}  {}",
         report.seed,
         report.variant,
         c.acked,
@@ -143,7 +149,8 @@ pub fn run_details(report: &RunReport, stories: Stories) -> String {
 /// Rows of the side-by-side table: a label and the cell of one run.
 type Row = (&'static str, fn(&RunReport) -> String);
 
-const TABLE_ROWS: [Row; 16] = [
+/// The counts' rows of the side-by-side table.
+const COUNT_ROWS: [Row; 13] = [
     ("attempted", |r| r.counts().attempted.to_string()),
     ("acked", |r| r.counts().acked.to_string()),
     ("lost", |r| r.counts().lost.to_string()),
@@ -157,6 +164,16 @@ const TABLE_ROWS: [Row; 16] = [
     ("offline", |r| r.counts().offline.to_string()),
     ("missing", |r| r.counts().missing.to_string()),
     ("unresolved", |r| r.counts().unresolved.to_string()),
+];
+
+/// Rows shown when some run of the table consumed as a group.
+const GROUP_ROWS: [Row; 2] = [
+    ("unprocessed", |r| r.counts().unprocessed.to_string()),
+    ("reprocessed", |r| r.counts().reprocessed.to_string()),
+];
+
+/// The rows after the counts.
+const RUN_ROWS: [Row; 3] = [
     ("ack p99 ms", |r| {
         if r.counts().acked == 0 {
             "n/a".to_string()
@@ -187,10 +204,13 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
     // The release is a row only when it is one of the things that differ.
     let kafka_row: Row = ("kafka", |r| r.kafka.to_string());
     let releases_differ = reports.windows(2).any(|w| w[0].kafka != w[1].kafka);
+    let group = reports.iter().any(|r| r.verdict.group);
     let rows = releases_differ
         .then_some(kafka_row)
         .into_iter()
-        .chain(TABLE_ROWS);
+        .chain(COUNT_ROWS)
+        .chain(GROUP_ROWS.into_iter().filter(|_| group))
+        .chain(RUN_ROWS);
     for (label, cell) in rows {
         let _ = write!(text, "{label:<LABEL_WIDTH$}");
         for (report, width) in reports.iter().zip(&widths) {

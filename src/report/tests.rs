@@ -51,6 +51,7 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
             counts,
             examples,
             lost_acked_at: Vec::new(),
+            group: false,
         },
         failures: if strict && lost > 0 {
             vec![format!("expected lost == 0, got {lost}")]
@@ -89,6 +90,43 @@ fn a_run_with_unresolved_sends_says_so_on_its_line() {
         run_line(&r).ends_with("  (12 sends still unresolved at the final read)"),
         "{}",
         run_line(&r)
+    );
+}
+
+/// A run that consumed as a group.
+fn group_run(variant: &str, seed: u64, unprocessed: u64, reprocessed: u64) -> RunReport {
+    let mut report = run(variant, seed, 0, 9);
+    report.verdict.group = true;
+    report.verdict.counts.unprocessed = unprocessed;
+    report.verdict.counts.reprocessed = reprocessed;
+    report
+}
+
+#[test]
+fn a_group_run_shows_its_unprocessed_and_reprocessed_on_its_line_and_others_do_not() {
+    assert_eq!(
+        run_line(&group_run("at-most-once", 17, 11, 0)),
+        "seed    17  at-most-once          acked    9900  lost     0  dup     0  reord     0  dirty     0  diverg  0  offline  0  unproc    11  reproc     0  PASS  3f2a9c0d11e2b4f7"
+    );
+    assert!(!run_line(&run("acks-1", 17, 0, 9)).contains("unproc"));
+}
+
+#[test]
+fn the_table_has_group_rows_only_when_a_run_of_it_consumed_as_a_group() {
+    let plain = side_by_side(&[&run("acks-1", 4, 0, 9), &run("acks-all", 4, 0, 9)]);
+    assert!(!plain.contains("unprocessed"), "{plain}");
+    let grouped = side_by_side(&[
+        &run("acks-1", 4, 0, 9),
+        &group_run("at-least-once", 4, 0, 7),
+    ]);
+    let lines: Vec<&str> = grouped.lines().collect();
+    assert!(
+        lines.contains(&"unprocessed                  0                 0"),
+        "{grouped}"
+    );
+    assert!(
+        lines.contains(&"reprocessed                  0                 7"),
+        "{grouped}"
     );
 }
 
@@ -205,6 +243,11 @@ fn the_json_of_a_run_carries_counts_latency_and_a_hex_trace_hash() {
     assert_eq!(json["seed"], 17);
     assert_eq!(json["counts"]["lost"], 3);
     assert_eq!(json["counts"]["dirty_reads"], 0);
+    assert_eq!(json["counts"]["unprocessed"], 0);
+    assert!(
+        json.get("group").is_none(),
+        "only a group run's line says so"
+    );
     assert_eq!(json["pass"], false);
     assert_eq!(json["failures"][0], "expected lost == 0, got 3");
     assert_eq!(json["trace_hash"], "3f2a9c0d11e2b4f7");
@@ -219,7 +262,11 @@ fn the_json_of_a_run_carries_counts_latency_and_a_hex_trace_hash() {
 /// histogram and the `[expect_some]` it is judged by.
 #[test]
 fn a_run_read_back_from_its_json_is_the_run() {
-    for report in [run("acks-all", 17, 3, 20), run("acks-1", 4, 0, 7)] {
+    for report in [
+        run("acks-all", 17, 3, 20),
+        run("acks-1", 4, 0, 7),
+        group_run("at-most-once", 5, 11, 2),
+    ] {
         let back = run_from_json(run_json(&report)).expect("reads back");
         assert_eq!(back.verdict, report.verdict);
         assert_eq!(back.stats, report.stats);
