@@ -12,7 +12,7 @@
 
 use super::group::{offsets_partition, Answer, Group};
 use crate::os::clock::SimTime;
-use super::offsets_record::{self, OffsetKey, OffsetValue};
+use super::offsets_record::{self, Key, OffsetKey, OffsetValue};
 use crate::protocol::messages::{CommittedOffset, ErrorCode};
 use crate::types::TopicPartition;
 use std::collections::BTreeMap;
@@ -75,36 +75,61 @@ impl Coordinator {
     }
 
     /// The partition's log read back, oldest record first (a value of `None` is a
-    /// tombstone): later records win. Records of other kinds are skipped.
+    /// tombstone): later records win. Each group stored in it is restored in its last
+    /// stored generation, its members' sessions starting `now`.
     pub fn loaded<'r>(
         &mut self,
         partition: u32,
         records: impl IntoIterator<Item = (&'r [u8], Option<&'r [u8]>)>,
+        now: SimTime,
     ) -> Result<(), String> {
+        let initial_delay = self.initial_delay;
         let Some(led) = self.led.get_mut(&partition) else {
             return Ok(());
         };
+        let mut stored = BTreeMap::new();
         for (key, value) in records {
-            let Some(key) = offsets_record::decode_key(key)? else {
-                continue;
-            };
-            match value {
-                Some(value) => {
+            match (offsets_record::decode_key(key)?, value) {
+                (Some(Key::Offset(key)), Some(value)) => {
                     let value = offsets_record::decode_value(value)?;
                     led.offsets
                         .entry(key.group)
                         .or_default()
                         .insert(key.tp, value);
                 }
-                None => {
+                (Some(Key::Offset(key)), None) => {
                     if let Some(group) = led.offsets.get_mut(&key.group) {
                         group.remove(&key.tp);
                     }
                 }
+                (Some(Key::Group(group)), Some(value)) => {
+                    stored.insert(group, offsets_record::decode_group_value(value)?);
+                }
+                (Some(Key::Group(group)), None) => {
+                    stored.remove(&group);
+                }
+                (None, _) => {}
             }
+        }
+        for (name, value) in stored {
+            led.groups
+                .insert(name, Group::restore(&value, initial_delay, now));
         }
         led.loaded = true;
         Ok(())
+    }
+
+    /// The group's metadata record, to append once a rebalance made it stable.
+    pub fn store(&mut self, group: &str, now: SimTime) -> Result<Append, ErrorCode> {
+        let partition = self.partition_of(group);
+        let value = self.group(group)?.stored(now);
+        Ok(Append {
+            partition,
+            records: vec![(
+                offsets_record::encode_group_key(group),
+                offsets_record::encode_group_value(&value),
+            )],
+        })
     }
 
     /// This broker no longer leads `partition`: its groups and offsets go (their members
@@ -166,7 +191,7 @@ impl Coordinator {
             return Ok(());
         };
         for (key, value) in &append.records {
-            let Some(key) = offsets_record::decode_key(key)? else {
+            let Some(Key::Offset(key)) = offsets_record::decode_key(key)? else {
                 continue;
             };
             let value = offsets_record::decode_value(value)?;
@@ -260,7 +285,7 @@ mod tests {
             coordinator.group("billing").err(),
             Some(ErrorCode::CoordinatorLoadInProgress)
         );
-        coordinator.loaded(partition, []).unwrap();
+        coordinator.loaded(partition, [], SimTime::ZERO).unwrap();
         (coordinator, partition)
     }
 
@@ -300,7 +325,7 @@ mod tests {
         let (k3, v3) = &gone.records[0];
         let log: Vec<(&[u8], Option<&[u8]>)> =
             vec![(k1, Some(v1)), (k3, Some(v3)), (k2, Some(v2)), (k3, None)];
-        next.loaded(partition, log).unwrap();
+        next.loaded(partition, log, SimTime::ZERO).unwrap();
         assert_eq!(
             next.fetch("billing", &[tp.clone(), other]).unwrap(),
             [(tp, offset(4200))]

@@ -12,6 +12,7 @@
 //! trip for a member id (a new member gets its id in its first join's answer, as before
 //! Kafka 2.2). Answers come out in member-id order, so a run is a function of its seed.
 
+use super::offsets_record::{GroupValue, MemberValue};
 use crate::os::clock::SimTime;
 use crate::types::TopicPartition;
 use std::collections::BTreeMap;
@@ -100,6 +101,7 @@ pub struct JoinRequest {
 
 #[derive(Clone, Debug)]
 struct Member {
+    client: String,
     subscription: Vec<String>,
     session_timeout: Duration,
     rebalance_timeout: Duration,
@@ -184,6 +186,7 @@ impl Group {
         self.members.insert(
             id.clone(),
             Member {
+                client: request.client,
                 subscription: request.subscription,
                 session_timeout: request.session_timeout,
                 rebalance_timeout: request.rebalance_timeout,
@@ -345,6 +348,64 @@ impl Group {
             State::CompletingRebalance => Err(GroupError::RebalanceInProgress),
             _ => Ok(()),
         }
+    }
+
+    /// The generation and its members as the coordinator stores them once the group is
+    /// stable (Kafka's `storeGroup` on the leader's SyncGroup).
+    pub fn stored(&self, now: SimTime) -> GroupValue {
+        GroupValue {
+            generation: self.generation,
+            protocol: (!self.members.is_empty()).then(|| "range".to_owned()),
+            leader: self.leader.clone(),
+            current_state_timestamp_ms: now.timestamp_ms(),
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| MemberValue {
+                    member: id.clone(),
+                    client: m.client.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout.as_millis() as i32,
+                    session_timeout_ms: m.session_timeout.as_millis() as i32,
+                    subscription: m.subscription.clone(),
+                    assignment: self.assignment.get(id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A group read back from its stored metadata by a new coordinator: stable in its
+    /// generation (empty without members), every member's session starting now, as
+    /// Kafka's loaded group does.
+    pub fn restore(stored: &GroupValue, initial_delay: Duration, now: SimTime) -> Group {
+        let mut group = Group::new(initial_delay);
+        group.generation = stored.generation;
+        group.leader = stored.leader.clone();
+        for m in &stored.members {
+            let member = Member {
+                client: m.client.clone(),
+                subscription: m.subscription.clone(),
+                session_timeout: Duration::from_millis(m.session_timeout_ms.max(0) as u64),
+                rebalance_timeout: Duration::from_millis(m.rebalance_timeout_ms.max(0) as u64),
+                last_heard: now,
+                awaiting_join: false,
+                awaiting_sync: false,
+            };
+            group.members.insert(m.member.clone(), member);
+            group.assignment.insert(m.member.clone(), m.assignment.clone());
+        }
+        // New ids must not repeat a restored member's (`<client>-<n>`).
+        group.members_created = stored
+            .members
+            .iter()
+            .filter_map(|m| m.member.rsplit_once('-')?.1.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        group.state = if group.members.is_empty() {
+            State::Empty
+        } else {
+            State::Stable
+        };
+        group
     }
 
     fn check(&self, member: &str, generation: i32) -> Result<(), GroupError> {

@@ -5,11 +5,13 @@
 //! it comes to lead is read back from its log before it answers for it, one it loses is
 //! forgotten (its waiting members are told NOT_COORDINATOR).
 //!
-//! As Kafka's `GroupCoordinator` with `GroupMetadataManager`, except: the log is read back
-//! at once (the simulated disk answers reads without delay, so there is no window of
-//! COORDINATOR_LOAD_IN_PROGRESS), and only offsets are written to it, not the groups'
-//! membership (Kafka's GroupMetadata records), so the members of a group whose
-//! coordinator moved join afresh where Kafka's new coordinator would know them.
+//! As Kafka's `GroupCoordinator` with `GroupMetadataManager`: commits and, after each
+//! rebalance, the group's membership (its GroupMetadata record) are written, so a new
+//! coordinator knows the generation and its members and takes their heartbeats. Except:
+//! the log is read back at once (the simulated disk answers reads without delay, so there
+//! is no window of COORDINATOR_LOAD_IN_PROGRESS), and a group that became empty is not
+//! stored again (its last stable generation is restored, and its members expire after a
+//! session timeout, where Kafka's record says it is empty).
 
 use super::coordinator::{Append, Coordinator, OFFSETS_TOPIC};
 use super::group::{Answer, JoinRequest, MemberId};
@@ -20,7 +22,7 @@ use crate::protocol::messages::{
     ErrorCode, JoinGroupResponse, OffsetCommit, Produce, Request, Response,
 };
 use crate::record::{self, BatchBuilder};
-use crate::types::{Epoch, Offset, ProducerId, TopicPartition};
+use crate::types::{Epoch, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -163,7 +165,7 @@ fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
                     .map(|key| (key, value.as_deref()))
                     .into_iter()
             });
-            coordinator.loaded(partition, records)
+            coordinator.loaded(partition, records, clock::now())
         }) {
             Ok(()) => {
                 tracing::info!(broker = rm.id.0, partition, epoch = %epoch, "group coordinator loaded");
@@ -278,6 +280,23 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
                 Ok(answers) => answers,
                 Err(error) => return refuse(&request, error),
             };
+            let released = sync.assignment.is_some()
+                && answers
+                    .iter()
+                    .any(|a| matches!(a, Answer::Sync { result: Ok(_), .. }));
+            if released {
+                // The leader's assignment made the group stable: it is stored before any
+                // member hears of it, as Kafka's `storeGroup`; if that fails, the members
+                // waiting hear NOT_COORDINATOR and rejoin.
+                if let Err(error) = store_group(rm, groups, &sync.group).await {
+                    groups.waiting.borrow_mut().retain(|(group, member, awaiting), _| {
+                        !(group == &sync.group
+                            && *awaiting == Awaiting::Sync
+                            && answers.iter().any(|a| matches!(a, Answer::Sync { member: m, .. } if m == member)))
+                    });
+                    return refuse(&request, error);
+                }
+            }
             match groups
                 .answer_for(&sync.group, &sync.member, Awaiting::Sync, answers)
                 .await
@@ -363,28 +382,47 @@ async fn offset_commit(
         &commit.offsets,
         now_ms,
     )?;
-    let Append { partition, records } = &append;
-    let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
-    for (key, value) in records {
-        batch.push(now_ms, Some(key), Some(value));
-    }
-    let produced = rm
-        .produce(Produce {
-            tp: TopicPartition::new(OFFSETS_TOPIC, *partition),
-            acks: Acks::All,
-            timeout_ms: groups.commit_timeout.as_millis() as u64,
-            batch: batch.build(),
-        })
-        .await;
-    if let Some(error) = produced.error {
-        return Err(commit_error(error));
-    }
-    debug_assert!(produced.base_offset >= Offset(0));
+    append_records(rm, groups, &append).await?;
     groups
         .coordinator
         .borrow_mut()
         .committed(&append)
         .map_err(|_| ErrorCode::UnknownServerError)
+}
+
+/// The group's metadata, appended as its commits are.
+async fn store_group(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    group: &str,
+) -> Result<(), ErrorCode> {
+    let append = groups.coordinator.borrow_mut().store(group, clock::now())?;
+    append_records(rm, groups, &append).await
+}
+
+/// Append to the offsets partition with acks=all, within `offsets.commit.timeout.ms`.
+async fn append_records(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    append: &Append,
+) -> Result<(), ErrorCode> {
+    let now_ms = clock::now().timestamp_ms();
+    let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
+    for (key, value) in &append.records {
+        batch.push(now_ms, Some(key), Some(value));
+    }
+    let produced = rm
+        .produce(Produce {
+            tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
+            acks: Acks::All,
+            timeout_ms: groups.commit_timeout.as_millis() as u64,
+            batch: batch.build(),
+        })
+        .await;
+    match produced.error {
+        Some(error) => Err(commit_error(error)),
+        None => Ok(()),
+    }
 }
 
 /// How Kafka's coordinator answers a commit whose append failed

@@ -222,7 +222,8 @@ impl Membership {
             ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable => {
                 // Kafka's consumer keeps its partitions while it looks: a new coordinator
                 // that still has the generation takes its heartbeats.
-                self.resume = self.phase == Phase::Stable;
+                // Asked again while still looking, it keeps what it was looking for.
+                self.resume = self.phase == Phase::Stable || (self.phase == Phase::Finding && self.resume);
                 self.coordinator = None;
                 self.phase = Phase::Finding;
                 return Change::None;
@@ -362,5 +363,17 @@ mod tests {
         });
         m.found(Some(BrokerId(3)), at(5));
         assert_eq!(m.phase(), &Phase::Joining);
+    }
+
+    #[test]
+    fn a_member_that_times_out_again_while_looking_still_resumes_its_generation() {
+        let mut m = stable();
+        let generation = m.identity().1;
+        m.timed_out();
+        m.timed_out();
+        assert_eq!(m.phase(), &Phase::Finding);
+        assert_eq!(m.identity().1, generation, "commits still carry the generation");
+        m.found(Some(BrokerId(3)), at(20));
+        assert_eq!(m.phase(), &Phase::Stable, "heartbeats go on in the generation");
     }
 }
