@@ -442,12 +442,19 @@ impl Teller<'_, '_> {
             range_text(tp, gap.first, gap.last, gap.records)
         );
         let mut steps = Vec::new();
-        let mut text = if let Some(other) = self.processed_within(tp, gap) {
-            self.replaced(other, &what, &mut steps)
-        } else if let Some(start) = self.jump_over(tp, gap.first) {
-            self.skipped(tp, &start, &what, &mut steps)
-        } else {
-            self.not_reached(tp, gap, &what, &mut steps)
+        let other = self.processed_within(tp, gap);
+        let jump = self.jump_over(tp, gap.first);
+        let mut text = match (other, jump) {
+            // Rolled back under the group, then jumped over: the jump is why the new
+            // records went unprocessed.
+            (Some(other), Some(start)) if start.event > other.event => {
+                let skipped = self.skipped(tp, &start, &what, &mut steps);
+                let replaced = self.replaced(other, &mut steps);
+                format!("{skipped}; before, {replaced}")
+            }
+            (Some(other), _) => format!("{}: {what}", self.replaced(other, &mut steps)),
+            (None, Some(start)) => self.skipped(tp, &start, &what, &mut steps),
+            (None, None) => self.not_reached(tp, gap, &what, &mut steps),
         };
         if let Some(group) = behind {
             let _ = write!(
@@ -468,7 +475,7 @@ impl Teller<'_, '_> {
 
     /// The group processed what the log held there before it was replaced: the append of
     /// what was processed and how it left the logs.
-    fn replaced(&self, other: &Processing, what: &str, steps: &mut Vec<Step>) -> String {
+    fn replaced(&self, other: &Processing, steps: &mut Vec<Step>) -> String {
         let (tp, offset, time) = (other.tp, other.offset, self.time(other.event));
         steps.push(self.processing_step(other));
         let write = self.chronicle.write_before(tp, offset, time);
@@ -478,7 +485,7 @@ impl Teller<'_, '_> {
         let holder = write.map(|w| (w.leader, w.epoch));
         steps.extend(self.chronicle.departure(tp, offset, time, holder));
         format!(
-            "the group processed other records at these offsets, first {} at @{offset} by {} ({}), which the final read does not hold: {what}",
+            "the group processed other records at these offsets, first {} at @{offset} by {} ({}), which the final read does not hold",
             describe::id_text(other.id),
             member(other.consumer),
             story::time(time)
@@ -495,6 +502,13 @@ impl Teller<'_, '_> {
         steps: &mut Vec<Step>,
     ) -> String {
         steps.push(self.start_step(tp, start));
+        // A resume past the log's end is then reset: tell where it went.
+        let reset = self.starts(tp, self.history.len()).find(|s| {
+            s.event > start.event
+                && s.consumer == start.consumer
+                && matches!(s.how, How::OutOfRange { from } if from == start.at)
+        });
+        steps.extend(reset.map(|reset| self.start_step(tp, &reset)));
         let (who, at, when) = (member(start.consumer), start.at, story::time(start.time));
         match start.how {
             How::Committed => {

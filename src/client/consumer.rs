@@ -81,6 +81,9 @@ pub(crate) struct Position {
     /// A group member's position was out of range with `auto.offset.reset = "none"`: it
     /// is not fetched again (Kafka's poll throws, and the application must decide).
     pub stuck: bool,
+    /// A group member's position was out of range here: it waits, unfetched, for the
+    /// member to look up where `auto.offset.reset` puts it (ListOffsets).
+    pub reset_from: Option<Offset>,
 }
 
 impl Position {
@@ -93,6 +96,7 @@ impl Position {
             fetched: VecDeque::new(),
             high_watermark: Offset::NONE,
             stuck: false,
+            reset_from: None,
         }
     }
 }
@@ -222,7 +226,7 @@ fn take_led(consumer: &Consumer, broker: BrokerId) -> Vec<Ask> {
     let mut positions = consumer.positions.borrow_mut();
     positions
         .iter_mut()
-        .filter(|(_, p)| !p.in_flight && p.fetched.is_empty() && !p.stuck)
+        .filter(|(_, p)| !p.in_flight && p.fetched.is_empty() && !p.stuck && p.reset_from.is_none())
         .filter(|(_, p)| p.delayed_until.is_none_or(|until| until <= now))
         .filter_map(|(tp, position)| {
             let (leader, epoch) = metadata.leader(tp)?;
@@ -379,7 +383,7 @@ fn apply(consumer: &Consumer, tp: &TopicPartition, answer: &FetchedPartition) {
                 position.high_watermark = answer.high_watermark;
             }
             if member {
-                member_outcome(consumer, tp, position, from, answer, &outcome);
+                member_outcome(consumer, tp, position, from, &outcome);
             }
             outcome
         }
@@ -416,13 +420,12 @@ fn apply(consumer: &Consumer, tp: &TopicPartition, answer: &FetchedPartition) {
 }
 
 /// A group member's side of a fetch answer: records wait for its poll; a position out of
-/// range goes where `auto.offset.reset` says (Kafka's fetcher resets it, not the poll).
+/// range waits for the member to move it where `auto.offset.reset` says.
 fn member_outcome(
     consumer: &Consumer,
     tp: &TopicPartition,
     position: &mut Position,
     from: Offset,
-    answer: &FetchedPartition,
     outcome: &FetchOutcome,
 ) {
     let ctx = &consumer.ctx;
@@ -436,26 +439,14 @@ fn member_outcome(
         }
         FetchOutcome::Reset { .. } => {
             position.fetched.clear();
-            let to = match ctx.config.auto_offset_reset {
-                OffsetReset::Earliest => answer.log_start_offset.max(Offset(0)),
-                OffsetReset::Latest => answer.high_watermark.max(Offset(0)),
-                OffsetReset::None => {
-                    tracing::warn!(%tp, consumer = ctx.index, offset = from.0, "OFFSET_OUT_OF_RANGE with auto.offset.reset = none: the partition is not read again");
-                    position.stuck = true;
-                    return;
-                }
-            };
-            position.fetch = FetchPosition::new(to);
-            tracing::info!(%tp, consumer = ctx.index, from = from.0, to = to.0, reset = ctx.config.auto_offset_reset.name(), "OFFSET_OUT_OF_RANGE: position reset");
-            ctx.history.record(
-                &consumer.process,
-                Op::Reset {
-                    consumer: ctx.index,
-                    tp: tp.clone(),
-                    from,
-                    to,
-                },
-            );
+            if ctx.config.auto_offset_reset == OffsetReset::None {
+                tracing::warn!(%tp, consumer = ctx.index, offset = from.0, "OFFSET_OUT_OF_RANGE with auto.offset.reset = none: the partition is not read again");
+                position.stuck = true;
+            } else {
+                tracing::info!(%tp, consumer = ctx.index, offset = from.0, reset = ctx.config.auto_offset_reset.name(), "OFFSET_OUT_OF_RANGE: the position is reset");
+                position.reset_from = Some(from);
+            }
+            consumer.fetched.notify_one();
         }
         FetchOutcome::Diverged { .. } => position.fetched.clear(),
         _ => {}

@@ -156,6 +156,7 @@ async fn poll_loop(m: Rc<Member>) {
             let offsets = m.consumed.borrow().clone();
             tokio::task::spawn_local(commit_async(m.clone(), offsets));
         }
+        reset_positions(&m).await;
         let polled = take_records(&m, config.max_poll_records as usize);
         if polled.is_empty() {
             report_progress(&m);
@@ -182,6 +183,49 @@ async fn poll_loop(m: Rc<Member>) {
         }
         report_progress(&m);
     }
+}
+
+/// Move every position found out of range where `auto.offset.reset` says, looked up with
+/// ListOffsets at the leader (Kafka's `resetPositionsIfNeeded`, from within poll).
+async fn reset_positions(m: &Member) {
+    let pending: Vec<(TopicPartition, Offset)> = m
+        .consumer
+        .positions
+        .borrow()
+        .iter()
+        .filter_map(|(tp, p)| Some((tp.clone(), p.reset_from?)))
+        .collect();
+    let spec = match m.ctx().config.auto_offset_reset {
+        OffsetReset::Earliest => OffsetSpec::Earliest,
+        _ => OffsetSpec::Latest,
+    };
+    for (tp, from) in pending {
+        let Some(to) = list_offset(m, &tp, spec).await else {
+            continue;
+        };
+        let mut positions = m.consumer.positions.borrow_mut();
+        let Some(position) = positions.get_mut(&tp).filter(|p| p.reset_from == Some(from)) else {
+            continue;
+        };
+        position.fetch = FetchPosition::new(to);
+        position.reset_from = None;
+        drop(positions);
+        tracing::info!(consumer = m.ctx().index, %tp, from = from.0, to = to.0, "position reset");
+        m.record(Op::Reset {
+            consumer: m.ctx().index,
+            tp: tp.clone(),
+            from,
+            to,
+        });
+        m.consumed.borrow_mut().insert(
+            tp,
+            CommittedOffset {
+                offset: to,
+                leader_epoch: Epoch::NONE,
+            },
+        );
+    }
+    m.consumer.wake_fetchers();
 }
 
 /// At most `max` fetched records of the owned partitions, in partition order; each
@@ -369,6 +413,14 @@ async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
         }
         m.consumer.positions.borrow_mut().insert(tp, position);
     }
+    // As Kafka's fetcher: a position whose leader is not known asks for metadata.
+    let leaderless = {
+        let metadata = m.consumer.metadata.borrow();
+        m.consumer.positions.borrow().keys().any(|tp| metadata.leader(tp).is_none())
+    };
+    if leaderless {
+        m.consumer.want_metadata();
+    }
     m.consumer.wake_fetchers();
 }
 
@@ -496,7 +548,17 @@ fn commit_request(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset
         group: m.spec.name.clone(),
         member: member.to_owned(),
         generation,
-        offsets: offsets.iter().map(|(tp, c)| (tp.clone(), *c)).collect(),
+        offsets: offsets
+            .iter()
+            .map(|(tp, c)| {
+                let leader_epoch = if m.ctx().config.commit_leader_epoch {
+                    c.leader_epoch
+                } else {
+                    Epoch::NONE
+                };
+                (tp.clone(), CommittedOffset { leader_epoch, ..*c })
+            })
+            .collect(),
     })
 }
 

@@ -253,6 +253,11 @@ pub struct ConsumerConfig {
     /// rebalance timeout it joins with.
     pub max_poll_interval_ms: Duration,
     pub max_poll_records: u32,
+    /// Commits carry the leader epoch of the record before the committed offset, so a
+    /// member resuming there validates it against the log (KIP-320, Kafka 2.1); before,
+    /// it fetched from the committed offset whatever the log had become. Not a key: the
+    /// release decides it.
+    pub commit_leader_epoch: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -270,6 +275,7 @@ impl Default for ConsumerConfig {
             heartbeat_interval_ms: ms(3_000),
             max_poll_interval_ms: ms(300_000),
             max_poll_records: 500,
+            commit_leader_epoch: true,
         }
     }
 }

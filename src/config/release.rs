@@ -209,6 +209,7 @@ impl Era {
             },
             consumer: ConsumerConfig {
                 session_timeout_ms: ms(10_000),
+                commit_leader_epoch: false,
                 ..ConsumerConfig::default()
             },
         }
@@ -274,6 +275,12 @@ pub static STEPS: &[Step] = &[
             era.producer.delivery_timeout_ms = ms(120_000);
             era.producer.retries = i32::MAX as u32;
         },
+    },
+    Step {
+        since: v(2, 1),
+        change: "A committed offset carries the leader epoch of the record before it, and a member resuming there validates it against the leader's log (a log rewound below it moves the member back); before, it fetched from the committed offset whatever the log had become",
+        source: "KIP-320",
+        apply: |era| era.consumer.commit_leader_epoch = true,
     },
     Step {
         since: v(2, 5),

@@ -269,6 +269,10 @@ struct VariantTotals {
     lost: u64,
     worst: u64,
     duplicates: u64,
+    /// Totals over the runs whose workload consumed as a group (`group`).
+    group: bool,
+    unprocessed: u64,
+    reprocessed: u64,
     throughput_sum: f64,
     latency: super::LatencyHistogram,
     expect_some: Vec<SomeTally>,
@@ -309,6 +313,9 @@ impl Summary {
                     lost: 0,
                     worst: 0,
                     duplicates: 0,
+                    group: false,
+                    unprocessed: 0,
+                    reprocessed: 0,
                     throughput_sum: 0.0,
                     latency: super::LatencyHistogram::default(),
                     expect_some: report
@@ -330,6 +337,9 @@ impl Summary {
         totals.lost += counts.lost;
         totals.worst = totals.worst.max(counts.lost);
         totals.duplicates += counts.duplicates;
+        totals.group |= report.verdict.group;
+        totals.unprocessed += counts.unprocessed;
+        totals.reprocessed += counts.reprocessed;
         totals.throughput_sum += report.stats.throughput_per_s;
         totals.latency.merge(&report.stats.histogram);
         for tally in &mut totals.expect_some {
@@ -415,7 +425,8 @@ impl Summary {
     }
 
     /// A row per variant: runs passed, acknowledged messages lost, duplicates, throughput
-    /// and ack latency.
+    /// and ack latency; with a consumer group, what the group never processed and what it
+    /// processed twice, in total.
     pub fn table(&self) -> String {
         let width = self
             .variants
@@ -424,17 +435,15 @@ impl Summary {
             .max()
             .unwrap_or(0)
             .max(7);
+        let group = self.variants.iter().any(|v| v.group);
         let mut text = format!(
-            "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8}  {:>10}\n",
-            "variant",
-            "passed",
-            "lost total",
-            "lost avg",
-            "worst",
-            "duplicates",
-            "acked/s",
-            "p99 ms"
+            "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}",
+            "variant", "passed", "lost total", "lost avg", "worst", "duplicates",
         );
+        if group {
+            let _ = write!(text, "  {:>11}  {:>11}", "unprocessed", "reprocessed");
+        }
+        let _ = writeln!(text, "  {:>8}  {:>10}", "acked/s", "p99 ms");
         for v in &self.variants {
             let n = v.runs.max(1) as f64;
             // What nothing acknowledged cannot have: a loss of acknowledged messages or an
@@ -446,15 +455,22 @@ impl Summary {
                     text
                 }
             };
-            let _ = writeln!(
+            let _ = write!(
                 text,
-                "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}  {:>8.0}  {:>10}",
+                "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}",
                 v.name,
                 format!("{}/{}", v.passed, v.runs),
                 acknowledged(v.lost.to_string()),
                 acknowledged(format!("{:.1}", v.lost as f64 / n)),
                 acknowledged(v.worst.to_string()),
                 v.duplicates,
+            );
+            if group {
+                let _ = write!(text, "  {:>11}  {:>11}", v.unprocessed, v.reprocessed);
+            }
+            let _ = writeln!(
+                text,
+                "  {:>8.0}  {:>10}",
                 v.throughput_sum / n,
                 acknowledged(format!("{:.1}", v.latency.quantile_ms(0.99)))
             );
