@@ -11,8 +11,8 @@
 //! unacknowledged one may or may not.
 
 use super::group::{offsets_partition, Answer, Group};
-use crate::os::clock::SimTime;
 use super::offsets_record::{self, Key, OffsetKey, OffsetValue};
+use crate::os::clock::SimTime;
 use crate::protocol::messages::{CommittedOffset, ErrorCode};
 use crate::types::TopicPartition;
 use std::collections::BTreeMap;
@@ -361,5 +361,84 @@ mod tests {
             coordinator.commit("billing", "nobody", 0, &[(tp, offset(1))], 0),
             Err(ErrorCode::UnknownMemberId)
         );
+    }
+
+    /// A new coordinator restores the group stored after its last rebalance: its members
+    /// go on heartbeating and committing in their generation, without rejoining.
+    #[test]
+    fn a_stored_group_survives_a_failover_in_its_generation() {
+        use crate::broker::group::{Answer, JoinRequest, State};
+        let (mut coordinator, partition) = leading();
+        let at = SimTime::from_millis;
+        let group = coordinator.group("billing").unwrap();
+        let (member, _) = group.join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(0),
+        );
+        let joined = group.tick(at(3_000));
+        assert!(matches!(&joined[..], [Answer::Join { result: Ok(_), .. }]));
+        let generation = group.generation();
+        let tp = TopicPartition::new("orders", 0);
+        let plan = std::collections::BTreeMap::from([(member.clone(), vec![tp.clone()])]);
+        group.sync(&member, generation, Some(plan), at(3_010));
+        assert_eq!(group.state(), State::Stable);
+        let stored = coordinator.store("billing", at(3_020)).unwrap();
+        let commit = coordinator
+            .commit(
+                "billing",
+                &member,
+                generation,
+                &[(tp.clone(), offset(50))],
+                4_000,
+            )
+            .unwrap();
+
+        let mut next = Coordinator::new(50, Duration::from_secs(3));
+        next.lead(partition);
+        let log = stored.records.iter().chain(&commit.records);
+        next.loaded(
+            partition,
+            log.map(|(k, v)| (&k[..], Some(&v[..]))),
+            at(20_000),
+        )
+        .unwrap();
+        let restored = next.group("billing").unwrap();
+        assert_eq!(restored.state(), State::Stable);
+        assert_eq!(restored.generation(), generation);
+        assert!(
+            restored.tick(at(25_000)).is_empty() && restored.state() == State::Stable,
+            "its session runs from the load, not from its last heartbeat to the old one"
+        );
+        assert_eq!(restored.heartbeat(&member, generation, at(25_100)), Ok(()));
+        assert!(next
+            .commit(
+                "billing",
+                &member,
+                generation,
+                &[(tp.clone(), offset(60))],
+                9_200
+            )
+            .is_ok());
+        assert_eq!(
+            next.fetch("billing", &[tp.clone()]).unwrap(),
+            [(tp, offset(50))]
+        );
+        let (fresh, _) = next.group("billing").unwrap().join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(9_300),
+        );
+        assert_ne!(fresh, member, "a new member's id is not a restored one's");
     }
 }

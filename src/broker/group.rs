@@ -391,7 +391,9 @@ impl Group {
                 awaiting_sync: false,
             };
             group.members.insert(m.member.clone(), member);
-            group.assignment.insert(m.member.clone(), m.assignment.clone());
+            group
+                .assignment
+                .insert(m.member.clone(), m.assignment.clone());
         }
         // New ids must not repeat a restored member's (`<client>-<n>`).
         group.members_created = stored
@@ -561,7 +563,10 @@ mod tests {
     fn two_members() -> (Group, Vec<(MemberId, Joined)>) {
         let mut group = Group::new(DELAY);
         assert!(group.join(request(None, "consumer-1"), at(0)).1.is_empty());
-        assert!(group.join(request(None, "consumer-2"), at(100)).1.is_empty());
+        assert!(group
+            .join(request(None, "consumer-2"), at(100))
+            .1
+            .is_empty());
         assert_eq!(group.state(), State::PreparingRebalance);
         // The second member's join delays the phase again: 3 s after it, not the first.
         assert!(
@@ -647,7 +652,11 @@ mod tests {
             Ok(()),
             "commits go on while preparing"
         );
-        let rejoined = joined(&group.join(request(Some(&leader), "consumer-1"), at(14_010)).1);
+        let rejoined = joined(
+            &group
+                .join(request(Some(&leader), "consumer-1"), at(14_010))
+                .1,
+        );
         assert_eq!(rejoined.len(), 1, "everyone is in: no wait");
         assert_eq!(rejoined[0].1.generation, 2);
         assert_eq!(
@@ -672,7 +681,12 @@ mod tests {
         // A third consumer arrives: a rebalance, which the follower (stuck in a long
         // poll, heartbeating) does not rejoin within the leader's rebalance timeout.
         assert!(joined(&group.join(request(None, "consumer-3"), at(5_000)).1).is_empty());
-        assert!(joined(&group.join(request(Some(&leader), "consumer-1"), at(5_100)).1).is_empty());
+        assert!(joined(
+            &group
+                .join(request(Some(&leader), "consumer-1"), at(5_100))
+                .1
+        )
+        .is_empty());
         // Its heartbeat thread goes on (KIP-62), so its session does not expire.
         for t in (6_000..35_000).step_by(3_000) {
             assert_eq!(
@@ -702,7 +716,11 @@ mod tests {
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
         group.sync(&follower, 1, None, at(3_110));
         group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
-        let again = joined(&group.join(request(Some(&follower), "consumer-2"), at(4_000)).1);
+        let again = joined(
+            &group
+                .join(request(Some(&follower), "consumer-2"), at(4_000))
+                .1,
+        );
         assert_eq!(again.len(), 1);
         assert_eq!((again[0].1.generation, group.state()), (1, State::Stable));
         let Answer::Join { result, .. } = &group.join(request(Some("nobody"), "x"), at(4_100)).1[0]

@@ -251,31 +251,31 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
                 .answer_for(&join.group, &member, Awaiting::Join, answers)
                 .await
             {
-                Some(Answer::Join { member, result }) => {
-                    Response::JoinGroup(match result {
-                        Ok(joined) => JoinGroupResponse {
-                            error: None,
-                            generation: joined.generation,
-                            member,
-                            leader: joined.leader,
-                            members: joined.members,
-                        },
-                        Err(error) => JoinGroupResponse {
-                            error: Some(error.into()),
-                            generation: -1,
-                            member,
-                            leader: String::new(),
-                            members: Vec::new(),
-                        },
-                    })
-                }
+                Some(Answer::Join { member, result }) => Response::JoinGroup(match result {
+                    Ok(joined) => JoinGroupResponse {
+                        error: None,
+                        generation: joined.generation,
+                        member,
+                        leader: joined.leader,
+                        members: joined.members,
+                    },
+                    Err(error) => JoinGroupResponse {
+                        error: Some(error.into()),
+                        generation: -1,
+                        member,
+                        leader: String::new(),
+                        members: Vec::new(),
+                    },
+                }),
                 _ => refuse(&request, ErrorCode::NotCoordinator),
             }
         }
         Request::SyncGroup(ref sync) => {
-            let synced = groups.coordinator.borrow_mut().group(&sync.group).map(|g| {
-                g.sync(&sync.member, sync.generation, sync.assignment.clone(), now)
-            });
+            let synced = groups
+                .coordinator
+                .borrow_mut()
+                .group(&sync.group)
+                .map(|g| g.sync(&sync.member, sync.generation, sync.assignment.clone(), now));
             let answers = match synced {
                 Ok(answers) => answers,
                 Err(error) => return refuse(&request, error),
@@ -289,11 +289,16 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
                 // member hears of it, as Kafka's `storeGroup`; if that fails, the members
                 // waiting hear NOT_COORDINATOR and rejoin.
                 if let Err(error) = store_group(rm, groups, &sync.group).await {
-                    groups.waiting.borrow_mut().retain(|(group, member, awaiting), _| {
-                        !(group == &sync.group
-                            && *awaiting == Awaiting::Sync
-                            && answers.iter().any(|a| matches!(a, Answer::Sync { member: m, .. } if m == member)))
-                    });
+                    groups
+                        .waiting
+                        .borrow_mut()
+                        .retain(|(group, member, awaiting), _| {
+                            !(group == &sync.group
+                                && *awaiting == Awaiting::Sync
+                                && answers.iter().any(
+                                    |a| matches!(a, Answer::Sync { member: m, .. } if m == member),
+                                ))
+                        });
                     return refuse(&request, error);
                 }
             }
@@ -434,9 +439,7 @@ fn commit_error(error: ErrorCode) -> ErrorCode {
         | ErrorCode::NotEnoughReplicas
         | ErrorCode::NotEnoughReplicasAfterAppend
         | ErrorCode::RequestTimedOut => ErrorCode::CoordinatorNotAvailable,
-        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => {
-            ErrorCode::NotCoordinator
-        }
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
         _ => ErrorCode::UnknownServerError,
     }
 }

@@ -142,8 +142,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     }
     let server = rm.clone();
     tokio::task::spawn_local(async move {
-        let handler =
-            move |request, _peer| server::handle(server.clone(), groups.clone(), request);
+        let handler = move |request, _peer| server::handle(server.clone(), groups.clone(), request);
         if let Err(e) = crate::protocol::frame::serve(handler).await {
             tracing::error!(error = %e, "cannot listen");
         }

@@ -13,9 +13,10 @@
 
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
-use crate::config::{ConsumerConfig, OffsetReset};
-use crate::history::{History, Op};
 use crate::config::Commit;
+use crate::config::{ConsumerConfig, OffsetReset};
+use crate::history::final_state::ReadRecord;
+use crate::history::{History, Op};
 use crate::os::clock::{self, SimTime};
 use crate::protocol::fetch_session::FINAL_EPOCH;
 use crate::protocol::frame::Connection;
@@ -24,7 +25,6 @@ use crate::protocol::messages::{
     Request, Response,
 };
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
-use crate::history::final_state::ReadRecord;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
@@ -61,7 +61,8 @@ pub struct GroupSpec {
 }
 
 /// Each partition's last report from its owner: the position it has processed up to,
-/// the HW its last fetch saw, and when. Shared with the runner, outside the hosts.
+/// the HW its last fetch answer carried, and when that answer came. Shared with the
+/// runner, outside the hosts.
 pub type GroupProgress = Rc<RefCell<BTreeMap<TopicPartition, (Offset, Offset, SimTime)>>>;
 
 /// Where the consumer is in one partition.
@@ -76,25 +77,32 @@ pub(crate) struct Position {
     /// A group member's: records fetched and not yet polled, with the leader epoch of
     /// their batch.
     pub fetched: VecDeque<(ReadRecord, Epoch)>,
-    /// The high watermark the last fetch answer carried.
+    /// The high watermark the last fetch answer carried, and when it came.
     pub high_watermark: Offset,
+    pub high_watermark_at: SimTime,
     /// A group member's position was out of range with `auto.offset.reset = "none"`: it
     /// is not fetched again (Kafka's poll throws, and the application must decide).
     pub stuck: bool,
     /// A group member's position was out of range here: it waits, unfetched, for the
     /// member to look up where `auto.offset.reset` puts it (ListOffsets).
     pub reset_from: Option<Offset>,
+    /// Which placement of the partition this is: a member may be given a partition back
+    /// while a fetch for its previous placement is in flight, whose answer must not move
+    /// the new one.
+    pub placed: u64,
 }
 
 impl Position {
-    pub fn new(fetch: FetchPosition) -> Position {
+    pub fn new(fetch: FetchPosition, placed: u64) -> Position {
         Position {
+            placed,
             fetch,
             validated: None,
             in_flight: false,
             delayed_until: None,
             fetched: VecDeque::new(),
             high_watermark: Offset::NONE,
+            high_watermark_at: SimTime::ZERO,
             stuck: false,
             reset_from: None,
         }
@@ -148,7 +156,7 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
     tracing::info!(consumer = ctx.index, "consumer started");
     let positions = (0..ctx.partitions)
         .map(|p| {
-            let position = Position::new(FetchPosition::new(Offset(0)));
+            let position = Position::new(FetchPosition::new(Offset(0)), 0);
             (TopicPartition::new(ctx.topic.clone(), p), position)
         })
         .collect();
@@ -217,6 +225,26 @@ async fn refresh_metadata(consumer: Rc<Consumer>) {
 struct Ask {
     tp: TopicPartition,
     epoch: Epoch,
+    placed: u64,
+}
+
+impl Ask {
+    /// The position this ask was taken from, if the partition still has it.
+    fn position<'p>(
+        &self,
+        positions: &'p BTreeMap<TopicPartition, Position>,
+    ) -> Option<&'p Position> {
+        positions.get(&self.tp).filter(|p| p.placed == self.placed)
+    }
+
+    fn position_mut<'p>(
+        &self,
+        positions: &'p mut BTreeMap<TopicPartition, Position>,
+    ) -> Option<&'p mut Position> {
+        positions
+            .get_mut(&self.tp)
+            .filter(|p| p.placed == self.placed)
+    }
 }
 
 /// The partitions `broker` leads that may be fetched now, marked in flight.
@@ -235,6 +263,7 @@ fn take_led(consumer: &Consumer, broker: BrokerId) -> Vec<Ask> {
                 Ask {
                     tp: tp.clone(),
                     epoch,
+                    placed: position.placed,
                 }
             })
         })
@@ -244,7 +273,7 @@ fn take_led(consumer: &Consumer, broker: BrokerId) -> Vec<Ask> {
 fn release(consumer: &Consumer, asks: &[Ask]) {
     let mut positions = consumer.positions.borrow_mut();
     for ask in asks {
-        if let Some(position) = positions.get_mut(&ask.tp) {
+        if let Some(position) = ask.position_mut(&mut positions) {
             position.in_flight = false;
         }
     }
@@ -272,7 +301,8 @@ async fn fetch_from(consumer: Rc<Consumer>, broker: BrokerId) {
             consumer.back_off(&asks);
             continue;
         };
-        let asks = validate(&consumer, conn, asks).await;
+        let mut asks = validate(&consumer, conn, asks).await;
+        asks.retain(|ask| ask.position(&consumer.positions.borrow()).is_some());
         if !asks.is_empty() {
             fetch_round(&consumer, conn, &asks).await;
         }
@@ -288,7 +318,9 @@ async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<As
     for ask in asks {
         let last_fetched_epoch = {
             let positions = consumer.positions.borrow();
-            let position = &positions[&ask.tp];
+            let Some(position) = ask.position(&positions) else {
+                continue;
+            };
             if position.validated == Some(ask.epoch) {
                 ready.push(ask);
                 continue;
@@ -314,14 +346,14 @@ async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<As
                 continue;
             };
             let mut positions = consumer.positions.borrow_mut();
-            if let Some(to) = positions
-                .get_mut(&ask.tp)
+            if let Some(to) = ask
+                .position_mut(&mut positions)
                 .and_then(|p| p.fetch.validate(end))
             {
                 tracing::debug!(tp = %ask.tp, consumer = consumer.ctx.index, to = to.0, "consumer position truncated");
             }
         }
-        if let Some(position) = consumer.positions.borrow_mut().get_mut(&ask.tp) {
+        if let Some(position) = ask.position_mut(&mut consumer.positions.borrow_mut()) {
             position.validated = Some(ask.epoch);
         }
         ready.push(ask);
@@ -336,7 +368,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
         let positions = consumer.positions.borrow();
         asks.iter()
             .map(|ask| {
-                let position = &positions[&ask.tp].fetch;
+                let position = &ask.position(&positions).expect("kept by fetch_from").fetch;
                 FetchPartition {
                     tp: ask.tp.clone(),
                     fetch_offset: position.offset,
@@ -365,22 +397,24 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     };
     for (ask, answer) in asks.iter().zip(&response.partitions) {
         if answer.tp == ask.tp {
-            apply(consumer, &ask.tp, answer);
+            apply(consumer, ask, answer);
         }
     }
 }
 
 /// Move the partition's position by the leader's answer, recording what was read (and,
 /// for a group member, keeping it for the member's poll).
-fn apply(consumer: &Consumer, tp: &TopicPartition, answer: &FetchedPartition) {
+fn apply(consumer: &Consumer, ask: &Ask, answer: &FetchedPartition) {
     let ctx = &consumer.ctx;
+    let tp = &ask.tp;
     let member = ctx.group.is_some();
-    let outcome = match consumer.positions.borrow_mut().get_mut(tp) {
+    let outcome = match ask.position_mut(&mut consumer.positions.borrow_mut()) {
         Some(position) => {
             let from = position.fetch.offset;
             let outcome = position.fetch.apply(answer);
             if answer.error.is_none() {
                 position.high_watermark = answer.high_watermark;
+                position.high_watermark_at = clock::now();
             }
             if member {
                 member_outcome(consumer, tp, position, from, &outcome);

@@ -58,6 +58,8 @@ struct Member {
     /// acts on it.
     rejoin: Cell<Option<ErrorCode>>,
     last_poll: Cell<SimTime>,
+    /// Partitions placed so far, to tell a placement from the one before.
+    placements: Cell<u64>,
     /// Each subscribed topic's partition count, for the leader's assignment.
     partitions: BTreeMap<String, u32>,
 }
@@ -79,7 +81,11 @@ impl Member {
             positions.remove(tp);
             consumed.remove(tp);
         }
-        tracing::info!(consumer = self.ctx().index, partitions = revoked.len(), "partitions revoked");
+        tracing::info!(
+            consumer = self.ctx().index,
+            partitions = revoked.len(),
+            "partitions revoked"
+        );
     }
 }
 
@@ -107,6 +113,7 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         consumed: RefCell::default(),
         rejoin: Cell::new(None),
         last_poll: Cell::new(clock::now()),
+        placements: Cell::new(0),
         partitions,
     });
     let heartbeat = tokio::task::spawn_local(heartbeat_thread(member.clone()));
@@ -204,7 +211,10 @@ async fn reset_positions(m: &Member) {
             continue;
         };
         let mut positions = m.consumer.positions.borrow_mut();
-        let Some(position) = positions.get_mut(&tp).filter(|p| p.reset_from == Some(from)) else {
+        let Some(position) = positions
+            .get_mut(&tp)
+            .filter(|p| p.reset_from == Some(from))
+        else {
             continue;
         };
         position.fetch = FetchPosition::new(to);
@@ -258,13 +268,13 @@ fn take_records(m: &Member, max: usize) -> Vec<(TopicPartition, ReadRecord)> {
 
 /// Tell the runner how far each owned partition with nothing left to process has got.
 fn report_progress(m: &Member) {
-    let now = clock::now();
     let positions = m.consumer.positions.borrow();
     let consumed = m.consumed.borrow();
     let mut progress = m.spec.progress.borrow_mut();
     for (tp, position) in positions.iter().filter(|(_, p)| p.fetched.is_empty()) {
         if let Some(at) = consumed.get(tp) {
-            progress.insert(tp.clone(), (at.offset, position.high_watermark, now));
+            let seen = (position.high_watermark, position.high_watermark_at);
+            progress.insert(tp.clone(), (at.offset, seen.0, seen.1));
         }
     }
 }
@@ -388,7 +398,9 @@ async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
                 (offset.map(FetchPosition::new), false)
             }
         };
-        let mut position = Position::new(fetch.unwrap_or(FetchPosition::new(Offset(0))));
+        m.placements.set(m.placements.get() + 1);
+        let fetch_at = fetch.unwrap_or(FetchPosition::new(Offset(0)));
+        let mut position = Position::new(fetch_at, m.placements.get());
         match fetch {
             Some(fetch) => {
                 tracing::info!(consumer = ctx.index, %tp, offset = fetch.offset.0, committed = from_commit, "resuming partition");
@@ -416,7 +428,11 @@ async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
     // As Kafka's fetcher: a position whose leader is not known asks for metadata.
     let leaderless = {
         let metadata = m.consumer.metadata.borrow();
-        m.consumer.positions.borrow().keys().any(|tp| metadata.leader(tp).is_none())
+        m.consumer
+            .positions
+            .borrow()
+            .keys()
+            .any(|tp| metadata.leader(tp).is_none())
     };
     if leaderless {
         m.consumer.want_metadata();
@@ -506,7 +522,8 @@ async fn commit_sync(m: &Member, link: &mut Link) -> bool {
                 error: Some(ErrorCode::CoordinatorLoadInProgress),
             }) => {}
             Some(Response::OffsetCommit {
-                error: Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
+                error:
+                    Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
             }) => {
                 m.membership.borrow_mut().heartbeat_answered(Some(error));
             }
@@ -535,7 +552,8 @@ async fn commit_async(m: Rc<Member>, offsets: BTreeMap<TopicPartition, Committed
     let coordinator = m.membership.borrow().coordinator();
     let request = commit_request(&m, &offsets);
     let mut link = Link::default();
-    let answer = call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms).await;
+    let answer =
+        call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms).await;
     if let Some(Response::OffsetCommit { error: None }) = answer {
         committed(&m, &offsets);
     }
@@ -581,7 +599,10 @@ async fn find_coordinator(m: &Member, link: &mut Link) {
         let request = Request::FindCoordinator {
             group: m.spec.name.clone(),
         };
-        let found = match link.call(BrokerId(broker), &request, config.request_timeout_ms).await {
+        let found = match link
+            .call(BrokerId(broker), &request, config.request_timeout_ms)
+            .await
+        {
             Some(Response::FindCoordinator { coordinator, .. }) => coordinator,
             _ => None,
         };
@@ -628,7 +649,11 @@ async fn heartbeat_thread(m: Rc<Member>) {
                 {
                     Some(Response::Heartbeat { error: None }) => {}
                     Some(Response::Heartbeat {
-                        error: Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
+                        error:
+                            Some(
+                                error @ (ErrorCode::NotCoordinator
+                                | ErrorCode::CoordinatorNotAvailable),
+                            ),
                     }) => {
                         m.membership.borrow_mut().heartbeat_answered(Some(error));
                     }
@@ -653,7 +678,10 @@ async fn heartbeat_thread(m: Rc<Member>) {
 /// polls again.
 async fn leave_group(m: &Member, link: &mut Link) {
     let config = &m.ctx().config;
-    tracing::info!(consumer = m.ctx().index, "max.poll.interval.ms passed without a poll: leaving the group");
+    tracing::info!(
+        consumer = m.ctx().index,
+        "max.poll.interval.ms passed without a poll: leaving the group"
+    );
     let (request, coordinator) = {
         let membership = m.membership.borrow();
         let request = Request::LeaveGroup {

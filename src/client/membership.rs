@@ -223,7 +223,8 @@ impl Membership {
                 // Kafka's consumer keeps its partitions while it looks: a new coordinator
                 // that still has the generation takes its heartbeats.
                 // Asked again while still looking, it keeps what it was looking for.
-                self.resume = self.phase == Phase::Stable || (self.phase == Phase::Finding && self.resume);
+                self.resume =
+                    self.phase == Phase::Stable || (self.phase == Phase::Finding && self.resume);
                 self.coordinator = None;
                 self.phase = Phase::Finding;
                 return Change::None;
@@ -372,8 +373,16 @@ mod tests {
         m.timed_out();
         m.timed_out();
         assert_eq!(m.phase(), &Phase::Finding);
-        assert_eq!(m.identity().1, generation, "commits still carry the generation");
+        assert_eq!(
+            m.identity().1,
+            generation,
+            "commits still carry the generation"
+        );
         m.found(Some(BrokerId(3)), at(20));
-        assert_eq!(m.phase(), &Phase::Stable, "heartbeats go on in the generation");
+        assert_eq!(
+            m.phase(),
+            &Phase::Stable,
+            "heartbeats go on in the generation"
+        );
     }
 }

@@ -18,7 +18,7 @@ pub mod producer;
 
 pub use budget::SendBudget;
 pub use consumer::{run_consumer, ConsumerContext, GroupProgress, GroupSpec};
-pub use member::run_member;
 pub use final_read::{final_read, LeaderOf, PartitionRead};
+pub use member::run_member;
 pub use partitioner::{murmur2, partition_for_key};
 pub use producer::{run_producer, ProducerContext};

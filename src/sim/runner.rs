@@ -318,7 +318,13 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
     }
     let group = match &settings.workload.group {
         Some(name) => {
-            let caught_up = consume(&mut world, settings, &progress, &harness.view, &mut timeline)?;
+            let caught_up = consume(
+                &mut world,
+                settings,
+                &progress,
+                &harness.view,
+                &mut timeline,
+            )?;
             Some(GroupFinal {
                 name: name.clone(),
                 caught_up,
@@ -340,7 +346,7 @@ fn simulate(variant: &Variant, seed: u64, options: &RunOptions) -> Result<Simula
 }
 
 /// The consume phase of a run with a group: the members go on until each partition's
-/// owner has processed up to the HW its fetches see, reported after the phase began, or
+/// owner has processed up to the HW of a fetch answered after the phase began, or
 /// until `session.timeout.ms` + [`CONSUME_LIMIT`] have passed (time for a dead member's
 /// session to expire and the group to rebalance). Returns whether they caught up.
 fn consume(
@@ -364,7 +370,9 @@ fn consume(
         (0..partitions).all(|p| {
             progress
                 .get(&TopicPartition::new(topic.as_str(), p))
-                .is_some_and(|&(processed, hw, at)| at >= began && hw >= Offset(0) && processed >= hw)
+                .is_some_and(|&(processed, hw, at)| {
+                    at >= began && hw >= Offset(0) && processed >= hw
+                })
         })
     };
     while !caught_up() {

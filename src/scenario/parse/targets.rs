@@ -169,9 +169,9 @@ pub(super) fn check_target(
         Target::List(list) => list
             .iter()
             .try_for_each(|t| check_target(t, settings, needs_disk)),
-        Target::Coordinator if settings.workload.group.is_none() => Err(
-            "`coordinator` is a group's coordinator: [workload] has no `group`".to_owned(),
-        ),
+        Target::Coordinator if settings.workload.group.is_none() => {
+            Err("`coordinator` is a group's coordinator: [workload] has no `group`".to_owned())
+        }
         _ => Ok(()),
     }
 }
