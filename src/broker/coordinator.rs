@@ -426,7 +426,7 @@ mod tests {
             )
             .is_ok());
         assert_eq!(
-            next.fetch("billing", &[tp.clone()]).unwrap(),
+            next.fetch("billing", std::slice::from_ref(&tp)).unwrap(),
             [(tp, offset(50))]
         );
         let (fresh, _) = next.group("billing").unwrap().join(

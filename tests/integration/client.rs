@@ -387,6 +387,7 @@ fn consumer_records_what_it_reads_below_the_high_watermark() {
         partitions: 1,
         brokers: 1,
         history: history.clone(),
+        group: None,
     };
     sim.client("consumer-1", async move {
         // A consumer never stops by itself.
@@ -514,6 +515,7 @@ fn consume(
         partitions,
         brokers: 1,
         history: history.clone(),
+        group: None,
     };
     sim.client("consumer-1", async move {
         let _ = tokio::time::timeout(run_for, run_consumer(ctx)).await;
