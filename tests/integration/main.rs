@@ -13,6 +13,7 @@ mod check;
 mod client;
 mod controller;
 mod docs;
+mod groups;
 mod lab;
 mod layers;
 mod mutations;

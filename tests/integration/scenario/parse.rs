@@ -742,7 +742,7 @@ fn unknown_fault_targets() {
     );
     assert_error(
         &fault("\"leader-orders\""),
-        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>",
+        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, coordinator, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>",
     );
     let rf1 = MINIMAL.replace("replication_factor = 3", "replication_factor = 1");
     assert_error(
@@ -756,6 +756,10 @@ fn unknown_fault_targets() {
             "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"disk-full\"\ntarget = \"producer-1\"\n"
         ),
         "s.toml:8:10: `producer-1` has no disk: disk faults apply to brokers and the controller",
+    );
+    assert_error(
+        &fault("\"coordinator\""),
+        "s.toml:8:10: `coordinator` is a group's coordinator: [workload] has no `group`",
     );
 }
 
@@ -1237,6 +1241,13 @@ fn consumer_group_keys_and_their_rules() {
     assert!(err(&format!("{MINIMAL}[workload]\ngroup = \"g\"\n"))
         .to_string()
         .contains("group `g` has no members"));
+    assert_eq!(
+        err(&format!(
+            "{MINIMAL}[broker]\n\"offsets.topic.replication.factor\" = 4\n{group}"
+        ))
+        .to_string(),
+        "s.toml:6:38: group `billing` needs __consumer_offsets with `offsets.topic.replication.factor` = 4 replicas, more than the 3 brokers: lower it or add brokers"
+    );
     assert!(err(&format!("{MINIMAL}{group}commit = \"sometimes\"\n"))
         .to_string()
         .contains("expected \"auto\", \"before-processing\" or \"after-processing\""));
