@@ -14,7 +14,7 @@
 use crate::client::fetch::{FetchOutcome, FetchPosition};
 use crate::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::config::Commit;
-use crate::config::{ConsumerConfig, OffsetReset};
+use crate::config::{Bugs, ConsumerConfig, OffsetReset};
 use crate::history::final_state::ReadRecord;
 use crate::history::{History, Op};
 use crate::os::clock::{self, SimTime};
@@ -58,6 +58,8 @@ pub struct GroupSpec {
     pub processing: std::time::Duration,
     /// Where the members say how far they got, for the runner's consume phase.
     pub progress: GroupProgress,
+    /// Bugs a mutation test injected (none in any real run).
+    pub bugs: Bugs,
 }
 
 /// Each partition's last report from its owner: the position it has processed up to,

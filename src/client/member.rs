@@ -160,7 +160,7 @@ async fn poll_loop(m: Rc<Member>) {
         ensure_active(&m, &mut link).await;
         if m.spec.commit == Commit::Auto && clock::now() >= next_auto_commit {
             next_auto_commit = clock::now() + config.auto_commit_interval_ms;
-            let offsets = m.consumed.borrow().clone();
+            let offsets = to_commit(&m);
             tokio::task::spawn_local(commit_async(m.clone(), offsets));
         }
         reset_positions(&m).await;
@@ -495,12 +495,34 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
     None
 }
 
+/// What a commit sends: each owned partition's consumed position.
+fn to_commit(m: &Member) -> BTreeMap<TopicPartition, CommittedOffset> {
+    if !m.spec.bugs.commit_fetch_position {
+        return m.consumed.borrow().clone();
+    }
+    m.consumer
+        .positions
+        .borrow()
+        .iter()
+        .map(|(tp, p)| {
+            let epoch = p.fetch.last_fetched_epoch.unwrap_or(Epoch::NONE);
+            (
+                tp.clone(),
+                CommittedOffset {
+                    offset: p.fetch.offset,
+                    leader_epoch: epoch,
+                },
+            )
+        })
+        .collect()
+}
+
 /// `commitSync` of every owned partition's consumed position: retried on the retriable
 /// errors (the coordinator moved or cannot take it yet) until the API timeout; refused
 /// by the group (another generation, an unknown member, a rebalance), it fails and the
 /// member rejoins at its next poll. Returns whether the commit was acknowledged.
 async fn commit_sync(m: &Member, link: &mut Link) -> bool {
-    let offsets = m.consumed.borrow().clone();
+    let offsets = to_commit(m);
     let config = m.ctx().config.clone();
     let deadline = clock::now() + API_TIMEOUT;
     while clock::now() < deadline {

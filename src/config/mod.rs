@@ -416,6 +416,9 @@ pub struct Bugs {
     pub keep_fenced_in_isr: bool,
     /// fsync reports success without making anything durable.
     pub fsync_returns_early: bool,
+    /// A group member commits its fetch position, past records fetched and not yet
+    /// processed, instead of the position after the last record it processed.
+    pub commit_fetch_position: bool,
 }
 
 /// `[workload] commit`: when a group member commits what it polled.

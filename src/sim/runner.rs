@@ -580,6 +580,7 @@ fn add_clients(
                 commit: workload.commit,
                 processing: workload.processing,
                 progress: progress.clone(),
+                bugs: settings.bugs,
             }),
         };
         world.add_host(HostName::Consumer(n), None, move || {

@@ -190,3 +190,13 @@ fn an_fsync_that_returns_before_the_data_is_durable_loses_acknowledged_messages(
     let flushed = variant("fsync-vs-os-flusher.toml", "flush-every-message");
     caught(&flushed, bugs, &[Count::Lost]);
 }
+
+#[test]
+fn a_member_that_commits_its_fetch_position_leaves_records_unprocessed() {
+    let bugs = Bugs {
+        commit_fetch_position: true,
+        ..Bugs::default()
+    };
+    let after = variant("consumer-commits.toml", "after-processing");
+    caught(&after, bugs, &[Count::Unprocessed]);
+}
