@@ -205,12 +205,13 @@ fn host_lanes(t: &Timeline, end: u64) -> Vec<HostLane> {
         .collect()
 }
 
-/// The partitions in order, each with its leadership split where its leader's host went
-/// down or came back.
+/// The partitions in order, the workload's topics before the internal `__consumer_offsets`
+/// (which would otherwise sort first), each with its leadership split where its leader's
+/// host went down or came back.
 fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<PartitionLanes> {
     let t = input.timeline;
     let mut tps: Vec<&TopicPartition> = t.leadership.iter().map(|c| &c.tp).collect();
-    tps.sort();
+    tps.sort_by_key(|tp| (tp.topic.starts_with("__"), *tp));
     tps.dedup();
     tps.into_iter()
         .map(|tp| {
