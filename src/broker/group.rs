@@ -110,6 +110,12 @@ struct Member {
     awaiting_sync: bool,
 }
 
+impl Member {
+    fn waiting(&self) -> bool {
+        self.awaiting_join || self.awaiting_sync
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Group {
     state: State,
@@ -304,13 +310,13 @@ impl Group {
     }
 
     /// Expire members not heard from within their session timeout and end a join phase
-    /// whose deadline passed. Members waiting on their join answer are not expired: the
-    /// join deadline governs them.
+    /// whose deadline passed. Members waiting on their join or sync answer are not
+    /// expired (Kafka's `hasSatisfiedHeartbeat`): the rebalance governs them.
     pub fn tick(&mut self, now: SimTime) -> Vec<Answer> {
         let expired: Vec<MemberId> = self
             .members
             .iter()
-            .filter(|(_, m)| !m.awaiting_join && now >= m.last_heard + m.session_timeout)
+            .filter(|(_, m)| !m.waiting() && now >= m.last_heard + m.session_timeout)
             .map(|(id, _)| id.clone())
             .collect();
         if expired.is_empty() {
@@ -329,7 +335,7 @@ impl Group {
         let sessions = self
             .members
             .values()
-            .filter(|m| !m.awaiting_join)
+            .filter(|m| !m.waiting())
             .map(|m| m.last_heard + m.session_timeout);
         let join = (self.state == State::PreparingRebalance).then_some(self.join_deadline);
         sessions.chain(join).min().unwrap_or(SimTime::LAST)

@@ -11,7 +11,7 @@
 //!   resumes at the group's committed offset (validated against its leader epoch, KIP-320)
 //!   or, with none, where `auto.offset.reset` puts it;
 //! - `commit = "auto"` commits the positions of the records already polled from within the
-//!   poll every `auto.commit.interval.ms` (asynchronously) and before rejoining
+//!   poll every `auto.commit.interval.ms` (once, unretried) and before rejoining
 //!   (synchronously); the two `commitSync` modes commit a poll's positions before or after
 //!   processing its records, retrying only the retriable errors; a commit that fails
 //!   otherwise is the application's `CommitFailedException`: before processing, the
@@ -57,6 +57,11 @@ struct Member {
     /// An answer that means rejoin, from the heartbeat thread or a commit: the next poll
     /// acts on it.
     rejoin: Cell<Option<ErrorCode>>,
+    /// Assigned partitions whose committed offsets could not be fetched yet: the next
+    /// poll asks again (Kafka's `refreshCommittedOffsetsIfNeeded`).
+    unplaced: RefCell<Vec<TopicPartition>>,
+    /// Where the next poll starts taking records, so that no partition starves.
+    next_first: Cell<usize>,
     last_poll: Cell<SimTime>,
     /// Partitions placed so far, to tell a placement from the one before.
     placements: Cell<u64>,
@@ -73,14 +78,31 @@ impl Member {
         self.ctx().history.record(&self.consumer.process, op);
     }
 
-    /// The partitions were revoked: stop fetching them and forget their positions.
+    /// An answer to a request sent in `generation` says rejoin: the next poll does, unless
+    /// the member has moved on from that generation since (Kafka compares the generation
+    /// the request was sent in).
+    fn request_rejoin(&self, error: ErrorCode, generation: i32) {
+        let current = self.membership.borrow().identity().1;
+        if generation == current && self.rejoin.get().is_none() {
+            tracing::info!(consumer = self.ctx().index, %error, "rejoin needed");
+            self.rejoin.set(Some(error));
+        }
+    }
+
+    /// The partitions were revoked: stop fetching them and forget their positions (and
+    /// their progress: the next owner reports its own).
     fn revoke(&self, revoked: &[TopicPartition]) {
         let mut positions = self.consumer.positions.borrow_mut();
         let mut consumed = self.consumed.borrow_mut();
+        let mut progress = self.spec.progress.borrow_mut();
         for tp in revoked {
             positions.remove(tp);
             consumed.remove(tp);
+            progress.remove(tp);
         }
+        self.unplaced
+            .borrow_mut()
+            .retain(|tp| !revoked.contains(tp));
         tracing::info!(
             consumer = self.ctx().index,
             partitions = revoked.len(),
@@ -112,6 +134,8 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         membership: RefCell::new(membership),
         consumed: RefCell::default(),
         rejoin: Cell::new(None),
+        unplaced: RefCell::default(),
+        next_first: Cell::new(0),
         last_poll: Cell::new(clock::now()),
         placements: Cell::new(0),
         partitions,
@@ -158,10 +182,13 @@ async fn poll_loop(m: Rc<Member>) {
     loop {
         m.last_poll.set(clock::now());
         ensure_active(&m, &mut link).await;
+        let unplaced = std::mem::take(&mut *m.unplaced.borrow_mut());
+        if !unplaced.is_empty() {
+            install(&m, &mut link, unplaced).await;
+        }
         if m.spec.commit == Commit::Auto && clock::now() >= next_auto_commit {
             next_auto_commit = clock::now() + config.auto_commit_interval_ms;
-            let offsets = to_commit(&m);
-            tokio::task::spawn_local(commit_async(m.clone(), offsets));
+            commit_once(&m, &mut link).await;
         }
         reset_positions(&m).await;
         let polled = take_records(&m, config.max_poll_records as usize);
@@ -192,8 +219,10 @@ async fn poll_loop(m: Rc<Member>) {
     }
 }
 
-/// Move every position found out of range where `auto.offset.reset` says, looked up with
-/// ListOffsets at the leader (Kafka's `resetPositionsIfNeeded`, from within poll).
+/// Place every position waiting for `auto.offset.reset`: one with no committed offset,
+/// or one found out of range, looked up with ListOffsets at the leader (Kafka's
+/// `resetPositionsIfNeeded`, from within poll); one whose lookup fails waits for the next
+/// poll.
 async fn reset_positions(m: &Member) {
     let pending: Vec<(TopicPartition, Offset)> = m
         .consumer
@@ -206,6 +235,7 @@ async fn reset_positions(m: &Member) {
         OffsetReset::Earliest => OffsetSpec::Earliest,
         _ => OffsetSpec::Latest,
     };
+    let index = m.ctx().index;
     for (tp, from) in pending {
         let Some(to) = list_offset(m, &tp, spec).await else {
             continue;
@@ -220,13 +250,24 @@ async fn reset_positions(m: &Member) {
         position.fetch = FetchPosition::new(to);
         position.reset_from = None;
         drop(positions);
-        tracing::info!(consumer = m.ctx().index, %tp, from = from.0, to = to.0, "position reset");
-        m.record(Op::Reset {
-            consumer: m.ctx().index,
-            tp: tp.clone(),
-            from,
-            to,
-        });
+        let reset = m.ctx().config.auto_offset_reset.name();
+        if from == Offset::NONE {
+            tracing::info!(consumer = index, %tp, offset = to.0, reset, "no committed offset: starting where auto.offset.reset puts it");
+            m.record(Op::Resume {
+                consumer: index,
+                tp: tp.clone(),
+                offset: to,
+                committed: false,
+            });
+        } else {
+            tracing::info!(consumer = index, %tp, from = from.0, to = to.0, reset, "position reset");
+            m.record(Op::Reset {
+                consumer: index,
+                tp: tp.clone(),
+                from,
+                to,
+            });
+        }
         m.consumed.borrow_mut().insert(
             tp,
             CommittedOffset {
@@ -244,7 +285,16 @@ fn take_records(m: &Member, max: usize) -> Vec<(TopicPartition, ReadRecord)> {
     let mut out = Vec::new();
     let mut positions = m.consumer.positions.borrow_mut();
     let mut consumed = m.consumed.borrow_mut();
-    for (tp, position) in positions.iter_mut() {
+    // Starting one partition further each poll: Kafka serves partitions in the order their
+    // fetches completed, so a busy partition cannot hold the others back.
+    let count = positions.len().max(1);
+    let first = m.next_first.get() % count;
+    m.next_first.set(first + 1);
+    let (before, after): (Vec<_>, Vec<_>) = positions
+        .iter_mut()
+        .enumerate()
+        .partition(|(i, _)| *i < first);
+    for (tp, position) in after.into_iter().chain(before).map(|(_, p)| p) {
         while out.len() < max {
             let Some((record, epoch)) = position.fetched.pop_front() else {
                 break;
@@ -286,8 +336,9 @@ async fn ensure_active(m: &Member, link: &mut Link) {
     if let Some(error) = m.rejoin.take() {
         if m.spec.commit == Commit::Auto {
             // onJoinPrepare: an auto-committing member commits before it gives up its
-            // partitions.
+            // partitions (refused if the generation is gone: it rejoins anyway).
             commit_sync(m, link).await;
+            m.rejoin.set(None);
         }
         let change = m.membership.borrow_mut().heartbeat_answered(Some(error));
         if let Change::Revoked(revoked) = change {
@@ -298,7 +349,10 @@ async fn ensure_active(m: &Member, link: &mut Link) {
     loop {
         let request = {
             let mut membership = m.membership.borrow_mut();
-            if *membership.phase() == Phase::Stable {
+            // A member still in its generation, looking for a moved coordinator, polls on:
+            // the heartbeat thread looks.
+            let looking = *membership.phase() == Phase::Finding && membership.identity().1 >= 0;
+            if *membership.phase() == Phase::Stable || looking {
                 return;
             }
             membership.next(clock::now(), &m.partitions)
@@ -317,7 +371,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
                 };
                 m.membership.borrow_mut().found(found, clock::now());
                 if found.is_none() {
-                    tokio::time::sleep(config.retry_backoff_ms).await;
+                    backoff(&config).await;
                 }
                 continue;
             }
@@ -328,7 +382,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
                     Some(Response::JoinGroup(answer)) => {
                         let change = m.membership.borrow_mut().joined(&answer);
                         if answer.error.is_some() {
-                            tokio::time::sleep(config.retry_backoff_ms).await;
+                            backoff(&config).await;
                         }
                         change
                     }
@@ -344,7 +398,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
                                 .borrow_mut()
                                 .synced(error, &assignment, clock::now());
                         if error.is_some() {
-                            tokio::time::sleep(config.retry_backoff_ms).await;
+                            backoff(&config).await;
                         }
                         change
                     }
@@ -354,7 +408,11 @@ async fn ensure_active(m: &Member, link: &mut Link) {
             _ => return,
         };
         match change {
-            Change::Assigned(assigned) => install(m, link, assigned).await,
+            Change::Assigned(assigned) => {
+                // The poll timer restarts with the generation, as Kafka's heartbeat does.
+                m.last_poll.set(clock::now());
+                install(m, link, assigned).await
+            }
             Change::Revoked(revoked) => m.revoke(&revoked),
             Change::None => {}
         }
@@ -371,58 +429,50 @@ async fn call_coordinator(
 }
 
 /// The partitions are this member's now: resume each at the group's committed offset, or
-/// where `auto.offset.reset` says.
+/// where `auto.offset.reset` says (looked up by the next poll). If the coordinator does
+/// not answer for the committed offsets, the next poll asks again: a partition is never
+/// reset for want of an answer.
 async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
     let ctx = m.ctx();
-    let committed = fetch_committed(m, link, &assigned).await;
+    let Some(committed) = fetch_committed(m, link, &assigned).await else {
+        tracing::info!(
+            consumer = ctx.index,
+            "committed offsets not fetched: the next poll asks again"
+        );
+        m.unplaced.borrow_mut().extend(assigned);
+        return;
+    };
     for tp in assigned {
-        let (fetch, from_commit) = match committed.get(&tp) {
+        m.placements.set(m.placements.get() + 1);
+        let placed = m.placements.get();
+        let position = match committed.get(&tp) {
             Some(c) => {
                 let epoch = (c.leader_epoch >= Epoch(0)).then_some(c.leader_epoch);
-                let position = FetchPosition {
+                let fetch = FetchPosition {
                     offset: c.offset,
                     last_fetched_epoch: epoch,
                 };
-                (Some(position), true)
-            }
-            None => {
-                let spec = match ctx.config.auto_offset_reset {
-                    OffsetReset::Earliest => Some(OffsetSpec::Earliest),
-                    OffsetReset::Latest => Some(OffsetSpec::Latest),
-                    OffsetReset::None => None,
-                };
-                let offset = match spec {
-                    Some(spec) => list_offset(m, &tp, spec).await,
-                    None => None,
-                };
-                (offset.map(FetchPosition::new), false)
-            }
-        };
-        m.placements.set(m.placements.get() + 1);
-        let fetch_at = fetch.unwrap_or(FetchPosition::new(Offset(0)));
-        let mut position = Position::new(fetch_at, m.placements.get());
-        match fetch {
-            Some(fetch) => {
-                tracing::info!(consumer = ctx.index, %tp, offset = fetch.offset.0, committed = from_commit, "resuming partition");
+                tracing::info!(consumer = ctx.index, %tp, offset = c.offset.0, "resuming partition at the committed offset");
                 m.record(Op::Resume {
                     consumer: ctx.index,
                     tp: tp.clone(),
-                    offset: fetch.offset,
-                    committed: from_commit,
+                    offset: c.offset,
+                    committed: true,
                 });
-                m.consumed.borrow_mut().insert(
-                    tp.clone(),
-                    CommittedOffset {
-                        offset: fetch.offset,
-                        leader_epoch: fetch.last_fetched_epoch.unwrap_or(Epoch::NONE),
-                    },
-                );
+                m.consumed.borrow_mut().insert(tp.clone(), *c);
+                Position::new(fetch, placed)
             }
             None => {
-                tracing::warn!(consumer = ctx.index, %tp, "no committed offset and no reset position: the partition is not read");
-                position.stuck = true;
+                let mut position = Position::new(FetchPosition::new(Offset(0)), placed);
+                if ctx.config.auto_offset_reset == OffsetReset::None {
+                    tracing::warn!(consumer = ctx.index, %tp, "no committed offset and auto.offset.reset = none: the partition is not read");
+                    position.stuck = true;
+                } else {
+                    position.reset_from = Some(Offset::NONE);
+                }
+                position
             }
-        }
+        };
         m.consumer.positions.borrow_mut().insert(tp, position);
     }
     // As Kafka's fetcher: a position whose leader is not known asks for metadata.
@@ -440,12 +490,13 @@ async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
     m.consumer.wake_fetchers();
 }
 
-/// OffsetFetch, retried while the coordinator cannot answer yet.
+/// OffsetFetch, retried while the coordinator cannot answer yet, for up to the API
+/// timeout; `None` if it never answered.
 async fn fetch_committed(
     m: &Member,
     link: &mut Link,
     partitions: &[TopicPartition],
-) -> BTreeMap<TopicPartition, CommittedOffset> {
+) -> Option<BTreeMap<TopicPartition, CommittedOffset>> {
     let config = &m.ctx().config;
     let deadline = clock::now() + API_TIMEOUT;
     let request = Request::OffsetFetch {
@@ -454,45 +505,57 @@ async fn fetch_committed(
     };
     while clock::now() < deadline {
         let coordinator = m.membership.borrow().coordinator();
-        let answer = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
-        if let Some(Response::OffsetFetch {
-            error: None,
-            offsets,
-        }) = answer
-        {
-            return offsets.into_iter().collect();
+        if coordinator.is_none() {
+            find_coordinator(m, link).await;
+            continue;
         }
-        tokio::time::sleep(config.retry_backoff_ms).await;
-    }
-    BTreeMap::new()
-}
-
-/// ListOffsets at the partition's leader, retried until it answers (or the API timeout).
-async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Option<Offset> {
-    let config = &m.ctx().config;
-    let deadline = clock::now() + API_TIMEOUT;
-    let mut link = Link::default();
-    while clock::now() < deadline {
-        let leader = m.consumer.metadata.borrow().leader(tp);
-        if let Some((leader, epoch)) = leader {
-            let request = Request::ListOffsets {
-                tp: tp.clone(),
-                spec,
-                current_leader_epoch: epoch,
-            };
-            let answer = link.call(leader, &request, config.request_timeout_ms).await;
-            if let Some(Response::ListOffsets {
+        match call_coordinator(link, coordinator, &request, config.request_timeout_ms).await {
+            Some(Response::OffsetFetch {
                 error: None,
-                offset,
-            }) = answer
-            {
-                return Some(offset);
+                offsets,
+            }) => return Some(offsets.into_iter().collect()),
+            Some(Response::OffsetFetch {
+                error:
+                    Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
+                ..
+            }) => {
+                m.membership.borrow_mut().heartbeat_answered(Some(error));
             }
+            _ => {}
         }
-        m.consumer.want_metadata();
-        tokio::time::sleep(config.retry_backoff_ms).await;
+        backoff(config).await;
     }
     None
+}
+
+/// ListOffsets at the partition's leader, once: `None` if it did not answer (the caller
+/// tries again at its next poll).
+async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Option<Offset> {
+    let config = &m.ctx().config;
+    let leader = m.consumer.metadata.borrow().leader(tp);
+    if let Some((leader, epoch)) = leader {
+        let request = Request::ListOffsets {
+            tp: tp.clone(),
+            spec,
+            current_leader_epoch: epoch,
+        };
+        let mut link = Link::default();
+        if let Some(Response::ListOffsets {
+            error: None,
+            offset,
+        }) = link.call(leader, &request, config.request_timeout_ms).await
+        {
+            return Some(offset);
+        }
+    }
+    m.consumer.want_metadata();
+    None
+}
+
+/// The retry backoff, at least a millisecond: with `retry.backoff.ms` = 0 a loop of
+/// requests that fail without touching the network would never let time pass.
+async fn backoff(config: &crate::config::ConsumerConfig) {
+    tokio::time::sleep(config.retry_backoff_ms.max(Duration::from_millis(1))).await;
 }
 
 /// What a commit sends: each owned partition's consumed position.
@@ -535,6 +598,7 @@ async fn commit_sync(m: &Member, link: &mut Link) -> bool {
             continue;
         }
         let request = commit_request(m, &offsets);
+        let generation = m.membership.borrow().identity().1;
         match call_coordinator(link, coordinator, &request, config.request_timeout_ms).await {
             Some(Response::OffsetCommit { error: None }) => {
                 committed(m, &offsets);
@@ -551,33 +615,33 @@ async fn commit_sync(m: &Member, link: &mut Link) -> bool {
             }
             Some(Response::OffsetCommit { error: Some(error) }) => {
                 tracing::info!(consumer = m.ctx().index, %error, "commit failed");
-                if m.rejoin.get().is_none() {
-                    m.rejoin.set(Some(error));
-                }
+                m.request_rejoin(error, generation);
                 return false;
             }
             _ => {
                 m.membership.borrow_mut().timed_out();
             }
         }
-        tokio::time::sleep(config.retry_backoff_ms).await;
+        backoff(&config).await;
     }
     false
 }
 
-/// The auto-commit's `commitAsync`: sent once, not retried; its answer only recorded.
-async fn commit_async(m: Rc<Member>, offsets: BTreeMap<TopicPartition, CommittedOffset>) {
+/// The auto commit from within poll: sent once, not retried, its answer only recorded.
+/// Kafka's is `commitAsync` and does not hold the poll up; this one waits for its answer
+/// (a round trip and a replication, milliseconds), which keeps commits in the order they
+/// were made, as Kafka's single coordinator connection does.
+async fn commit_once(m: &Member, link: &mut Link) {
+    let offsets = to_commit(m);
     if offsets.is_empty() {
         return;
     }
-    let config = m.ctx().config.clone();
+    let config = &m.ctx().config;
     let coordinator = m.membership.borrow().coordinator();
-    let request = commit_request(&m, &offsets);
-    let mut link = Link::default();
-    let answer =
-        call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms).await;
+    let request = commit_request(m, &offsets);
+    let answer = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
     if let Some(Response::OffsetCommit { error: None }) = answer {
-        committed(&m, &offsets);
+        committed(m, &offsets);
     }
 }
 
@@ -630,7 +694,7 @@ async fn find_coordinator(m: &Member, link: &mut Link) {
         };
         m.membership.borrow_mut().found(found, clock::now());
         if found.is_none() {
-            tokio::time::sleep(config.retry_backoff_ms).await;
+            backoff(config).await;
         }
     }
 }
@@ -665,7 +729,10 @@ async fn heartbeat_thread(m: Rc<Member>) {
                 let Some(request) = m.membership.borrow_mut().next(now, &m.partitions) else {
                     continue;
                 };
-                let coordinator = m.membership.borrow().coordinator();
+                let (coordinator, generation) = {
+                    let membership = m.membership.borrow();
+                    (membership.coordinator(), membership.identity().1)
+                };
                 match call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms)
                     .await
                 {
@@ -679,11 +746,11 @@ async fn heartbeat_thread(m: Rc<Member>) {
                     }) => {
                         m.membership.borrow_mut().heartbeat_answered(Some(error));
                     }
+                    Some(Response::Heartbeat {
+                        error: Some(ErrorCode::CoordinatorLoadInProgress),
+                    }) => {}
                     Some(Response::Heartbeat { error: Some(error) }) => {
-                        if m.rejoin.get().is_none() {
-                            tracing::info!(consumer = m.ctx().index, %error, "rejoin needed");
-                            m.rejoin.set(Some(error));
-                        }
+                        m.request_rejoin(error, generation);
                     }
                     _ => {
                         m.membership.borrow_mut().timed_out();
