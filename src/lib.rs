@@ -31,25 +31,17 @@ pub use lab::{
 };
 
 #[doc(hidden)]
-pub mod broker;
-#[doc(hidden)]
 pub mod check;
 #[doc(hidden)]
 pub mod cli;
 #[doc(hidden)]
-pub mod client;
-#[doc(hidden)]
 pub mod config;
-#[doc(hidden)]
-pub mod controller;
 #[doc(hidden)]
 pub mod history;
 #[doc(hidden)]
+pub mod kafka;
+#[doc(hidden)]
 pub mod os;
-#[doc(hidden)]
-pub mod protocol;
-#[doc(hidden)]
-pub mod record;
 #[doc(hidden)]
 pub mod report;
 #[doc(hidden)]
@@ -58,7 +50,5 @@ pub mod scenario;
 pub mod shrink;
 #[doc(hidden)]
 pub mod sim;
-#[doc(hidden)]
-pub mod storage;
 #[doc(hidden)]
 pub mod types;

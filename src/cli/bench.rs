@@ -51,8 +51,8 @@ pub struct SimArgs {
 pub fn run(command: BenchCommand) -> i32 {
     match command {
         BenchCommand::Storage => {
-            out(&crate::storage::bench::run(
-                crate::storage::bench::DEFAULT_TOTAL_RECORD_BYTES,
+            out(&crate::kafka::storage::bench::run(
+                crate::kafka::storage::bench::DEFAULT_TOTAL_RECORD_BYTES,
             ));
             EXIT_OK
         }

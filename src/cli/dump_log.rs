@@ -3,7 +3,7 @@
 //! status.
 
 use super::{out, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
-use crate::storage::dump::{self, Finding, Kind, Options, Summary};
+use crate::kafka::storage::dump::{self, Finding, Kind, Options, Summary};
 use std::path::{Path, PathBuf};
 
 /// The exit statuses, for `--help`.
@@ -142,7 +142,7 @@ fn dump_path(path: &Path, options: &Options) -> Dumped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::BatchBuilder;
+    use crate::kafka::record::BatchBuilder;
     use crate::types::ProducerId;
 
     /// A fresh directory under the system's temporary one, removed on drop.

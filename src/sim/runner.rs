@@ -3,23 +3,23 @@
 //! times, then heals (every fault lifted, every host up, `heal` of settling), performs the
 //! final read and collects every replica's log for the checkers.
 
-use crate::broker::coordinator::OFFSETS_TOPIC;
-use crate::broker::group::offsets_partition;
-use crate::broker::{self, BrokerContext};
 use crate::check::{self, Verdict};
-use crate::client::budget::SendBudget;
-use crate::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::config::{Bugs, TopicConfig};
-use crate::controller::{self, ControllerContext, MetadataView};
 use crate::history::facts::{Fact, Facts};
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, History};
+use crate::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
+use crate::kafka::broker::groups::group::offsets_partition;
+use crate::kafka::broker::{self, BrokerContext};
+use crate::kafka::client::budget::SendBudget;
+use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
+use crate::kafka::controller::{self, ControllerContext, MetadataView};
+use crate::kafka::storage;
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskFault};
 use crate::scenario::model::{Fault, FaultAction, Settings, Target, Variant};
 use crate::sim::world::{HostChange, World};
 use crate::sim::{derive_seed, faults, trace};
-use crate::storage;
 use crate::types::{BrokerId, Epoch, HostName, Incarnation, Offset, TopicPartition};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -319,7 +319,7 @@ mod tests {
         let (_, quiet) = with_trace(Print::Nothing, events);
         let (_, all) = with_trace(Print::All, events);
         assert_eq!(quiet, all);
-        assert!(Print::Events.shows("hightide::broker"));
+        assert!(Print::Events.shows("hightide::kafka::broker"));
         assert!(!Print::Events.shows("turmoil"));
         assert!(Print::All.shows("turmoil"));
     }

@@ -1,16 +1,16 @@
 //! Brokers in a turmoil cluster with the real controller: replication end to end.
 
 use crate::support;
-use hightide::broker::{self, BrokerContext};
 use hightide::config::{Acks, BrokerConfig, TopicConfig};
-use hightide::controller::{self, ControllerContext, MetadataView};
 use hightide::history::facts::Facts;
+use hightide::kafka::broker::{self, BrokerContext};
+use hightide::kafka::controller::{self, ControllerContext, MetadataView};
+use hightide::kafka::protocol::frame::Connection;
+use hightide::kafka::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
+use hightide::kafka::record::BatchBuilder;
+use hightide::kafka::storage::checkpoint;
+use hightide::kafka::storage::log::read_records;
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
-use hightide::protocol::frame::Connection;
-use hightide::protocol::messages::{ErrorCode, Produce, ProduceResponse, Request, Response};
-use hightide::record::BatchBuilder;
-use hightide::storage::checkpoint;
-use hightide::storage::log::read_records;
 use hightide::types::{BrokerId, HostName, Incarnation, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

@@ -1,21 +1,21 @@
 //! The producer against a scripted fake broker on a turmoil network: what the history says
 //! and what the broker received when a request times out.
 
-use hightide::client::{
-    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, SendBudget,
-};
 use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
-use hightide::os::clock::SimTime;
-use hightide::protocol::frame::serve;
-use hightide::protocol::messages::{
+use hightide::kafka::client::{
+    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, SendBudget,
+};
+use hightide::kafka::protocol::frame::serve;
+use hightide::kafka::protocol::messages::{
     ClusterMetadata, ErrorCode, FetchResponse, FetchedPartition, OffsetSpec,
     OffsetsForLeaderEpochResponse, PartitionState, ProduceResponse, Request, Response,
 };
-use hightide::record::{
+use hightide::kafka::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
+use hightide::os::clock::SimTime;
 use hightide::types::EpochEndOffset;
 use hightide::types::{BrokerId, Epoch, Offset, PartitionEpoch, ProducerId, TopicPartition};
 use std::cell::{Cell, RefCell};

@@ -3,11 +3,13 @@
 
 use crate::support;
 use hightide::config::{BrokerConfig, TopicConfig};
-use hightide::controller::{placement, run, ControllerContext, MetadataView};
 use hightide::history::facts::Facts;
+use hightide::kafka::controller::{placement, run, ControllerContext, MetadataView};
+use hightide::kafka::protocol::frame::Connection;
+use hightide::kafka::protocol::messages::{
+    ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL,
+};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
-use hightide::protocol::frame::Connection;
-use hightide::protocol::messages::{ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL};
 use hightide::types::{BrokerId, Epoch, HostName, Incarnation, ProducerId, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use hightide::config::LogConfig;
+use hightide::kafka::record::{self, BatchBuilder};
+use hightide::kafka::storage::dump;
+use hightide::kafka::storage::log::{read_records, AppendOutcome, Log, StorageError};
+use hightide::kafka::storage::segment;
 use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
-use hightide::record::{self, BatchBuilder};
-use hightide::storage::dump;
-use hightide::storage::log::{read_records, AppendOutcome, Log, StorageError};
-use hightide::storage::segment;
 use hightide::types::{Epoch, Offset, ProducerId, TopicPartition};
 use proptest::prelude::*;
 

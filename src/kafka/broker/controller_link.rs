@@ -1,0 +1,197 @@
+//! Everything the broker asks the controller: registration, the heartbeat long poll (which
+//! also brings metadata), AlterPartition, ControlledShutdown, AllocateProducerId.
+//!
+//! Each kind of request has its own connection, because the server answers one request
+//! per connection at a time and the heartbeat holds its connection for a long poll. The
+//! controller being unreachable is normal (partitions, a crashed controller): every call
+//! has a timeout and is retried.
+
+use super::fetcher::{self, Fetchers};
+use super::replica_manager::{IsrProposal, ReplicaManager};
+use crate::kafka::protocol::frame::Connection;
+use crate::kafka::protocol::messages::{
+    AlterPartition, ErrorCode, Request, Response, HEARTBEAT_LONG_POLL,
+};
+use crate::types::{Brokers, HostName, ProducerId};
+use std::rc::Rc;
+use std::time::Duration;
+
+/// Connect timeout to the controller: a partitioned controller never answers a SYN.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
+/// Time allowed for an ordinary controller request.
+const REQUEST_TIMEOUT: Duration = Duration::from_millis(5_000);
+/// Pause between attempts when the controller is unreachable or refuses.
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Send one request on a fresh connection.
+async fn call(request: &Request, timeout: Duration) -> Option<Response> {
+    let mut connection = Connection::connect(HostName::Controller, CONNECT_TIMEOUT)
+        .await
+        .ok()?;
+    connection.call(request, timeout).await.ok()
+}
+
+/// Register this incarnation until the controller accepts it.
+pub async fn register(rm: &ReplicaManager) {
+    let request = Request::RegisterBroker {
+        broker: rm.id,
+        incarnation: rm.incarnation,
+        clean_shutdown: rm.clean_shutdown.get(),
+    };
+    loop {
+        if rm.stopped.get() || rm.offline.get() {
+            return;
+        }
+        if let Some(Response::RegisterBroker { error: None }) =
+            call(&request, REQUEST_TIMEOUT).await
+        {
+            tracing::info!(
+                broker = rm.id.0,
+                incarnation = %rm.incarnation,
+                "registered with the controller"
+            );
+            return;
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+    }
+}
+
+/// The heartbeat long poll: proves liveness and brings every new metadata image, which
+/// is applied at once (becoming leader or follower starts or stops fetchers).
+pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
+    let fetchers = Rc::new(Fetchers::default());
+    let mut connection: Option<Connection> = None;
+    let timeout = HEARTBEAT_LONG_POLL + rm.config.broker_heartbeat_interval_ms;
+    while !rm.stopped.get() && !rm.offline.get() {
+        if connection.as_ref().is_none_or(Connection::is_broken) {
+            connection = Connection::connect(HostName::Controller, CONNECT_TIMEOUT)
+                .await
+                .ok();
+        }
+        let Some(conn) = connection.as_mut() else {
+            tokio::time::sleep(RETRY_BACKOFF).await;
+            continue;
+        };
+        let request = Request::BrokerHeartbeat {
+            broker: rm.id,
+            incarnation: rm.incarnation,
+            known_version: rm.metadata.borrow().version,
+        };
+        match conn.call(&request, timeout).await {
+            Ok(Response::BrokerHeartbeat {
+                metadata: Some(image),
+                ..
+            }) => {
+                if image.version > rm.metadata.borrow().version {
+                    apply(&rm, &fetchers, image);
+                }
+            }
+            Ok(Response::BrokerHeartbeat { metadata: None, .. }) => {}
+            _ => tokio::time::sleep(RETRY_BACKOFF).await,
+        }
+    }
+}
+
+fn apply(
+    rm: &Rc<ReplicaManager>,
+    fetchers: &Rc<Fetchers>,
+    image: crate::kafka::protocol::messages::ClusterMetadata,
+) {
+    for (tp, generation, leader, epoch) in rm.apply_metadata(image) {
+        fetcher::follow(rm, fetchers, tp, generation, leader, epoch);
+    }
+    fetcher::shut_down_idle(rm, fetchers);
+}
+
+/// Send queued AlterPartition proposals, one at a time, and apply the controller's answer.
+/// A rejected or lost proposal is dropped; the leader proposes again when its ISR check
+/// next finds a difference.
+pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
+    while !rm.stopped.get() && !rm.offline.get() {
+        let next = {
+            let mut queue = rm.isr_proposals.borrow_mut();
+            (!queue.is_empty()).then(|| queue.remove(0))
+        };
+        let Some(IsrProposal {
+            tp,
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        }) = next
+        else {
+            let _ =
+                tokio::time::timeout(Duration::from_millis(100), rm.isr_wakeup.notified()).await;
+            continue;
+        };
+        let request = Request::AlterPartition(AlterPartition {
+            broker: rm.id,
+            incarnation: rm.incarnation,
+            tp: tp.clone(),
+            leader_epoch,
+            partition_epoch,
+            new_isr,
+        });
+        let answer = call(&request, REQUEST_TIMEOUT).await;
+        let mut partitions = rm.partitions.borrow_mut();
+        let Some(partition) = partitions.get_mut(&tp) else {
+            continue;
+        };
+        if partition.leader_epoch() != leader_epoch {
+            continue;
+        }
+        match answer {
+            Some(Response::AlterPartition {
+                error: None,
+                state: Some(state),
+            }) => {
+                if partition.on_isr_committed(&state) {
+                    tracing::info!(broker = rm.id.0, %tp, partition_epoch = %state.partition_epoch, isr = %Brokers(&state.isr), "isr committed");
+                }
+            }
+            other => {
+                let error = match other {
+                    Some(Response::AlterPartition { error, .. }) => error,
+                    _ => Some(ErrorCode::RequestTimedOut),
+                };
+                tracing::info!(broker = rm.id.0, %tp, error = ?error, "isr change not committed");
+                partition.on_isr_rejected();
+            }
+        }
+    }
+}
+
+/// Controlled shutdown: ask the controller to move leadership away until it reports that
+/// this broker leads nothing, at most `attempts` times.
+pub async fn controlled_shutdown(rm: &ReplicaManager, attempts: u32) -> bool {
+    let request = Request::ControlledShutdown {
+        broker: rm.id,
+        incarnation: rm.incarnation,
+    };
+    for _ in 0..attempts {
+        match call(&request, REQUEST_TIMEOUT).await {
+            Some(Response::ControlledShutdown {
+                error: None,
+                remaining: 0,
+            }) => return true,
+            Some(Response::ControlledShutdown { remaining, .. }) => {
+                tracing::info!(
+                    broker = rm.id.0,
+                    remaining,
+                    "controlled shutdown: partitions still led"
+                );
+            }
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    false
+}
+
+/// InitProducerId: the controller hands out producer ids (as KRaft's controller allocates
+/// id blocks to brokers; we ask for one id at a time).
+pub async fn allocate_producer_id() -> Option<ProducerId> {
+    match call(&Request::AllocateProducerId, REQUEST_TIMEOUT).await {
+        Some(Response::AllocateProducerId { producer_id }) => Some(producer_id),
+        _ => None,
+    }
+}

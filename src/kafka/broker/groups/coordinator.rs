@@ -1,0 +1,444 @@
+//! The group coordinator of one broker, as plain data: for each `__consumer_offsets`
+//! partition it leads, the groups that hash to it (`group::offsets_partition`) and their
+//! committed offsets. The async shell appends what it is asked to (with acks=all) and
+//! reports back; this decides.
+//!
+//! As Kafka's: a partition the broker just came to lead answers
+//! `COORDINATOR_LOAD_IN_PROGRESS` until its log is read back into memory; one it does not
+//! lead answers `NOT_COORDINATOR`, so a member looks for the coordinator again; a commit
+//! counts (is answered, and read back by OffsetFetch) only once its record is appended
+//! and replicated, so an acknowledged commit survives a coordinator failover and an
+//! unacknowledged one may or may not.
+
+use super::group::{offsets_partition, Answer, Group};
+use super::offsets_record::{self, Key, OffsetKey, OffsetValue};
+use crate::kafka::protocol::messages::{CommittedOffset, ErrorCode};
+use crate::os::clock::SimTime;
+use crate::types::TopicPartition;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The internal topic of committed offsets, as Kafka names it.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// One offsets partition this broker leads.
+#[derive(Clone, Debug)]
+struct Led {
+    loaded: bool,
+    groups: BTreeMap<String, Group>,
+    /// Committed offsets: the last record appended and replicated for each key.
+    offsets: BTreeMap<String, BTreeMap<TopicPartition, OffsetValue>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Coordinator {
+    /// `offsets.topic.num.partitions`.
+    partitions: u32,
+    initial_delay: Duration,
+    led: BTreeMap<u32, Led>,
+}
+
+/// A commit to make durable: the records to append to an offsets partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Append {
+    pub partition: u32,
+    /// `(key, value)` record bytes, one per committed partition.
+    pub records: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Coordinator {
+    /// `partitions` is `offsets.topic.num.partitions`, `initial_delay`
+    /// `group.initial.rebalance.delay.ms`.
+    pub fn new(partitions: u32, initial_delay: Duration) -> Coordinator {
+        Coordinator {
+            partitions: partitions.max(1),
+            initial_delay,
+            led: BTreeMap::new(),
+        }
+    }
+
+    /// The offsets partition of `group`.
+    pub fn partition_of(&self, group: &str) -> u32 {
+        offsets_partition(group, self.partitions)
+    }
+
+    /// This broker now leads `partition`: it loads it before it answers for it.
+    pub fn lead(&mut self, partition: u32) {
+        self.led.insert(
+            partition,
+            Led {
+                loaded: false,
+                groups: BTreeMap::new(),
+                offsets: BTreeMap::new(),
+            },
+        );
+    }
+
+    /// The partition's log read back, oldest record first (a value of `None` is a
+    /// tombstone): later records win. Each group stored in it is restored in its last
+    /// stored generation, its members' sessions starting `now`.
+    pub fn loaded<'r>(
+        &mut self,
+        partition: u32,
+        records: impl IntoIterator<Item = (&'r [u8], Option<&'r [u8]>)>,
+        now: SimTime,
+    ) -> Result<(), String> {
+        let initial_delay = self.initial_delay;
+        let Some(led) = self.led.get_mut(&partition) else {
+            return Ok(());
+        };
+        let mut stored = BTreeMap::new();
+        for (key, value) in records {
+            match (offsets_record::decode_key(key)?, value) {
+                (Some(Key::Offset(key)), Some(value)) => {
+                    let value = offsets_record::decode_value(value)?;
+                    led.offsets
+                        .entry(key.group)
+                        .or_default()
+                        .insert(key.tp, value);
+                }
+                (Some(Key::Offset(key)), None) => {
+                    if let Some(group) = led.offsets.get_mut(&key.group) {
+                        group.remove(&key.tp);
+                    }
+                }
+                (Some(Key::Group(group)), Some(value)) => {
+                    stored.insert(group, offsets_record::decode_group_value(value)?);
+                }
+                (Some(Key::Group(group)), None) => {
+                    stored.remove(&group);
+                }
+                (None, _) => {}
+            }
+        }
+        for (name, value) in stored {
+            led.groups
+                .insert(name, Group::restore(&value, initial_delay, now));
+        }
+        led.loaded = true;
+        Ok(())
+    }
+
+    /// The group's metadata record, to append once a rebalance made it stable.
+    pub fn store(&mut self, group: &str, now: SimTime) -> Result<Append, ErrorCode> {
+        let partition = self.partition_of(group);
+        let value = self.group(group)?.stored(now);
+        Ok(Append {
+            partition,
+            records: vec![(
+                offsets_record::encode_group_key(group),
+                offsets_record::encode_group_value(&value),
+            )],
+        })
+    }
+
+    /// This broker no longer leads `partition`: its groups and offsets go (their members
+    /// find the new coordinator, which loads them from the log).
+    pub fn resign(&mut self, partition: u32) {
+        self.led.remove(&partition);
+    }
+
+    /// The group's state machine, if this broker coordinates it and has loaded it; else
+    /// the error that sends the member elsewhere or makes it wait.
+    pub fn group(&mut self, group: &str) -> Result<&mut Group, ErrorCode> {
+        let initial_delay = self.initial_delay;
+        let led = self.loaded_partition(group)?;
+        Ok(led
+            .groups
+            .entry(group.to_owned())
+            .or_insert_with(|| Group::new(initial_delay)))
+    }
+
+    /// An OffsetCommit, checked against the group (an unknown group takes commits from
+    /// outside the protocol, as Kafka's does): the records to append, or why not.
+    pub fn commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        offsets: &[(TopicPartition, CommittedOffset)],
+        now_ms: i64,
+    ) -> Result<Append, ErrorCode> {
+        let partition = self.partition_of(group);
+        self.group(group)?
+            .accepts_commit(member, generation)
+            .map_err(ErrorCode::from)?;
+        let records = offsets
+            .iter()
+            .map(|(tp, committed)| {
+                let key = OffsetKey {
+                    group: group.to_owned(),
+                    tp: tp.clone(),
+                };
+                let value = OffsetValue {
+                    offset: committed.offset,
+                    leader_epoch: committed.leader_epoch,
+                    metadata: String::new(),
+                    commit_timestamp_ms: now_ms,
+                };
+                (
+                    offsets_record::encode_key(&key),
+                    offsets_record::encode_value(&value),
+                )
+            })
+            .collect();
+        Ok(Append { partition, records })
+    }
+
+    /// The commit's records are appended and replicated: they now count.
+    pub fn committed(&mut self, append: &Append) -> Result<(), String> {
+        let Some(led) = self.led.get_mut(&append.partition) else {
+            return Ok(());
+        };
+        for (key, value) in &append.records {
+            let Some(Key::Offset(key)) = offsets_record::decode_key(key)? else {
+                continue;
+            };
+            let value = offsets_record::decode_value(value)?;
+            led.offsets
+                .entry(key.group)
+                .or_default()
+                .insert(key.tp, value);
+        }
+        Ok(())
+    }
+
+    /// OffsetFetch: the committed offset of each partition that has one.
+    pub fn fetch(
+        &mut self,
+        group: &str,
+        partitions: &[TopicPartition],
+    ) -> Result<Vec<(TopicPartition, CommittedOffset)>, ErrorCode> {
+        let led = self.loaded_partition(group)?;
+        let Some(offsets) = led.offsets.get(group) else {
+            return Ok(Vec::new());
+        };
+        Ok(partitions
+            .iter()
+            .filter_map(|tp| {
+                offsets.get(tp).map(|v| {
+                    (
+                        tp.clone(),
+                        CommittedOffset {
+                            offset: v.offset,
+                            leader_epoch: v.leader_epoch,
+                        },
+                    )
+                })
+            })
+            .collect())
+    }
+
+    /// Every loaded group's clock: the answers it releases, with the group's name.
+    pub fn tick(&mut self, now: SimTime) -> Vec<(String, Answer)> {
+        let mut out = Vec::new();
+        for led in self.led.values_mut().filter(|led| led.loaded) {
+            for (name, group) in &mut led.groups {
+                out.extend(group.tick(now).into_iter().map(|a| (name.clone(), a)));
+            }
+        }
+        out
+    }
+
+    /// When [`tick`](Self::tick) can next change anything.
+    pub fn next_deadline(&self) -> SimTime {
+        self.led
+            .values()
+            .flat_map(|led| led.groups.values())
+            .map(Group::next_deadline)
+            .min()
+            .unwrap_or(SimTime::LAST)
+    }
+
+    fn loaded_partition(&mut self, group: &str) -> Result<&mut Led, ErrorCode> {
+        let partition = self.partition_of(group);
+        match self.led.get_mut(&partition) {
+            None => Err(ErrorCode::NotCoordinator),
+            Some(led) if !led.loaded => Err(ErrorCode::CoordinatorLoadInProgress),
+            Some(led) => Ok(led),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Epoch, Offset};
+
+    fn offset(n: i64) -> CommittedOffset {
+        CommittedOffset {
+            offset: Offset(n),
+            leader_epoch: Epoch(0),
+        }
+    }
+
+    /// A coordinator leading the partition of "billing", loaded from an empty log.
+    fn leading() -> (Coordinator, u32) {
+        let mut coordinator = Coordinator::new(50, Duration::from_secs(3));
+        let partition = coordinator.partition_of("billing");
+        assert_eq!(
+            coordinator.group("billing").err(),
+            Some(ErrorCode::NotCoordinator)
+        );
+        coordinator.lead(partition);
+        assert_eq!(
+            coordinator.group("billing").err(),
+            Some(ErrorCode::CoordinatorLoadInProgress)
+        );
+        coordinator.loaded(partition, [], SimTime::ZERO).unwrap();
+        (coordinator, partition)
+    }
+
+    #[test]
+    fn a_commit_counts_once_replicated_and_a_new_coordinator_reads_it_from_the_log() {
+        let (mut coordinator, partition) = leading();
+        let tp = TopicPartition::new("orders", 0);
+        let append = coordinator
+            .commit("billing", "", -1, &[(tp.clone(), offset(4100))], 12_300)
+            .unwrap();
+        assert_eq!(append.partition, partition);
+        assert!(coordinator
+            .fetch("billing", std::slice::from_ref(&tp))
+            .unwrap()
+            .is_empty());
+        coordinator.committed(&append).unwrap();
+        assert_eq!(
+            coordinator
+                .fetch("billing", std::slice::from_ref(&tp))
+                .unwrap(),
+            [(tp.clone(), offset(4100))]
+        );
+
+        // Failover: another broker leads the partition and loads its log, in which a
+        // later commit and a tombstone for another partition follow.
+        let later = coordinator
+            .commit("billing", "", -1, &[(tp.clone(), offset(4200))], 13_000)
+            .unwrap();
+        let other = TopicPartition::new("orders", 1);
+        let gone = coordinator
+            .commit("billing", "", -1, &[(other.clone(), offset(7))], 13_100)
+            .unwrap();
+        let mut next = Coordinator::new(50, Duration::from_secs(3));
+        next.lead(partition);
+        let (k1, v1) = &append.records[0];
+        let (k2, v2) = &later.records[0];
+        let (k3, v3) = &gone.records[0];
+        let log: Vec<(&[u8], Option<&[u8]>)> =
+            vec![(k1, Some(v1)), (k3, Some(v3)), (k2, Some(v2)), (k3, None)];
+        next.loaded(partition, log, SimTime::ZERO).unwrap();
+        assert_eq!(
+            next.fetch("billing", &[tp.clone(), other]).unwrap(),
+            [(tp, offset(4200))]
+        );
+        coordinator.resign(partition);
+        assert_eq!(
+            coordinator.group("billing").err(),
+            Some(ErrorCode::NotCoordinator)
+        );
+    }
+
+    #[test]
+    fn a_commit_from_another_generation_or_an_unknown_member_is_refused() {
+        let (mut coordinator, _) = leading();
+        let group = coordinator.group("billing").unwrap();
+        let (_, answers) = group.join(
+            crate::kafka::broker::groups::group::JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            crate::os::clock::SimTime::ZERO,
+        );
+        assert!(answers.is_empty(), "the initial delay");
+        let tp = TopicPartition::new("orders", 0);
+        assert_eq!(
+            coordinator.commit("billing", "consumer-1-1", 5, &[(tp.clone(), offset(1))], 0),
+            Err(ErrorCode::IllegalGeneration)
+        );
+        assert_eq!(
+            coordinator.commit("billing", "nobody", 0, &[(tp, offset(1))], 0),
+            Err(ErrorCode::UnknownMemberId)
+        );
+    }
+
+    /// A new coordinator restores the group stored after its last rebalance: its members
+    /// go on heartbeating and committing in their generation, without rejoining.
+    #[test]
+    fn a_stored_group_survives_a_failover_in_its_generation() {
+        use crate::kafka::broker::groups::group::{Answer, JoinRequest, State};
+        let (mut coordinator, partition) = leading();
+        let at = SimTime::from_millis;
+        let group = coordinator.group("billing").unwrap();
+        let (member, _) = group.join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(0),
+        );
+        let joined = group.tick(at(3_000));
+        assert!(matches!(&joined[..], [Answer::Join { result: Ok(_), .. }]));
+        let generation = group.generation();
+        let tp = TopicPartition::new("orders", 0);
+        let plan = std::collections::BTreeMap::from([(member.clone(), vec![tp.clone()])]);
+        group.sync(&member, generation, Some(plan), at(3_010));
+        assert_eq!(group.state(), State::Stable);
+        let stored = coordinator.store("billing", at(3_020)).unwrap();
+        let commit = coordinator
+            .commit(
+                "billing",
+                &member,
+                generation,
+                &[(tp.clone(), offset(50))],
+                4_000,
+            )
+            .unwrap();
+
+        let mut next = Coordinator::new(50, Duration::from_secs(3));
+        next.lead(partition);
+        let log = stored.records.iter().chain(&commit.records);
+        next.loaded(
+            partition,
+            log.map(|(k, v)| (&k[..], Some(&v[..]))),
+            at(20_000),
+        )
+        .unwrap();
+        let restored = next.group("billing").unwrap();
+        assert_eq!(restored.state(), State::Stable);
+        assert_eq!(restored.generation(), generation);
+        assert!(
+            restored.tick(at(25_000)).is_empty() && restored.state() == State::Stable,
+            "its session runs from the load, not from its last heartbeat to the old one"
+        );
+        assert_eq!(restored.heartbeat(&member, generation, at(25_100)), Ok(()));
+        assert!(next
+            .commit(
+                "billing",
+                &member,
+                generation,
+                &[(tp.clone(), offset(60))],
+                9_200
+            )
+            .is_ok());
+        assert_eq!(
+            next.fetch("billing", std::slice::from_ref(&tp)).unwrap(),
+            [(tp, offset(50))]
+        );
+        let (fresh, _) = next.group("billing").unwrap().join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(9_300),
+        );
+        assert_ne!(fresh, member, "a new member's id is not a restored one's");
+    }
+}

@@ -1,0 +1,848 @@
+//! One consumer group as its coordinator keeps it, in Kafka's classic protocol
+//! (`GroupMetadata` and `GroupCoordinator` before KIP-848): JoinGroup, SyncGroup,
+//! Heartbeat and LeaveGroup over generations, KIP-62's two timeouts (`session.timeout.ms`
+//! for heartbeats, the member's rebalance timeout, its `max.poll.interval.ms`, for
+//! rejoining), and `group.initial.rebalance.delay.ms` for a group's first members (each
+//! member that joins in it delays it again, up to the rebalance timeout, KIP-134).
+//!
+//! A plain state machine: each request, and each tick of the clock, returns the answers it
+//! releases, to whichever members they are for (a JoinGroup is answered only when the
+//! join phase ends, a follower's SyncGroup only when the leader's arrives). Left out, as
+//! the model of one release line: static membership (KIP-345) and KIP-394's extra round
+//! trip for a member id (a new member gets its id in its first join's answer, as before
+//! Kafka 2.2). Answers come out in member-id order, so a run is a function of its seed.
+
+use super::offsets_record::{GroupValue, MemberValue};
+use crate::os::clock::SimTime;
+use crate::types::TopicPartition;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub type MemberId = String;
+
+/// The `__consumer_offsets` partition that holds a group's offsets, and whose leader is
+/// the group's coordinator: Kafka's `Utils.abs(groupId.hashCode()) %
+/// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16 code units
+/// (and `Utils.abs` taking `Integer.MIN_VALUE` to 0), so a group lands where Kafka puts it.
+pub fn offsets_partition(group: &str, partitions: u32) -> u32 {
+    let hash = group.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    });
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    abs % partitions.max(1)
+}
+
+/// `GroupState`, without `Dead` (a group here is never deleted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+}
+
+/// The errors of the group protocol this models, by Kafka's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupError {
+    UnknownMemberId,
+    IllegalGeneration,
+    RebalanceInProgress,
+}
+
+/// A JoinGroup's answer: the generation the member is now in, and for the leader alone
+/// every member's subscription, from which it assigns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Joined {
+    pub generation: i32,
+    pub leader: MemberId,
+    pub members: Vec<(MemberId, Vec<String>)>,
+}
+
+impl From<GroupError> for crate::kafka::protocol::messages::ErrorCode {
+    fn from(error: GroupError) -> Self {
+        use crate::kafka::protocol::messages::ErrorCode;
+        match error {
+            GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
+            GroupError::IllegalGeneration => ErrorCode::IllegalGeneration,
+            GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+        }
+    }
+}
+
+/// An answer for a member, released by a request or a tick.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Join {
+        member: MemberId,
+        result: Result<Joined, GroupError>,
+    },
+    Sync {
+        member: MemberId,
+        result: Result<Vec<TopicPartition>, GroupError>,
+    },
+}
+
+/// What a JoinGroup carries.
+#[derive(Clone, Debug)]
+pub struct JoinRequest {
+    /// `None` for a consumer joining for the first time.
+    pub member: Option<MemberId>,
+    /// The consumer's `client.id`, the stem of a new member's id.
+    pub client: String,
+    pub subscription: Vec<String>,
+    pub session_timeout: Duration,
+    /// The consumer's `max.poll.interval.ms`.
+    pub rebalance_timeout: Duration,
+}
+
+#[derive(Clone, Debug)]
+struct Member {
+    client: String,
+    subscription: Vec<String>,
+    session_timeout: Duration,
+    rebalance_timeout: Duration,
+    last_heard: SimTime,
+    awaiting_join: bool,
+    awaiting_sync: bool,
+}
+
+impl Member {
+    fn waiting(&self) -> bool {
+        self.awaiting_join || self.awaiting_sync
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Group {
+    state: State,
+    generation: i32,
+    leader: Option<MemberId>,
+    members: BTreeMap<MemberId, Member>,
+    assignment: BTreeMap<MemberId, Vec<TopicPartition>>,
+    /// When the join phase ends whoever has rejoined by then.
+    join_deadline: SimTime,
+    /// The first join phase of an empty group waits out the initial delay even once
+    /// every member is in, so that members starting together land in one generation.
+    delayed: bool,
+    /// When that phase began: each member joining it delays it again, up to the longest
+    /// rebalance timeout after this.
+    delay_started: SimTime,
+    initial_delay: Duration,
+    members_created: u64,
+}
+
+impl Group {
+    /// An empty group; `initial_delay` is `group.initial.rebalance.delay.ms`.
+    pub fn new(initial_delay: Duration) -> Group {
+        Group {
+            state: State::Empty,
+            generation: 0,
+            leader: None,
+            members: BTreeMap::new(),
+            assignment: BTreeMap::new(),
+            join_deadline: SimTime::LAST,
+            delayed: false,
+            delay_started: SimTime::ZERO,
+            initial_delay,
+            members_created: 0,
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    pub fn generation(&self) -> i32 {
+        self.generation
+    }
+
+    pub fn leader(&self) -> Option<&str> {
+        self.leader.as_deref()
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = &str> {
+        self.members.keys().map(String::as_str)
+    }
+
+    /// A JoinGroup: the member's id (a new member's is made here) and the answers it
+    /// releases, its own among them unless it must wait for the join phase to end.
+    pub fn join(&mut self, request: JoinRequest, now: SimTime) -> (MemberId, Vec<Answer>) {
+        let id = match request.member {
+            Some(id) if !self.members.contains_key(&id) => {
+                let answer = Answer::Join {
+                    member: id.clone(),
+                    result: Err(GroupError::UnknownMemberId),
+                };
+                return (id, vec![answer]);
+            }
+            Some(id) => id,
+            None => {
+                self.members_created += 1;
+                format!("{}-{}", request.client, self.members_created)
+            }
+        };
+        let unchanged = self
+            .members
+            .get(&id)
+            .is_some_and(|m| m.subscription == request.subscription);
+        self.members.insert(
+            id.clone(),
+            Member {
+                client: request.client,
+                subscription: request.subscription,
+                session_timeout: request.session_timeout,
+                rebalance_timeout: request.rebalance_timeout,
+                last_heard: now,
+                awaiting_join: true,
+                awaiting_sync: false,
+            },
+        );
+        let leader = self.leader.as_deref() == Some(id.as_str());
+        match self.state {
+            // A follower that rejoins with the same subscription learns the generation it
+            // is in; anything else starts a rebalance.
+            State::Stable if unchanged && !leader => {
+                if let Some(member) = self.members.get_mut(&id) {
+                    member.awaiting_join = false;
+                }
+                let answer = Answer::Join {
+                    member: id.clone(),
+                    result: Ok(self.joined(false)),
+                };
+                return (id, vec![answer]);
+            }
+            State::PreparingRebalance => {
+                if self.delayed {
+                    let longest = self.members.values().map(|m| m.rebalance_timeout).max();
+                    let cap = self.delay_started + longest.unwrap_or_default();
+                    self.join_deadline = (now + self.initial_delay).min(cap);
+                }
+            }
+            State::Empty | State::Stable | State::CompletingRebalance => {
+                let mut answers = Vec::new();
+                self.prepare_rebalance(now, &mut answers);
+                answers.extend(self.try_complete_join(now));
+                return (id, answers);
+            }
+        }
+        (id, self.try_complete_join(now))
+    }
+
+    pub fn sync(
+        &mut self,
+        member: &str,
+        generation: i32,
+        assignment: Option<BTreeMap<MemberId, Vec<TopicPartition>>>,
+        now: SimTime,
+    ) -> Vec<Answer> {
+        let refuse = |error| {
+            vec![Answer::Sync {
+                member: member.to_owned(),
+                result: Err(error),
+            }]
+        };
+        if let Err(error) = self.check(member, generation) {
+            return refuse(error);
+        }
+        if self.state == State::PreparingRebalance {
+            return refuse(GroupError::RebalanceInProgress);
+        }
+        let Some(m) = self.members.get_mut(member) else {
+            return refuse(GroupError::UnknownMemberId);
+        };
+        m.last_heard = now;
+        if self.state == State::Stable {
+            return vec![Answer::Sync {
+                member: member.to_owned(),
+                result: Ok(self.assignment.get(member).cloned().unwrap_or_default()),
+            }];
+        }
+        m.awaiting_sync = true;
+        let from_leader = self.leader.as_deref() == Some(member);
+        let Some(assignment) = assignment.filter(|_| from_leader) else {
+            return Vec::new();
+        };
+        // Only current members get partitions; the rest of the leader's map is stale.
+        self.assignment = self
+            .members
+            .keys()
+            .map(|id| (id.clone(), assignment.get(id).cloned().unwrap_or_default()))
+            .collect();
+        self.state = State::Stable;
+        let mut answers = Vec::new();
+        for (id, m) in &mut self.members {
+            if std::mem::take(&mut m.awaiting_sync) {
+                answers.push(Answer::Sync {
+                    member: id.clone(),
+                    result: Ok(self.assignment[id].clone()),
+                });
+            }
+        }
+        answers
+    }
+
+    /// A Heartbeat: `REBALANCE_IN_PROGRESS` tells a member to rejoin.
+    pub fn heartbeat(
+        &mut self,
+        member: &str,
+        generation: i32,
+        now: SimTime,
+    ) -> Result<(), GroupError> {
+        self.check(member, generation)?;
+        if let Some(m) = self.members.get_mut(member) {
+            m.last_heard = now;
+        }
+        match self.state {
+            State::PreparingRebalance => Err(GroupError::RebalanceInProgress),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn leave(&mut self, member: &str, now: SimTime) -> Vec<Answer> {
+        if self.members.remove(member).is_none() {
+            return Vec::new();
+        }
+        self.removed(now)
+    }
+
+    /// Expire members not heard from within their session timeout and end a join phase
+    /// whose deadline passed. Members waiting on their join or sync answer are not
+    /// expired (Kafka's `hasSatisfiedHeartbeat`): the rebalance governs them.
+    pub fn tick(&mut self, now: SimTime) -> Vec<Answer> {
+        let expired: Vec<MemberId> = self
+            .members
+            .iter()
+            .filter(|(_, m)| !m.waiting() && now >= m.last_heard + m.session_timeout)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if expired.is_empty() {
+            return self.try_complete_join(now);
+        }
+        let mut answers = Vec::new();
+        for id in &expired {
+            self.members.remove(id);
+        }
+        answers.extend(self.removed(now));
+        answers
+    }
+
+    /// When the next tick can change anything.
+    pub fn next_deadline(&self) -> SimTime {
+        let sessions = self
+            .members
+            .values()
+            .filter(|m| !m.waiting())
+            .map(|m| m.last_heard + m.session_timeout);
+        let join = (self.state == State::PreparingRebalance).then_some(self.join_deadline);
+        sessions.chain(join).min().unwrap_or(SimTime::LAST)
+    }
+
+    /// Whether an OffsetCommit from `member` in `generation` is taken: Kafka's
+    /// `doCommitOffsets` takes one from the current generation while the group is stable
+    /// or preparing a rebalance, and from outside any group (no member, generation -1)
+    /// while it is empty.
+    pub fn accepts_commit(&self, member: &str, generation: i32) -> Result<(), GroupError> {
+        if member.is_empty() && generation < 0 && self.state == State::Empty {
+            return Ok(());
+        }
+        self.check(member, generation)?;
+        match self.state {
+            State::CompletingRebalance => Err(GroupError::RebalanceInProgress),
+            _ => Ok(()),
+        }
+    }
+
+    /// The generation and its members as the coordinator stores them once the group is
+    /// stable (Kafka's `storeGroup` on the leader's SyncGroup).
+    pub fn stored(&self, now: SimTime) -> GroupValue {
+        GroupValue {
+            generation: self.generation,
+            protocol: (!self.members.is_empty()).then(|| "range".to_owned()),
+            leader: self.leader.clone(),
+            current_state_timestamp_ms: now.timestamp_ms(),
+            members: self
+                .members
+                .iter()
+                .map(|(id, m)| MemberValue {
+                    member: id.clone(),
+                    client: m.client.clone(),
+                    rebalance_timeout_ms: m.rebalance_timeout.as_millis() as i32,
+                    session_timeout_ms: m.session_timeout.as_millis() as i32,
+                    subscription: m.subscription.clone(),
+                    assignment: self.assignment.get(id).cloned().unwrap_or_default(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A group read back from its stored metadata by a new coordinator: stable in its
+    /// generation (empty without members), every member's session starting now, as
+    /// Kafka's loaded group does.
+    pub fn restore(stored: &GroupValue, initial_delay: Duration, now: SimTime) -> Group {
+        let mut group = Group::new(initial_delay);
+        group.generation = stored.generation;
+        group.leader = stored.leader.clone();
+        for m in &stored.members {
+            let member = Member {
+                client: m.client.clone(),
+                subscription: m.subscription.clone(),
+                session_timeout: Duration::from_millis(m.session_timeout_ms.max(0) as u64),
+                rebalance_timeout: Duration::from_millis(m.rebalance_timeout_ms.max(0) as u64),
+                last_heard: now,
+                awaiting_join: false,
+                awaiting_sync: false,
+            };
+            group.members.insert(m.member.clone(), member);
+            group
+                .assignment
+                .insert(m.member.clone(), m.assignment.clone());
+        }
+        // New ids must not repeat a restored member's (`<client>-<n>`).
+        group.members_created = stored
+            .members
+            .iter()
+            .filter_map(|m| m.member.rsplit_once('-')?.1.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        group.state = if group.members.is_empty() {
+            State::Empty
+        } else {
+            State::Stable
+        };
+        group
+    }
+
+    fn check(&self, member: &str, generation: i32) -> Result<(), GroupError> {
+        if self.state == State::Empty || !self.members.contains_key(member) {
+            Err(GroupError::UnknownMemberId)
+        } else if generation != self.generation {
+            Err(GroupError::IllegalGeneration)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn joined(&self, for_leader: bool) -> Joined {
+        Joined {
+            generation: self.generation,
+            leader: self.leader.clone().unwrap_or_default(),
+            members: if for_leader {
+                self.members
+                    .iter()
+                    .map(|(id, m)| (id.clone(), m.subscription.clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// After members went: a stable or completing group rebalances; a join phase may
+    /// now be complete.
+    fn removed(&mut self, now: SimTime) -> Vec<Answer> {
+        let mut answers = Vec::new();
+        if matches!(self.state, State::Stable | State::CompletingRebalance) {
+            self.prepare_rebalance(now, &mut answers);
+        }
+        answers.extend(self.try_complete_join(now));
+        answers
+    }
+
+    fn prepare_rebalance(&mut self, now: SimTime, answers: &mut Vec<Answer>) {
+        // Followers waiting on an assignment that will not come: rejoin.
+        for (id, m) in &mut self.members {
+            if std::mem::take(&mut m.awaiting_sync) {
+                answers.push(Answer::Sync {
+                    member: id.clone(),
+                    result: Err(GroupError::RebalanceInProgress),
+                });
+            }
+        }
+        self.delayed = self.state == State::Empty;
+        self.delay_started = now;
+        self.join_deadline = if self.delayed {
+            now + self.initial_delay
+        } else {
+            let longest = self.members.values().map(|m| m.rebalance_timeout).max();
+            now + longest.unwrap_or_default()
+        };
+        self.state = State::PreparingRebalance;
+        self.assignment.clear();
+    }
+
+    /// End the join phase once every member rejoined (not before the initial delay of a
+    /// group that was empty) or its deadline passed: members that did not rejoin leave,
+    /// the generation moves on, and every waiting member is answered.
+    fn try_complete_join(&mut self, now: SimTime) -> Vec<Answer> {
+        if self.state != State::PreparingRebalance {
+            return Vec::new();
+        }
+        let all_in = self.members.values().all(|m| m.awaiting_join);
+        let due = now >= self.join_deadline;
+        if !(due || (all_in && !self.delayed)) {
+            return Vec::new();
+        }
+        self.members.retain(|_, m| m.awaiting_join);
+        self.generation += 1;
+        if self.members.is_empty() {
+            self.state = State::Empty;
+            self.leader = None;
+            return Vec::new();
+        }
+        self.state = State::CompletingRebalance;
+        let kept = self
+            .leader
+            .as_ref()
+            .is_some_and(|leader| self.members.contains_key(leader));
+        if !kept {
+            self.leader = self.members.keys().next().cloned();
+        }
+        let mut answers = Vec::new();
+        let ids: Vec<MemberId> = self.members.keys().cloned().collect();
+        for id in ids {
+            let for_leader = self.leader.as_deref() == Some(id.as_str());
+            let joined = self.joined(for_leader);
+            if let Some(m) = self.members.get_mut(&id) {
+                m.awaiting_join = false;
+                m.last_heard = now;
+            }
+            answers.push(Answer::Join {
+                member: id,
+                result: Ok(joined),
+            });
+        }
+        answers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::client::assignor;
+    use proptest::prelude::*;
+
+    const SESSION: Duration = Duration::from_secs(10);
+    const REBALANCE: Duration = Duration::from_secs(30);
+    const DELAY: Duration = Duration::from_secs(3);
+
+    fn at(ms: u64) -> SimTime {
+        SimTime::from_millis(ms)
+    }
+
+    fn request(member: Option<&str>, client: &str) -> JoinRequest {
+        JoinRequest {
+            member: member.map(str::to_owned),
+            client: client.to_owned(),
+            subscription: vec!["orders".to_owned()],
+            session_timeout: SESSION,
+            rebalance_timeout: REBALANCE,
+        }
+    }
+
+    fn joined(answers: &[Answer]) -> Vec<(MemberId, Joined)> {
+        answers
+            .iter()
+            .filter_map(|a| match a {
+                Answer::Join {
+                    member,
+                    result: Ok(j),
+                } => Some((member.clone(), j.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The leader's assignment of `partitions` partitions of `orders`, from its answer.
+    fn assign(leader: &Joined, partitions: u32) -> BTreeMap<MemberId, Vec<TopicPartition>> {
+        let subscriptions = leader.members.iter().cloned().collect();
+        assignor::range(
+            &subscriptions,
+            &BTreeMap::from([("orders".into(), partitions)]),
+        )
+    }
+
+    /// Two consumers start: one generation for both once the initial delay is over.
+    fn two_members() -> (Group, Vec<(MemberId, Joined)>) {
+        let mut group = Group::new(DELAY);
+        assert!(group.join(request(None, "consumer-1"), at(0)).1.is_empty());
+        assert!(group
+            .join(request(None, "consumer-2"), at(100))
+            .1
+            .is_empty());
+        assert_eq!(group.state(), State::PreparingRebalance);
+        // The second member's join delays the phase again: 3 s after it, not the first.
+        assert!(
+            group.tick(at(3_099)).is_empty(),
+            "the initial delay holds the join"
+        );
+        let answers = joined(&group.tick(at(3_100)));
+        (group, answers)
+    }
+
+    /// Java's own values: `"hello".hashCode()` is 99162322, `"polygenelubricants"` hashes
+    /// to `Integer.MIN_VALUE`, and an emoji is two UTF-16 units (0xD83D, 0xDE00).
+    #[test]
+    fn a_group_lands_on_the_offsets_partition_kafka_gives_it() {
+        assert_eq!(offsets_partition("hello", 50), 99_162_322 % 50);
+        assert_eq!(offsets_partition("polygenelubricants", 50), 0);
+        assert_eq!(offsets_partition("", 50), 0);
+        assert_eq!(
+            offsets_partition("\u{1F600}", 50),
+            (0xD83D * 31 + 0xDE00) % 50
+        );
+        assert_eq!(offsets_partition("hello", 1), 0);
+    }
+
+    #[test]
+    fn members_starting_together_join_one_generation_and_the_leader_assigns() {
+        let (mut group, answers) = two_members();
+        assert_eq!(answers.len(), 2);
+        let (leader, follower) = (&answers[0], &answers[1]);
+        assert_eq!((leader.1.generation, follower.1.generation), (1, 1));
+        assert_eq!(leader.0, "consumer-1-1");
+        assert_eq!(leader.1.leader, leader.0);
+        assert_eq!(
+            leader.1.members.len(),
+            2,
+            "the leader sees every subscription"
+        );
+        assert!(follower.1.members.is_empty());
+        assert_eq!(group.state(), State::CompletingRebalance);
+
+        assert!(
+            group.sync(&follower.0, 1, None, at(3_110)).is_empty(),
+            "waits on the leader"
+        );
+        let plan = assign(&leader.1, 3);
+        let synced = group.sync(&leader.0, 1, Some(plan.clone()), at(3_120));
+        assert_eq!(group.state(), State::Stable);
+        assert_eq!(synced.len(), 2);
+        for answer in synced {
+            let Answer::Sync { member, result } = answer else {
+                panic!("{answer:?}")
+            };
+            assert_eq!(result.unwrap(), plan[&member]);
+        }
+        assert_eq!(group.heartbeat(&follower.0, 1, at(5_000)), Ok(()));
+        assert_eq!(group.accepts_commit(&follower.0, 1), Ok(()));
+    }
+
+    #[test]
+    fn a_silent_member_is_expired_and_the_rest_rebalance_without_it() {
+        let (mut group, answers) = two_members();
+        let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        // The leader keeps heartbeating; the follower crashed after its sync.
+        for t in (4_000..=13_000).step_by(3_000) {
+            assert_eq!(group.heartbeat(&leader, 1, at(t)), Ok(()));
+            group.tick(at(t));
+        }
+        assert!(group.tick(at(13_110)).is_empty());
+        assert_eq!(
+            group.state(),
+            State::PreparingRebalance,
+            "expired at 3.110s + 10s"
+        );
+        assert_eq!(group.members().collect::<Vec<_>>(), [leader.as_str()]);
+        assert_eq!(
+            group.heartbeat(&leader, 1, at(14_000)),
+            Err(GroupError::RebalanceInProgress)
+        );
+        assert_eq!(
+            group.accepts_commit(&leader, 1),
+            Ok(()),
+            "commits go on while preparing"
+        );
+        let rejoined = joined(
+            &group
+                .join(request(Some(&leader), "consumer-1"), at(14_010))
+                .1,
+        );
+        assert_eq!(rejoined.len(), 1, "everyone is in: no wait");
+        assert_eq!(rejoined[0].1.generation, 2);
+        assert_eq!(
+            group.accepts_commit(&leader, 2),
+            Err(GroupError::RebalanceInProgress)
+        );
+        assert_eq!(
+            group.sync(&follower, 1, None, at(14_020))[0],
+            Answer::Sync {
+                member: follower.clone(),
+                result: Err(GroupError::UnknownMemberId),
+            }
+        );
+    }
+
+    #[test]
+    fn a_member_that_does_not_rejoin_by_the_rebalance_timeout_is_left_out() {
+        let (mut group, answers) = two_members();
+        let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        // A third consumer arrives: a rebalance, which the follower (stuck in a long
+        // poll, heartbeating) does not rejoin within the leader's rebalance timeout.
+        assert!(joined(&group.join(request(None, "consumer-3"), at(5_000)).1).is_empty());
+        assert!(joined(
+            &group
+                .join(request(Some(&leader), "consumer-1"), at(5_100))
+                .1
+        )
+        .is_empty());
+        // Its heartbeat thread goes on (KIP-62), so its session does not expire.
+        for t in (6_000..35_000).step_by(3_000) {
+            assert_eq!(
+                group.heartbeat(&follower, 1, at(t)),
+                Err(GroupError::RebalanceInProgress)
+            );
+            assert!(group.tick(at(t)).is_empty());
+        }
+        assert!(group.tick(at(34_999)).is_empty());
+        let second = joined(&group.tick(at(35_000)));
+        let members: Vec<&str> = second.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(members, ["consumer-1-1", "consumer-3-3"]);
+        assert!(second.iter().all(|(_, j)| j.generation == 2));
+        assert_eq!(
+            group.heartbeat(&follower, 1, at(35_100)),
+            Err(GroupError::UnknownMemberId)
+        );
+        assert_eq!(
+            group.heartbeat(&leader, 1, at(35_100)),
+            Err(GroupError::IllegalGeneration)
+        );
+    }
+
+    #[test]
+    fn an_unchanged_follower_rejoining_a_stable_group_learns_its_generation() {
+        let (mut group, answers) = two_members();
+        let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
+        group.sync(&follower, 1, None, at(3_110));
+        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        let again = joined(
+            &group
+                .join(request(Some(&follower), "consumer-2"), at(4_000))
+                .1,
+        );
+        assert_eq!(again.len(), 1);
+        assert_eq!((again[0].1.generation, group.state()), (1, State::Stable));
+        let Answer::Join { result, .. } = &group.join(request(Some("nobody"), "x"), at(4_100)).1[0]
+        else {
+            panic!()
+        };
+        assert_eq!(result, &Err(GroupError::UnknownMemberId));
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Join(usize),
+        Sync(usize),
+        Heartbeat(usize),
+        Leave(usize),
+        Wait(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0..4usize).prop_map(Op::Join),
+            (0..4usize).prop_map(Op::Sync),
+            (0..4usize).prop_map(Op::Heartbeat),
+            (0..4usize).prop_map(Op::Leave),
+            (1..15_000u64).prop_map(Op::Wait),
+        ]
+    }
+
+    /// What a consumer believes: its id, generation, whether it leads (and the
+    /// subscriptions it was given), and the partitions it owns.
+    #[derive(Clone, Debug, Default)]
+    struct Consumer {
+        id: Option<MemberId>,
+        generation: i32,
+        led: Option<Joined>,
+        owned: Vec<TopicPartition>,
+    }
+
+    proptest! {
+        /// Whatever the consumers do and however time passes, no two members of one
+        /// generation own the same partition, and an assignment always comes from the
+        /// group's current generation.
+        #[test]
+        fn no_two_members_of_one_generation_own_a_partition(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut group = Group::new(DELAY);
+            let mut consumers = vec![Consumer::default(); 4];
+            let mut now = SimTime::ZERO;
+            // generation -> partition -> owner
+            let mut owners: BTreeMap<i32, BTreeMap<TopicPartition, MemberId>> = BTreeMap::new();
+            for op in ops {
+                let answers = match op {
+                    Op::Join(c) => {
+                        let client = format!("consumer-{c}");
+                        group.join(request(consumers[c].id.as_deref(), &client), now).1
+                    }
+                    Op::Sync(c) => match consumers[c].id.clone() {
+                        Some(id) => {
+                            let plan = consumers[c].led.as_ref().map(|j| assign(j, 5));
+                            group.sync(&id, consumers[c].generation, plan, now)
+                        }
+                        None => Vec::new(),
+                    },
+                    Op::Heartbeat(c) => {
+                        if let Some(id) = &consumers[c].id {
+                            let _ = group.heartbeat(id, consumers[c].generation, now);
+                        }
+                        Vec::new()
+                    }
+                    Op::Leave(c) => match consumers[c].id.take() {
+                        Some(id) => {
+                            consumers[c] = Consumer::default();
+                            group.leave(&id, now)
+                        }
+                        None => Vec::new(),
+                    },
+                    Op::Wait(ms) => {
+                        now += Duration::from_millis(ms);
+                        group.tick(now)
+                    }
+                };
+                for answer in answers {
+                    let member = match &answer {
+                        Answer::Join { member, .. } | Answer::Sync { member, .. } => member.clone(),
+                    };
+                    let Some(c) = consumers.iter().position(|c| c.id.as_deref() == Some(&member))
+                        .or_else(|| {
+                            // A new member's first answer: the consumer whose client id it carries.
+                            let stem = member.rsplit_once('-').map(|(s, _)| s)?;
+                            consumers.iter().enumerate()
+                                .position(|(i, c)| c.id.is_none() && stem == format!("consumer-{i}"))
+                        }) else { continue };
+                    match answer {
+                        Answer::Join { result: Ok(joined), .. } => {
+                            let leads = joined.leader == member;
+                            consumers[c] = Consumer {
+                                id: Some(member),
+                                generation: joined.generation,
+                                led: leads.then_some(joined),
+                                owned: Vec::new(),
+                            };
+                        }
+                        Answer::Sync { result: Ok(owned), .. } => {
+                            prop_assert_eq!(consumers[c].generation, group.generation());
+                            let generation = consumers[c].generation;
+                            for tp in &owned {
+                                let owner = owners.entry(generation).or_default()
+                                    .entry(tp.clone()).or_insert_with(|| member.clone());
+                                prop_assert_eq!(&*owner, &member, "{} owned twice in generation {}", tp, generation);
+                            }
+                            consumers[c].owned = owned;
+                        }
+                        Answer::Join { result: Err(_), .. } => consumers[c] = Consumer::default(),
+                        Answer::Sync { result: Err(_), .. } => consumers[c].owned.clear(),
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! The group coordinator's async shell: it answers the group requests from
+//! [`Coordinator`]'s decisions, holds JoinGroup and SyncGroup requests until their answer
+//! is released, writes commits to `__consumer_offsets` with acks=all through the replica
+//! manager, and follows the broker's leadership of the offsets partitions: a partition
+//! it comes to lead is read back from its log before it answers for it, one it loses is
+//! forgotten (its waiting members are told NOT_COORDINATOR).
+//!
+//! As Kafka's `GroupCoordinator` with `GroupMetadataManager`: commits and, after each
+//! rebalance, the group's membership (its GroupMetadata record) are written, so a new
+//! coordinator knows the generation and its members and takes their heartbeats. Except:
+//! the log is read back at once (the simulated disk answers reads without delay, so there
+//! is no window of COORDINATOR_LOAD_IN_PROGRESS), and a group that became empty is not
+//! stored again (its last stable generation is restored, and its members expire after a
+//! session timeout, where Kafka's record says it is empty).
+
+pub mod coordinator;
+pub mod group;
+pub mod offsets_record;
+
+use super::replica_manager::ReplicaManager;
+use crate::config::{Acks, BrokerConfig};
+use crate::kafka::protocol::messages::{
+    ErrorCode, JoinGroupResponse, OffsetCommit, Produce, Request, Response,
+};
+use crate::kafka::record::{self, BatchBuilder};
+use crate::os::clock;
+use crate::types::{Epoch, ProducerId, TopicPartition};
+use coordinator::{Append, Coordinator, OFFSETS_TOPIC};
+use group::{Answer, JoinRequest, MemberId};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+
+/// A loaded offsets partition is read back this many bytes at a time (Kafka's
+/// `offsets.load.buffer.size`).
+const LOAD_BUFFER: u64 = 5 * 1024 * 1024;
+
+/// The longest the clock task sleeps without news, so that it never sleeps "forever".
+const IDLE: Duration = Duration::from_secs(60);
+
+/// Which answer a member waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Awaiting {
+    Join,
+    Sync,
+}
+
+pub struct Groups {
+    coordinator: RefCell<Coordinator>,
+    commit_timeout: Duration,
+    /// The offsets partitions led and read back, with the leader epoch they were read in:
+    /// leading again in a later epoch means reading again.
+    loaded: RefCell<BTreeMap<u32, Epoch>>,
+    waiting: RefCell<BTreeMap<(String, MemberId, Awaiting), oneshot::Sender<Answer>>>,
+    /// A request moved a group's deadlines: the clock task looks again.
+    changed: Notify,
+}
+
+impl Groups {
+    pub fn new(config: &BrokerConfig) -> Groups {
+        Groups {
+            coordinator: RefCell::new(Coordinator::new(
+                config.offsets_topic_num_partitions,
+                config.group_initial_rebalance_delay_ms,
+            )),
+            commit_timeout: config.offsets_commit_timeout_ms,
+            loaded: RefCell::default(),
+            waiting: RefCell::default(),
+            changed: Notify::new(),
+        }
+    }
+
+    /// Hand released answers to the members waiting for them; an answer for a member that
+    /// stopped waiting (its request timed out) is dropped, as Kafka drops it.
+    fn deliver(&self, answers: impl IntoIterator<Item = (String, Answer)>) {
+        let mut waiting = self.waiting.borrow_mut();
+        for (group, answer) in answers {
+            let (member, awaiting) = match &answer {
+                Answer::Join { member, .. } => (member.clone(), Awaiting::Join),
+                Answer::Sync { member, .. } => (member.clone(), Awaiting::Sync),
+            };
+            if let Some(sender) = waiting.remove(&(group, member, awaiting)) {
+                let _ = sender.send(answer);
+            }
+        }
+    }
+
+    /// Take this request's own answer out of `answers`, deliver the rest, and wait for it
+    /// if it was not among them. `None`: this broker stopped coordinating the group.
+    async fn answer_for(
+        &self,
+        group: &str,
+        member: &MemberId,
+        awaiting: Awaiting,
+        answers: Vec<Answer>,
+    ) -> Option<Answer> {
+        let (own, others): (Vec<Answer>, Vec<Answer>) =
+            answers.into_iter().partition(|answer| match answer {
+                Answer::Join { member: m, .. } => awaiting == Awaiting::Join && m == member,
+                Answer::Sync { member: m, .. } => awaiting == Awaiting::Sync && m == member,
+            });
+        self.deliver(others.into_iter().map(|a| (group.to_owned(), a)));
+        if let Some(answer) = own.into_iter().next() {
+            return Some(answer);
+        }
+        let (sender, receiver) = oneshot::channel();
+        self.waiting
+            .borrow_mut()
+            .insert((group.to_owned(), member.clone(), awaiting), sender);
+        self.changed.notify_one();
+        receiver.await.ok()
+    }
+}
+
+/// The coordinator's clock and its following of leadership: load what this broker came
+/// to lead, forget what it lost, expire members and end join phases on time.
+pub async fn run(rm: Rc<ReplicaManager>, groups: Rc<Groups>) {
+    loop {
+        follow_leadership(&rm, &groups);
+        let now = clock::now();
+        let answers = groups.coordinator.borrow_mut().tick(now);
+        groups.deliver(answers);
+        let wait = (groups.coordinator.borrow().next_deadline() - now).clamp(Duration::ZERO, IDLE);
+        tokio::select! {
+            biased;
+            _ = rm.leadership_changed.notified() => {}
+            _ = groups.changed.notified() => {}
+            _ = tokio::time::sleep(wait.max(Duration::from_millis(1))) => {}
+        }
+    }
+}
+
+fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
+    let led: BTreeMap<u32, Epoch> = rm
+        .partitions
+        .borrow()
+        .iter()
+        .filter(|(tp, p)| &*tp.topic == OFFSETS_TOPIC && p.is_leader() && !rm.stopped.get())
+        .map(|(tp, p)| (tp.partition, p.leader_epoch()))
+        .collect();
+    let mut loaded = groups.loaded.borrow_mut();
+    let mut coordinator = groups.coordinator.borrow_mut();
+    let lost: Vec<u32> = loaded
+        .iter()
+        .filter(|(p, epoch)| led.get(p) != Some(epoch))
+        .map(|(p, _)| *p)
+        .collect();
+    for partition in lost {
+        tracing::info!(broker = rm.id.0, partition, "group coordinator resigns");
+        coordinator.resign(partition);
+        loaded.remove(&partition);
+        // Dropping a waiter's sender answers it NOT_COORDINATOR.
+        groups
+            .waiting
+            .borrow_mut()
+            .retain(|(group, _, _), _| coordinator.partition_of(group) != partition);
+    }
+    for (partition, epoch) in led {
+        if loaded.contains_key(&partition) {
+            continue;
+        }
+        coordinator.lead(partition);
+        let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+        match read_back(rm, &tp).and_then(|batches| {
+            let records = batches.iter().flat_map(|(key, value)| {
+                key.as_deref()
+                    .map(|key| (key, value.as_deref()))
+                    .into_iter()
+            });
+            coordinator.loaded(partition, records, clock::now())
+        }) {
+            Ok(()) => {
+                tracing::info!(broker = rm.id.0, partition, epoch = %epoch, "group coordinator loaded");
+                loaded.insert(partition, epoch);
+            }
+            // Left unloaded: its groups are answered COORDINATOR_LOAD_IN_PROGRESS.
+            Err(error) => tracing::warn!(broker = rm.id.0, partition, %error, "offsets not loaded"),
+        }
+    }
+}
+
+type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// Every record of the partition's log, up to its end (Kafka's loader reads to the log
+/// end, not the HW), oldest first.
+fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<KeyValue>, String> {
+    let partitions = rm.partitions.borrow();
+    let log = partitions.get(tp).ok_or("not hosted")?.log();
+    let end = log.log_end_offset();
+    let mut from = log.log_start_offset();
+    let mut out = Vec::new();
+    while from < end {
+        let bytes = log
+            .read(from, LOAD_BUFFER, end)
+            .map_err(|e| e.to_string())?;
+        let before = from;
+        for batch in record::batches(&bytes) {
+            let (_, header, batch) = batch.map_err(|e| e.to_string())?;
+            for view in record::record_views(batch).map_err(|e| e.to_string())? {
+                out.push((view.key.map(<[u8]>::to_vec), view.value.map(<[u8]>::to_vec)));
+            }
+            from = header.next_offset();
+        }
+        if from == before {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// Answer a group request.
+pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) -> Response {
+    let now = clock::now();
+    let refuse = |request: &Request, error: ErrorCode| {
+        request.group_refusal(error).expect("a group request")
+    };
+    match request {
+        Request::FindCoordinator { ref group } => {
+            let partition = groups.coordinator.borrow().partition_of(group);
+            let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
+            let leader = rm
+                .metadata
+                .borrow()
+                .partitions
+                .get(&tp)
+                .and_then(|state| state.leader);
+            match leader {
+                Some(broker) => Response::FindCoordinator {
+                    error: None,
+                    coordinator: Some(broker),
+                },
+                None => refuse(&request, ErrorCode::CoordinatorNotAvailable),
+            }
+        }
+        Request::JoinGroup(ref join) => {
+            let joined = groups.coordinator.borrow_mut().group(&join.group).map(|g| {
+                g.join(
+                    JoinRequest {
+                        member: join.member.clone(),
+                        client: join.client.clone(),
+                        subscription: join.subscription.clone(),
+                        session_timeout: Duration::from_millis(join.session_timeout_ms),
+                        rebalance_timeout: Duration::from_millis(join.rebalance_timeout_ms),
+                    },
+                    now,
+                )
+            });
+            let (member, answers) = match joined {
+                Ok(joined) => joined,
+                Err(error) => return refuse(&request, error),
+            };
+            match groups
+                .answer_for(&join.group, &member, Awaiting::Join, answers)
+                .await
+            {
+                Some(Answer::Join { member, result }) => Response::JoinGroup(match result {
+                    Ok(joined) => JoinGroupResponse {
+                        error: None,
+                        generation: joined.generation,
+                        member,
+                        leader: joined.leader,
+                        members: joined.members,
+                    },
+                    Err(error) => JoinGroupResponse {
+                        error: Some(error.into()),
+                        generation: -1,
+                        member,
+                        leader: String::new(),
+                        members: Vec::new(),
+                    },
+                }),
+                _ => refuse(&request, ErrorCode::NotCoordinator),
+            }
+        }
+        Request::SyncGroup(ref sync) => {
+            let synced = groups
+                .coordinator
+                .borrow_mut()
+                .group(&sync.group)
+                .map(|g| g.sync(&sync.member, sync.generation, sync.assignment.clone(), now));
+            let answers = match synced {
+                Ok(answers) => answers,
+                Err(error) => return refuse(&request, error),
+            };
+            let released = sync.assignment.is_some()
+                && answers
+                    .iter()
+                    .any(|a| matches!(a, Answer::Sync { result: Ok(_), .. }));
+            if released {
+                // The leader's assignment made the group stable: it is stored before any
+                // member hears of it, as Kafka's `storeGroup`; if that fails, the members
+                // waiting hear NOT_COORDINATOR and rejoin.
+                if let Err(error) = store_group(rm, groups, &sync.group).await {
+                    groups
+                        .waiting
+                        .borrow_mut()
+                        .retain(|(group, member, awaiting), _| {
+                            !(group == &sync.group
+                                && *awaiting == Awaiting::Sync
+                                && answers.iter().any(
+                                    |a| matches!(a, Answer::Sync { member: m, .. } if m == member),
+                                ))
+                        });
+                    return refuse(&request, error);
+                }
+            }
+            match groups
+                .answer_for(&sync.group, &sync.member, Awaiting::Sync, answers)
+                .await
+            {
+                Some(Answer::Sync { result, .. }) => match result {
+                    Ok(assignment) => Response::SyncGroup {
+                        error: None,
+                        assignment,
+                    },
+                    Err(error) => refuse(&request, error.into()),
+                },
+                _ => refuse(&request, ErrorCode::NotCoordinator),
+            }
+        }
+        Request::Heartbeat {
+            ref group,
+            ref member,
+            generation,
+        } => {
+            let beat = groups
+                .coordinator
+                .borrow_mut()
+                .group(group)
+                .map(|g| g.heartbeat(member, generation, now));
+            groups.changed.notify_one();
+            match beat {
+                Ok(Ok(())) => Response::Heartbeat { error: None },
+                Ok(Err(error)) => Response::Heartbeat {
+                    error: Some(error.into()),
+                },
+                Err(error) => refuse(&request, error),
+            }
+        }
+        Request::LeaveGroup {
+            ref group,
+            ref member,
+        } => {
+            let left = groups
+                .coordinator
+                .borrow_mut()
+                .group(group)
+                .map(|g| g.leave(member, now));
+            match left {
+                Ok(answers) => {
+                    groups.deliver(answers.into_iter().map(|a| (group.clone(), a)));
+                    groups.changed.notify_one();
+                    Response::LeaveGroup { error: None }
+                }
+                Err(error) => refuse(&request, error),
+            }
+        }
+        Request::OffsetCommit(commit) => Response::OffsetCommit {
+            error: offset_commit(rm, groups, commit).await.err(),
+        },
+        Request::OffsetFetch {
+            ref group,
+            ref partitions,
+        } => {
+            let fetched = groups.coordinator.borrow_mut().fetch(group, partitions);
+            match fetched {
+                Ok(offsets) => Response::OffsetFetch {
+                    error: None,
+                    offsets,
+                },
+                Err(error) => refuse(&request, error),
+            }
+        }
+        other => unreachable!("not a group request: {other:?}"),
+    }
+}
+
+/// An OffsetCommit: checked by the group, appended with acks=all, counted once replicated.
+async fn offset_commit(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    commit: OffsetCommit,
+) -> Result<(), ErrorCode> {
+    let now_ms = clock::now().timestamp_ms();
+    let append = groups.coordinator.borrow_mut().commit(
+        &commit.group,
+        &commit.member,
+        commit.generation,
+        &commit.offsets,
+        now_ms,
+    )?;
+    append_records(rm, groups, &append).await?;
+    groups
+        .coordinator
+        .borrow_mut()
+        .committed(&append)
+        .map_err(|_| ErrorCode::UnknownServerError)
+}
+
+/// The group's metadata, appended as its commits are.
+async fn store_group(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    group: &str,
+) -> Result<(), ErrorCode> {
+    let append = groups.coordinator.borrow_mut().store(group, clock::now())?;
+    append_records(rm, groups, &append).await
+}
+
+/// Append to the offsets partition with acks=all, within `offsets.commit.timeout.ms`.
+async fn append_records(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    append: &Append,
+) -> Result<(), ErrorCode> {
+    let now_ms = clock::now().timestamp_ms();
+    let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
+    for (key, value) in &append.records {
+        batch.push(now_ms, Some(key), Some(value));
+    }
+    let produced = rm
+        .produce(Produce {
+            tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
+            acks: Acks::All,
+            timeout_ms: groups.commit_timeout.as_millis() as u64,
+            batch: batch.build(),
+        })
+        .await;
+    match produced.error {
+        Some(error) => Err(commit_error(error)),
+        None => Ok(()),
+    }
+}
+
+/// How Kafka's coordinator answers a commit whose append failed
+/// (`GroupMetadataManager.storeOffsets`): the member looks for the coordinator again, or
+/// retries.
+fn commit_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::UnknownTopicOrPartition
+        | ErrorCode::NotEnoughReplicas
+        | ErrorCode::NotEnoughReplicasAfterAppend
+        | ErrorCode::RequestTimedOut => ErrorCode::CoordinatorNotAvailable,
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        _ => ErrorCode::UnknownServerError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_append_reads_as_kafka_s_coordinator_reads_it() {
+        assert_eq!(
+            commit_error(ErrorCode::NotEnoughReplicas),
+            ErrorCode::CoordinatorNotAvailable
+        );
+        assert_eq!(
+            commit_error(ErrorCode::RequestTimedOut),
+            ErrorCode::CoordinatorNotAvailable
+        );
+        assert_eq!(
+            commit_error(ErrorCode::NotLeaderOrFollower),
+            ErrorCode::NotCoordinator
+        );
+        assert_eq!(
+            commit_error(ErrorCode::CorruptMessage),
+            ErrorCode::UnknownServerError
+        );
+    }
+}

@@ -1,0 +1,65 @@
+//! Request dispatch: what this broker answers to each request kind.
+
+use super::controller_link;
+use super::groups::{self, Groups};
+use super::replica_manager::ReplicaManager;
+use crate::kafka::protocol::messages::{ErrorCode, Request, Response};
+use crate::types::ProducerId;
+use std::rc::Rc;
+
+pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request) -> Response {
+    match request {
+        Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
+        Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
+        Request::OffsetsForLeaderEpoch(request) => {
+            Response::OffsetsForLeaderEpoch(rm.offsets_for_leader_epoch(&request))
+        }
+        Request::ListOffsets {
+            tp,
+            spec,
+            current_leader_epoch,
+        } => {
+            let (error, offset) = rm.list_offsets(&tp, spec, current_leader_epoch);
+            Response::ListOffsets { error, offset }
+        }
+        Request::Metadata => Response::Metadata(rm.metadata.borrow().clone()),
+        Request::InitProducerId => match controller_link::allocate_producer_id().await {
+            Some(producer_id) => Response::InitProducerId {
+                error: None,
+                producer_id,
+                producer_epoch: 0,
+            },
+            None => Response::InitProducerId {
+                error: Some(ErrorCode::BrokerNotAvailable),
+                producer_id: ProducerId::NONE,
+                producer_epoch: -1,
+            },
+        },
+        // Controller requests sent to a broker by mistake.
+        Request::RegisterBroker { .. } => Response::RegisterBroker {
+            error: Some(ErrorCode::BrokerNotAvailable),
+        },
+        Request::BrokerHeartbeat { .. } => Response::BrokerHeartbeat {
+            fenced: true,
+            metadata: None,
+        },
+        Request::AlterPartition(_) => Response::AlterPartition {
+            error: Some(ErrorCode::BrokerNotAvailable),
+            state: None,
+        },
+        Request::ControlledShutdown { .. } => Response::ControlledShutdown {
+            error: Some(ErrorCode::BrokerNotAvailable),
+            remaining: 0,
+        },
+        Request::AllocateProducerId => Response::AllocateProducerId {
+            producer_id: ProducerId::NONE,
+        },
+        group @ (Request::FindCoordinator { .. }
+        | Request::JoinGroup(_)
+        | Request::SyncGroup(_)
+        | Request::Heartbeat { .. }
+        | Request::LeaveGroup { .. }
+        | Request::OffsetCommit(_)
+        | Request::OffsetFetch { .. }) => groups::handle(&rm, &groups, group).await,
+    }
+}

@@ -1,0 +1,316 @@
+//! A reader's position in one partition and what a Fetch answer does to it (consumers and
+//! the final read). KIP-320: when the leader's log diverged from what the reader saw (an
+//! unclean election, a truncation), the reader moves back to where the leader's log for
+//! the reader's last fetched epoch ends, so that it reads the records that replaced the
+//! ones it saw. It learns that end from OffsetsForLeaderEpoch after every leader change
+//! (Kafka's consumer position validation), and from a Fetch answer's diverging epoch
+//! where the broker gives one.
+
+use crate::history::final_state::ReadRecord;
+use crate::kafka::client::outcome::invalidates_metadata;
+use crate::kafka::protocol::messages::{ErrorCode, FetchedPartition};
+use crate::kafka::record::{batches, record_views};
+use crate::types::EpochEndOffset;
+use crate::types::{Epoch, Offset};
+
+/// Records of concatenated batches at or after `from`, stopping at the first invalid or
+/// truncated batch; the position after the last whole batch and that batch's leader epoch.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    pub records: Vec<ReadRecord>,
+    pub next_offset: Option<Offset>,
+    pub last_epoch: Option<Epoch>,
+}
+
+pub fn decode(bytes: &[u8], from: Offset) -> Decoded {
+    let mut decoded = Decoded::default();
+    for batch in batches(bytes) {
+        let Ok((_, header, batch)) = batch else { break };
+        let Ok(batch_records) = record_views(batch) else {
+            break;
+        };
+        for record in batch_records {
+            let offset = Offset(header.base_offset.0 + i64::from(record.offset_delta));
+            if offset >= from {
+                decoded
+                    .records
+                    .push(ReadRecord::new(offset, record.value.unwrap_or_default()));
+            }
+        }
+        decoded.next_offset = Some(header.next_offset());
+        decoded.last_epoch = Some(header.partition_leader_epoch);
+    }
+    decoded
+}
+
+/// What a Fetch answer means for the reader.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FetchOutcome {
+    /// New records (possibly none); the position moved past them.
+    Records(Vec<ReadRecord>),
+    /// The log diverged from what was read: the position moved back to `to`.
+    Diverged { to: Offset },
+    /// The position was outside the log: it moved to `to`.
+    Reset { to: Offset },
+    /// An error; look up the leader again first when `refresh_metadata`.
+    Retry {
+        error: ErrorCode,
+        refresh_metadata: bool,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchPosition {
+    pub offset: Offset,
+    pub last_fetched_epoch: Option<Epoch>,
+}
+
+impl FetchPosition {
+    pub fn new(offset: Offset) -> Self {
+        FetchPosition {
+            offset,
+            last_fetched_epoch: None,
+        }
+    }
+
+    /// KIP-320 validation after a leader change: `end` is the new leader's end offset for
+    /// `last_fetched_epoch`. Returns the offset the position moved back to, if it did.
+    pub fn validate(&mut self, end: EpochEndOffset) -> Option<Offset> {
+        if end.epoch < Epoch(0) || end.end_offset < Offset(0) {
+            // The leader has no epoch this old: start over (an out-of-range answer then
+            // moves the position up to the log start).
+            *self = FetchPosition::new(Offset(0));
+            return Some(self.offset);
+        }
+        if end.end_offset < self.offset {
+            *self = FetchPosition {
+                offset: end.end_offset,
+                last_fetched_epoch: Some(end.epoch),
+            };
+            return Some(self.offset);
+        }
+        None
+    }
+
+    pub fn apply(&mut self, response: &FetchedPartition) -> FetchOutcome {
+        match response.error {
+            None => {}
+            Some(ErrorCode::OffsetOutOfRange) => {
+                // Kafka's auto.offset.reset: earliest when below the log, else the HW
+                // (above the log: it was truncated below what this reader had seen).
+                let to = if self.offset < response.log_start_offset
+                    || response.high_watermark < Offset(0)
+                {
+                    response.log_start_offset.max(Offset(0))
+                } else {
+                    response.high_watermark
+                };
+                *self = FetchPosition::new(to);
+                return FetchOutcome::Reset { to };
+            }
+            Some(error) => {
+                return FetchOutcome::Retry {
+                    error,
+                    refresh_metadata: invalidates_metadata(error),
+                };
+            }
+        }
+        if let Some(diverging) = response.diverging_epoch {
+            if diverging.end_offset < Offset(0) || diverging.epoch < Epoch(0) {
+                // The leader has no epoch this old: start over from its log start.
+                *self = FetchPosition::new(response.log_start_offset.max(Offset(0)));
+            } else {
+                self.offset = self.offset.min(diverging.end_offset);
+                self.last_fetched_epoch = Some(diverging.epoch);
+            }
+            return FetchOutcome::Diverged { to: self.offset };
+        }
+        let decoded = decode(&response.records, self.offset);
+        if let Some(next) = decoded.next_offset {
+            if next > self.offset {
+                self.offset = next;
+                self.last_fetched_epoch = decoded.last_epoch;
+            }
+        }
+        FetchOutcome::Records(decoded.records)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
+    use crate::types::ProducerId;
+
+    fn batch(base: i64, epoch: i32, values: &[&str]) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
+        for v in values {
+            builder.push(0, None, Some(v.as_bytes()));
+        }
+        let mut bytes = builder.build();
+        set_base_offset(&mut bytes, Offset(base));
+        set_partition_leader_epoch(&mut bytes, Epoch(epoch));
+        bytes
+    }
+
+    fn response(records: Vec<u8>) -> FetchedPartition {
+        FetchedPartition {
+            tp: crate::types::TopicPartition::new("t", 0),
+            error: None,
+            high_watermark: Offset(100),
+            log_start_offset: Offset(0),
+            records,
+            diverging_epoch: None,
+        }
+    }
+
+    fn offsets(outcome: &FetchOutcome) -> Vec<i64> {
+        match outcome {
+            FetchOutcome::Records(records) => records.iter().map(|r| r.offset.0).collect(),
+            other => panic!("expected records, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn records_advance_the_position_and_the_epoch() {
+        let mut position = FetchPosition::new(Offset(0));
+        let mut bytes = batch(0, 1, &["a", "b"]);
+        bytes.extend(batch(2, 3, &["c"]));
+        let outcome = position.apply(&response(bytes));
+        assert_eq!(offsets(&outcome), vec![0, 1, 2]);
+        assert_eq!(
+            position,
+            FetchPosition {
+                offset: Offset(3),
+                last_fetched_epoch: Some(Epoch(3))
+            }
+        );
+    }
+
+    #[test]
+    fn records_before_the_position_in_a_batch_are_skipped() {
+        let mut position = FetchPosition::new(Offset(1));
+        let outcome = position.apply(&response(batch(0, 1, &["a", "b", "c"])));
+        assert_eq!(offsets(&outcome), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_truncated_trailing_batch_is_left_for_the_next_fetch() {
+        let mut position = FetchPosition::new(Offset(0));
+        let mut bytes = batch(0, 1, &["a"]);
+        let second = batch(1, 1, &["b"]);
+        bytes.extend_from_slice(&second[..second.len() - 1]);
+        assert_eq!(offsets(&position.apply(&response(bytes))), vec![0]);
+        assert_eq!(position.offset, Offset(1));
+    }
+
+    /// KIP-320: a consumer that read records later truncated away must go back to the
+    /// divergence point and read what replaced them.
+    #[test]
+    fn a_diverging_epoch_moves_the_position_back() {
+        let mut position = FetchPosition {
+            offset: Offset(10),
+            last_fetched_epoch: Some(Epoch(2)),
+        };
+        let mut answer = response(Vec::new());
+        answer.diverging_epoch = Some(EpochEndOffset {
+            epoch: Epoch(2),
+            end_offset: Offset(7),
+        });
+        assert_eq!(
+            position.apply(&answer),
+            FetchOutcome::Diverged { to: Offset(7) }
+        );
+        assert_eq!(
+            position,
+            FetchPosition {
+                offset: Offset(7),
+                last_fetched_epoch: Some(Epoch(2))
+            }
+        );
+    }
+
+    #[test]
+    fn an_unknown_diverging_epoch_restarts_from_the_log_start() {
+        let mut position = FetchPosition {
+            offset: Offset(10),
+            last_fetched_epoch: Some(Epoch(2)),
+        };
+        let mut answer = response(Vec::new());
+        answer.log_start_offset = Offset(4);
+        answer.diverging_epoch = Some(EpochEndOffset {
+            epoch: Epoch::NONE,
+            end_offset: Offset::NONE,
+        });
+        assert_eq!(
+            position.apply(&answer),
+            FetchOutcome::Diverged { to: Offset(4) }
+        );
+        assert_eq!(position.last_fetched_epoch, None);
+    }
+
+    /// KIP-320 after a leader change: a position beyond the new leader's end of the last
+    /// fetched epoch read records that were truncated away.
+    #[test]
+    fn validation_moves_a_position_beyond_the_epoch_end_back() {
+        let mut position = FetchPosition {
+            offset: Offset(10),
+            last_fetched_epoch: Some(Epoch(2)),
+        };
+        let end = EpochEndOffset {
+            epoch: Epoch(2),
+            end_offset: Offset(12),
+        };
+        assert_eq!(position.validate(end), None, "the leader has all we read");
+        assert_eq!(position.offset, Offset(10));
+        let end = EpochEndOffset {
+            epoch: Epoch(1),
+            end_offset: Offset(6),
+        };
+        assert_eq!(position.validate(end), Some(Offset(6)));
+        assert_eq!(
+            position,
+            FetchPosition {
+                offset: Offset(6),
+                last_fetched_epoch: Some(Epoch(1))
+            }
+        );
+        let unknown = EpochEndOffset {
+            epoch: Epoch::NONE,
+            end_offset: Offset::NONE,
+        };
+        assert_eq!(position.validate(unknown), Some(Offset(0)));
+        assert_eq!(position.last_fetched_epoch, None);
+    }
+
+    #[test]
+    fn out_of_range_resets_to_log_start_or_high_watermark() {
+        let mut below = FetchPosition::new(Offset(0));
+        let mut answer = response(Vec::new());
+        answer.error = Some(ErrorCode::OffsetOutOfRange);
+        answer.log_start_offset = Offset(5);
+        answer.high_watermark = Offset(9);
+        assert_eq!(below.apply(&answer), FetchOutcome::Reset { to: Offset(5) });
+        let mut above = FetchPosition {
+            offset: Offset(20),
+            last_fetched_epoch: Some(Epoch(1)),
+        };
+        assert_eq!(above.apply(&answer), FetchOutcome::Reset { to: Offset(9) });
+        assert_eq!(above.last_fetched_epoch, None);
+    }
+
+    #[test]
+    fn leadership_errors_ask_for_metadata() {
+        let mut position = FetchPosition::new(Offset(3));
+        let mut answer = response(Vec::new());
+        answer.error = Some(ErrorCode::FencedLeaderEpoch);
+        assert_eq!(
+            position.apply(&answer),
+            FetchOutcome::Retry {
+                error: ErrorCode::FencedLeaderEpoch,
+                refresh_metadata: true
+            }
+        );
+        assert_eq!(position.offset, Offset(3));
+    }
+}

@@ -1,0 +1,213 @@
+//! The final read after the heal phase: for each partition, what a consumer finds at the
+//! leader from the log start offset up to the high watermark. It is what the checkers
+//! compare acknowledged sends with, so it reads through the same Fetch path as any
+//! consumer and never looks inside a broker.
+
+use crate::history::final_state::ReadRecord;
+use crate::kafka::client::fetch::{FetchOutcome, FetchPosition};
+use crate::kafka::client::metadata::CONNECTION_SETUP_TIMEOUT;
+use crate::kafka::protocol::fetch_session::FINAL_EPOCH;
+use crate::kafka::protocol::frame::Connection;
+use crate::kafka::protocol::messages::{Fetch, FetchPartition, OffsetSpec, Request, Response};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The most one request of the final read may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// A quarter of a consumer's default `max.partition.fetch.bytes`: the final read reads
+/// every partition at once, and an answer is copied at each step from the leader's log to
+/// the reader (read, encoded, sent, received, decoded), so six 1 MiB answers in flight
+/// were the peak of a run's memory.
+const FETCH_MAX_BYTES: u64 = 262_144;
+
+/// One partition's final read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionRead {
+    pub tp: TopicPartition,
+    /// `None`: no leader could be found (offline).
+    pub leader: Option<BrokerId>,
+    /// Both `Offset::NONE` when no leader answered.
+    pub log_start_offset: Offset,
+    pub high_watermark: Offset,
+    /// The records between them, or those read before time ran out.
+    pub records: Vec<ReadRecord>,
+    /// Whether every record from the log start offset to the HW was read.
+    pub complete: bool,
+}
+
+impl PartitionRead {
+    fn unread(tp: TopicPartition) -> PartitionRead {
+        PartitionRead {
+            tp,
+            leader: None,
+            log_start_offset: Offset::NONE,
+            high_watermark: Offset::NONE,
+            records: Vec::new(),
+            complete: false,
+        }
+    }
+}
+
+/// Who leads a partition, and in which leader epoch, as the controller says.
+pub type LeaderOf = Rc<dyn Fn(&TopicPartition) -> Option<(BrokerId, Epoch)>>;
+
+/// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
+/// The leader and its epoch come from the controller (`leader_of`), as an operator asks
+/// it who leads; the reads are fenced by that epoch, so a deposed leader cannot answer.
+/// A partition that has no leader in time is reported offline with no records; one whose
+/// read does not finish in time keeps the records read so far, marked incomplete: what it
+/// did not read is unknown, not absent.
+pub async fn final_read(
+    topics: Vec<TopicPartition>,
+    leader_of: LeaderOf,
+    timeout: Duration,
+) -> Vec<PartitionRead> {
+    let readers: Vec<_> = topics
+        .into_iter()
+        .map(|tp| tokio::task::spawn_local(read_partition(tp, leader_of.clone(), timeout)))
+        .collect();
+    let mut reads = Vec::with_capacity(readers.len());
+    for reader in readers {
+        match reader.await {
+            Ok(read) => reads.push(read),
+            Err(e) => tracing::warn!(error = %e, "final read task failed"),
+        }
+    }
+    reads
+}
+
+enum Attempt {
+    Done(PartitionRead),
+    /// Partial progress, kept in case time runs out.
+    Failed(Option<PartitionRead>),
+}
+
+async fn read_partition(
+    tp: TopicPartition,
+    leader_of: LeaderOf,
+    timeout: Duration,
+) -> PartitionRead {
+    let deadline = Instant::now() + timeout;
+    let mut partial = None;
+    while Instant::now() < deadline {
+        if let Some((leader, epoch)) = leader_of(&tp) {
+            match read_from_leader(&tp, leader, epoch, deadline).await {
+                Attempt::Done(read) => return read,
+                Attempt::Failed(progress) => partial = progress.or(partial),
+            }
+        }
+        tokio::time::sleep(RETRY_BACKOFF).await;
+    }
+    tracing::warn!(%tp, complete = false, "final read ran out of time");
+    partial.unwrap_or_else(|| PartitionRead::unread(tp))
+}
+
+async fn read_from_leader(
+    tp: &TopicPartition,
+    leader: BrokerId,
+    epoch: Epoch,
+    deadline: Instant,
+) -> Attempt {
+    let remaining = || REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
+    let Ok(mut connection) = Connection::connect(
+        HostName::Broker(leader.0),
+        CONNECTION_SETUP_TIMEOUT.min(remaining()),
+    )
+    .await
+    else {
+        return Attempt::Failed(None);
+    };
+    let (Some(start), Some(high_watermark)) = (
+        list_offset(
+            &mut connection,
+            tp,
+            OffsetSpec::Earliest,
+            epoch,
+            remaining(),
+        )
+        .await,
+        list_offset(&mut connection, tp, OffsetSpec::Latest, epoch, remaining()).await,
+    ) else {
+        return Attempt::Failed(None);
+    };
+    // Every offset below the HW holds a record (unless compacted away): room for them all.
+    let expected = usize::try_from(high_watermark.0 - start.0).unwrap_or(0);
+    let mut records = Vec::with_capacity(expected.min(1 << 24));
+    let mut position = FetchPosition::new(start);
+    while position.offset < high_watermark {
+        let request = Request::Fetch(Fetch {
+            replica: None,
+            max_wait_ms: 0,
+            min_bytes: 0,
+            session_id: 0,
+            session_epoch: FINAL_EPOCH,
+            forgotten: Vec::new(),
+            partitions: vec![FetchPartition {
+                tp: tp.clone(),
+                fetch_offset: position.offset,
+                current_leader_epoch: epoch,
+                last_fetched_epoch: None,
+                max_bytes: FETCH_MAX_BYTES,
+            }],
+        });
+        let partial = |records: Vec<ReadRecord>| {
+            Some(PartitionRead {
+                tp: tp.clone(),
+                leader: Some(leader),
+                log_start_offset: start,
+                high_watermark,
+                records,
+                complete: false,
+            })
+        };
+        let Ok(Response::Fetch(response)) = connection.call(&request, remaining()).await else {
+            return Attempt::Failed(partial(records));
+        };
+        let Some(response) = response.partitions.first().filter(|p| p.tp == *tp) else {
+            return Attempt::Failed(partial(records));
+        };
+        let before = position.offset;
+        match position.apply(response) {
+            FetchOutcome::Records(fetched) => {
+                records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark))
+            }
+            _ => return Attempt::Failed(partial(records)),
+        }
+        if position.offset <= before {
+            // Nothing below the HW came back: the leader changed under us; start over.
+            return Attempt::Failed(partial(records));
+        }
+    }
+    Attempt::Done(PartitionRead {
+        tp: tp.clone(),
+        leader: Some(leader),
+        log_start_offset: start,
+        high_watermark,
+        records,
+        complete: true,
+    })
+}
+
+async fn list_offset(
+    connection: &mut Connection,
+    tp: &TopicPartition,
+    spec: OffsetSpec,
+    epoch: Epoch,
+    timeout: Duration,
+) -> Option<Offset> {
+    let request = Request::ListOffsets {
+        tp: tp.clone(),
+        spec,
+        current_leader_epoch: epoch,
+    };
+    match connection.call(&request, timeout).await {
+        Ok(Response::ListOffsets {
+            error: None,
+            offset,
+        }) => Some(offset),
+        _ => None,
+    }
+}

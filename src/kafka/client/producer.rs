@@ -1,0 +1,618 @@
+//! The producer host: sends at the scenario's rate, batches per partition, and delivers
+//! batches to partition leaders with Kafka's retry, timeout and idempotence rules. Every
+//! send is recorded in the history as an invoke and, once its batch's fate is known, an
+//! ok (with the offset), a fail (nothing written) or an info (unknown).
+//!
+//! Tasks, all on the host's LocalSet around one shared `State`:
+//! - the application loop (`run_producer`): one send per `1/rate` s into the accumulator;
+//! - the sender: drains ready batches to leaders' connections, at most
+//!   `max.in.flight.requests.per.connection` requests per connection, and expires batches
+//!   past `delivery.timeout.ms`;
+//! - one task per request, awaiting its response within `request.timeout.ms`;
+//! - the metadata refresher (on demand and every `metadata.max.age.ms`), connection
+//!   setup, and InitProducerId for the idempotent producer.
+//!
+//! The decisions (readiness, outcomes, retries, sequences) are in `accumulator`, `outcome`
+//! and `idempotence`; this file only moves batches between them and the network.
+
+use crate::config::{Acks, ProducerConfig};
+use crate::history::facts::{Fact, Facts};
+use crate::history::{History, MessageId, Op};
+use crate::kafka::client::accumulator::{
+    AccumulatorConfig, PendingRecord, ProducerBatch, RecordAccumulator,
+};
+use crate::kafka::client::budget::SendBudget;
+use crate::kafka::client::idempotence::IdempotenceState;
+use crate::kafka::client::metadata::{
+    self, fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT,
+};
+use crate::kafka::client::network::Pipeline;
+use crate::kafka::client::outcome::{
+    self, decide, may_have_written, AttemptResult, BatchProgress, Decision, RetryPolicy,
+};
+use crate::kafka::client::partitioner::{partition_for_key, StickyPartitioner};
+use crate::kafka::protocol::frame::NetError;
+use crate::kafka::protocol::messages::{Produce, Request, Response};
+use crate::kafka::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
+use crate::os::clock::{self, SimTime};
+use crate::types::{BrokerId, HostName, Offset, ProducerId, TopicPartition};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+#[derive(Clone)]
+pub struct ProducerContext {
+    /// Host `producer-<index>`; also the producer number in message ids.
+    pub index: u32,
+    pub config: ProducerConfig,
+    pub topic: String,
+    pub partitions: u32,
+    /// Sends per simulated second.
+    pub rate: u32,
+    /// Distinct keys (`key-<n % keys>`); 0: null keys and the sticky partitioner.
+    pub keys: u32,
+    pub value_bytes: u32,
+    pub brokers: u32,
+    pub history: History,
+    /// Where the producer records its retries, for the checkers' explanations.
+    pub facts: Facts,
+    /// Harness-owned send budget: next message sequence per producer and the global `messages` cap;
+    /// survives a producer's crash so that ids stay unique.
+    pub budget: SendBudget,
+    /// Run time at which sending stops.
+    pub stop_at: SimTime,
+    pub seed: u64,
+}
+
+/// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0.
+pub fn message_key(seq: u64, keys: u32) -> Option<Vec<u8>> {
+    (keys > 0).then(|| format!("key-{}", seq % u64::from(keys)).into_bytes())
+}
+
+struct Producer {
+    name: Arc<str>,
+    config: ProducerConfig,
+    topic: Arc<str>,
+    partitions: u32,
+    keys: u32,
+    value_bytes: usize,
+    brokers: u32,
+    history: History,
+    facts: Facts,
+    /// The producer number in message ids and retry facts.
+    index: u32,
+    policy: RetryPolicy,
+    /// Wakes the sender: new records, completions, metadata, connections.
+    wake: Notify,
+    /// Wakes the metadata refresher.
+    metadata_wanted: Notify,
+    state: RefCell<State>,
+}
+
+struct State {
+    accumulator: RecordAccumulator,
+    sticky: StickyPartitioner,
+    metadata: MetadataCache,
+    idempotence: Option<IdempotenceState>,
+    initializing_producer_id: bool,
+    connections: BTreeMap<BrokerId, Pipeline>,
+    connecting: BTreeSet<BrokerId>,
+    /// No new connection attempt to a broker before this time (after a failed one).
+    reconnect_at: BTreeMap<BrokerId, SimTime>,
+    /// Batches sent and not yet answered.
+    in_flight: usize,
+    /// Rotates the broker asked first for metadata and producer ids.
+    next_broker: u32,
+}
+
+/// Run a producer until it has stopped sending and every batch has its outcome.
+pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
+    let producer = Rc::new(Producer::new(&ctx));
+    tracing::info!(producer = %producer.name, "producer started");
+    let sender = tokio::task::spawn_local(sender_loop(producer.clone()));
+    let refresher = tokio::task::spawn_local(metadata_loop(producer.clone()));
+    send_loop(&producer, &ctx).await;
+    producer.state.borrow_mut().accumulator.close();
+    producer.wake.notify_one();
+    let finished = sender.await;
+    refresher.abort();
+    let connections: Vec<Pipeline> = producer
+        .state
+        .borrow()
+        .connections
+        .values()
+        .cloned()
+        .collect();
+    for connection in connections {
+        connection.flush(producer.config.request_timeout_ms).await;
+    }
+    tracing::info!(producer = %producer.name, "producer finished");
+    finished.map_err(|e| e.to_string().into())
+}
+
+impl Producer {
+    fn new(ctx: &ProducerContext) -> Self {
+        let config = ctx.config.clone();
+        let idempotent = config.idempotent();
+        let accumulator = RecordAccumulator::new(AccumulatorConfig {
+            batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
+            linger: config.linger_ms,
+            idempotent,
+        });
+        let policy = RetryPolicy {
+            retries: config.retries,
+            delivery_timeout: config.delivery_timeout_ms,
+        };
+        Producer {
+            name: HostName::Producer(ctx.index).to_string().into(),
+            topic: TopicPartition::new(&ctx.topic, 0).topic,
+            partitions: ctx.partitions.max(1),
+            keys: ctx.keys,
+            value_bytes: ctx.value_bytes as usize,
+            brokers: ctx.brokers.max(1),
+            history: ctx.history.clone(),
+            facts: ctx.facts.clone(),
+            index: ctx.index,
+            policy,
+            wake: Notify::new(),
+            metadata_wanted: Notify::new(),
+            state: RefCell::new(State {
+                accumulator,
+                sticky: StickyPartitioner::new(ctx.partitions, ctx.seed),
+                metadata: MetadataCache::default(),
+                idempotence: idempotent.then(IdempotenceState::default),
+                initializing_producer_id: false,
+                connections: BTreeMap::new(),
+                connecting: BTreeSet::new(),
+                reconnect_at: BTreeMap::new(),
+                in_flight: 0,
+                next_broker: ctx.seed as u32 % ctx.brokers.max(1) + 1,
+            }),
+            config,
+        }
+    }
+
+    fn tp(&self, partition: u32) -> TopicPartition {
+        TopicPartition {
+            topic: self.topic.clone(),
+            partition,
+        }
+    }
+
+    /// The application's `send`: partition the message, record the invoke, accumulate.
+    fn send(&self, id: MessageId) {
+        let now = clock::now();
+        let key = message_key(u64::from(id.seq), self.keys);
+        let mut guard = self.state.borrow_mut();
+        let state = &mut *guard;
+        let partition = match &key {
+            Some(key) => partition_for_key(key, self.partitions),
+            None => {
+                // Partitions with a leader, looked up only when the sticky partition moves.
+                let available =
+                    |state: &State| state.metadata.available(&self.topic, self.partitions);
+                let sticky = match state.sticky.current() {
+                    Some(p) => p,
+                    None => state.sticky.partition(&available(state)),
+                };
+                if state
+                    .accumulator
+                    .opens_new_batch(sticky, None, self.value_bytes)
+                {
+                    let available = available(state);
+                    state.sticky.on_new_batch(sticky, &available)
+                } else {
+                    sticky
+                }
+            }
+        };
+        self.history.record(
+            &self.name,
+            Op::Invoke {
+                id,
+                tp: self.tp(partition),
+            },
+        );
+        let record = PendingRecord {
+            id,
+            timestamp_ms: now.timestamp_ms(),
+        };
+        let key_len = key.as_ref().map(Vec::len);
+        state
+            .accumulator
+            .append(partition, record, key_len, self.value_bytes, now);
+        drop(guard);
+        self.wake.notify_one();
+    }
+
+    fn encode(&self, batch: &ProducerBatch) -> Vec<u8> {
+        let (producer_id, producer_epoch, base_sequence) = match batch.sequence {
+            Some(s) => (s.producer_id, s.producer_epoch, s.base_sequence),
+            None => (ProducerId::NONE, NO_PRODUCER_EPOCH, NO_SEQUENCE),
+        };
+        let base_timestamp = batch.records.first().map_or(0, |r| r.timestamp_ms);
+        let mut builder =
+            BatchBuilder::new(base_timestamp, producer_id, producer_epoch, base_sequence);
+        for record in &batch.records {
+            let key = message_key(u64::from(record.id.seq), self.keys);
+            let value = record.id.value(self.value_bytes);
+            builder.push(record.timestamp_ms, key.as_deref(), Some(&value));
+        }
+        builder.build()
+    }
+
+    fn request_metadata(&self) {
+        self.metadata_wanted.notify_one();
+    }
+
+    /// Record the final outcome of every message of `batch`.
+    fn complete(&self, state: &mut State, batch: &ProducerBatch, decision: &Decision) {
+        let tp = self.tp(batch.partition);
+        for (i, record) in batch.records.iter().enumerate() {
+            let id = record.id;
+            let op = match decision {
+                Decision::Ok { base_offset } => Op::Ok {
+                    id,
+                    tp: tp.clone(),
+                    offset: Offset(base_offset.0 + i as i64),
+                },
+                Decision::Fail(error) => Op::Fail {
+                    id,
+                    error: error.clone(),
+                },
+                Decision::Info(error) => Op::Info {
+                    id,
+                    error: error.clone(),
+                },
+                Decision::Retry => return,
+            };
+            self.history.record(&self.name, op);
+        }
+        tracing::debug!(producer = %self.name, %tp, records = batch.records.len(), ?decision, "batch completed");
+        if let (Some(idempotence), Some(sequenced)) =
+            (state.idempotence.as_mut(), batch.sequence.as_ref())
+        {
+            idempotence.resolve(
+                batch.partition,
+                sequenced,
+                matches!(decision, Decision::Ok { .. }),
+            );
+        }
+    }
+
+    /// A produce attempt ended: complete the batch or put it back for a retry.
+    fn on_attempt(&self, mut batch: ProducerBatch, result: AttemptResult) {
+        let now = clock::now();
+        let mut guard = self.state.borrow_mut();
+        let state = &mut *guard;
+        state.accumulator.unmute(batch.partition);
+        let earlier_unresolved = match (&state.idempotence, &batch.sequence) {
+            (Some(idempotence), Some(sequenced)) => {
+                idempotence.earlier_unresolved(batch.partition, sequenced)
+            }
+            _ => false,
+        };
+        let progress = BatchProgress {
+            retries_done: batch.attempts.saturating_sub(1),
+            maybe_written: batch.maybe_written,
+            created: batch.created,
+            earlier_unresolved,
+        };
+        let decision = decide(&result, &progress, &self.policy, now);
+        batch.maybe_written |= may_have_written(&result);
+        if outcome::refreshes_metadata(&result) {
+            self.request_metadata();
+        }
+        match decision {
+            Decision::Retry => {
+                tracing::debug!(producer = %self.name, partition = batch.partition, ?result, "retrying batch");
+                if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
+                    self.facts.record(Fact::Retried {
+                        producer: self.index,
+                        tp: self.tp(batch.partition),
+                        first: first.id,
+                        last: last.id,
+                        error: result.to_string(),
+                    });
+                }
+                state
+                    .accumulator
+                    .reenqueue(batch, now, self.config.retry_backoff_ms);
+            }
+            decision => self.complete(state, &batch, &decision),
+        }
+        drop(guard);
+        self.wake.notify_one();
+    }
+
+    /// Drain every ready batch that can go now; returns the next time to look again.
+    fn drain_ready(self: &Rc<Self>) -> Option<SimTime> {
+        let now = clock::now();
+        let mut guard = self.state.borrow_mut();
+        let state = &mut *guard;
+        for batch in state.accumulator.expire(now, self.policy.delivery_timeout) {
+            let decision = outcome::expired(batch.maybe_written);
+            self.complete(state, &batch, &decision);
+        }
+        if state
+            .idempotence
+            .as_ref()
+            .is_some_and(IdempotenceState::needs_producer_id)
+            && !state.initializing_producer_id
+        {
+            state.initializing_producer_id = true;
+            tokio::task::spawn_local(init_producer_id(self.clone()));
+        }
+        let mut next = state.accumulator.next_ready_time(now);
+        for partition in state.accumulator.ready(now) {
+            let Some((leader, _)) = state.metadata.leader(&self.tp(partition)) else {
+                self.request_metadata();
+                continue;
+            };
+            let Some(connection) = self.connection(state, leader, now, &mut next) else {
+                continue;
+            };
+            let acks_none = self.config.acks == Acks::None;
+            let limit = self.config.max_in_flight_requests_per_connection.max(1) as usize;
+            while acks_none || connection.in_flight() < limit {
+                let Some(batch) = self.drain_one(state, partition) else {
+                    break;
+                };
+                if !self.send_batch(state, &connection, batch, now)
+                    || !state.accumulator.is_ready(partition, now)
+                {
+                    break;
+                }
+            }
+        }
+        if let Some(expiry) = state.accumulator.next_expiry(self.policy.delivery_timeout) {
+            next = Some(next.map_or(expiry, |n| n.min(expiry)));
+        }
+        next
+    }
+
+    /// An open connection to `broker`, or start one (after its reconnect backoff).
+    fn connection(
+        self: &Rc<Self>,
+        state: &mut State,
+        broker: BrokerId,
+        now: SimTime,
+        next: &mut Option<SimTime>,
+    ) -> Option<Pipeline> {
+        match state.connections.get(&broker) {
+            Some(connection) if !connection.is_closed() => return Some(connection.clone()),
+            Some(_) => {
+                state.connections.remove(&broker);
+            }
+            None => {}
+        }
+        if state.connecting.contains(&broker) {
+            return None;
+        }
+        if let Some(&at) = state.reconnect_at.get(&broker) {
+            if at > now {
+                *next = Some(next.map_or(at, |n| n.min(at)));
+                return None;
+            }
+        }
+        state.connecting.insert(broker);
+        tokio::task::spawn_local(connect(self.clone(), broker));
+        None
+    }
+
+    /// The partition's next batch, stamped and encoded at its first drain; `None` when an
+    /// idempotent producer cannot stamp a new batch for the partition yet (no usable
+    /// producer id, or an older id's batch there is still unresolved).
+    fn drain_one(&self, state: &mut State, partition: u32) -> Option<ProducerBatch> {
+        let first_drain = state.accumulator.front(partition)?.encoded.is_none();
+        if first_drain
+            && state
+                .idempotence
+                .as_ref()
+                .is_some_and(|idempotence| !idempotence.can_assign(partition))
+        {
+            return None;
+        }
+        let mut batch = state.accumulator.drain(partition)?;
+        if first_drain {
+            if let Some(idempotence) = state.idempotence.as_mut() {
+                batch.sequence = idempotence.assign(partition, batch.records.len());
+            }
+            batch.encoded = Some(self.encode(&batch));
+        }
+        Some(batch)
+    }
+
+    /// Hand `batch` to the connection. `false` when the connection has closed: the batch
+    /// is queued again, unsent, and the caller stops draining to that connection.
+    fn send_batch(
+        self: &Rc<Self>,
+        state: &mut State,
+        connection: &Pipeline,
+        mut batch: ProducerBatch,
+        now: SimTime,
+    ) -> bool {
+        let request = Request::Produce(Produce {
+            tp: self.tp(batch.partition),
+            acks: self.config.acks,
+            timeout_ms: self.config.request_timeout_ms.as_millis() as u64,
+            batch: batch.encoded.clone().unwrap_or_default(),
+        });
+        let in_flight = match connection.send(request) {
+            Ok(in_flight) => in_flight,
+            Err(_) => {
+                state.accumulator.reenqueue(batch, now, Duration::ZERO);
+                return false;
+            }
+        };
+        batch.attempts += 1;
+        batch.retry_at = None;
+        if self.config.acks == Acks::None {
+            // Send and forget: the answer, if any, is not waited for.
+            drop(in_flight);
+            self.complete(state, &batch, &Decision::Info("acks=0".to_string()));
+            return true;
+        }
+        state.in_flight += 1;
+        if self.config.max_in_flight_requests_per_connection <= 1 {
+            state.accumulator.mute(batch.partition);
+        }
+        let producer = self.clone();
+        let timeout = self.config.request_timeout_ms;
+        tokio::task::spawn_local(async move {
+            let result = match in_flight.response(timeout).await {
+                Ok(Response::Produce(response)) => AttemptResult::Response {
+                    error: response.error,
+                    base_offset: response.base_offset,
+                },
+                Ok(other) => {
+                    tracing::debug!(?other, "unexpected answer to Produce");
+                    AttemptResult::Disconnected
+                }
+                Err(NetError::Timeout) => AttemptResult::TimedOut,
+                Err(_) => AttemptResult::Disconnected,
+            };
+            producer.state.borrow_mut().in_flight -= 1;
+            producer.on_attempt(batch, result);
+        });
+        true
+    }
+}
+
+/// The application: one send every `1/rate` s until `stop_at` or the budget runs out.
+async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
+    if ctx.rate == 0 {
+        return;
+    }
+    let interval = Duration::from_secs(1) / ctx.rate;
+    let start = clock::now();
+    let mut next = start;
+    loop {
+        clock::sleep_until(next).await;
+        if clock::now() >= ctx.stop_at {
+            return;
+        }
+        let Some(id) = ctx.budget.take(ctx.index) else {
+            return;
+        };
+        producer.send(id);
+        next += interval;
+    }
+}
+
+/// The sender: drain, then sleep until something changes or a deadline passes. Ends when
+/// the producer is closing and every batch has its outcome.
+async fn sender_loop(producer: Rc<Producer>) {
+    loop {
+        let next = producer.drain_ready();
+        {
+            let state = producer.state.borrow();
+            if state.accumulator.is_empty()
+                && state.in_flight == 0
+                && state.accumulator.is_closing()
+            {
+                return;
+            }
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    biased;
+                    _ = producer.wake.notified() => {}
+                    _ = clock::sleep_until(at) => {}
+                }
+            }
+            None => producer.wake.notified().await,
+        }
+    }
+}
+
+/// Refresh metadata when asked (at most every `retry.backoff.ms`) and every `metadata.max.age.ms`.
+async fn metadata_loop(producer: Rc<Producer>) {
+    let backoff = producer.config.retry_backoff_ms;
+    let max_age = producer.config.metadata_max_age_ms;
+    let timeout = producer.config.request_timeout_ms;
+    let mut wanted = true;
+    loop {
+        if !wanted {
+            let refresh_at = clock::now() + max_age;
+            tokio::select! {
+                biased;
+                _ = producer.metadata_wanted.notified() => {}
+                _ = clock::sleep_until(refresh_at) => {}
+            }
+        }
+        let first = {
+            let mut state = producer.state.borrow_mut();
+            let first = state.next_broker;
+            state.next_broker = first % producer.brokers + 1;
+            first
+        };
+        match fetch_metadata(producer.brokers, first, timeout).await {
+            Some(fresh) => {
+                let changed = producer.state.borrow_mut().metadata.update(fresh);
+                if changed {
+                    tracing::debug!(producer = %producer.name, "metadata changed");
+                }
+                wanted = false;
+                producer.wake.notify_one();
+            }
+            None => wanted = true,
+        }
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+async fn connect(producer: Rc<Producer>, broker: BrokerId) {
+    let result = Pipeline::connect(HostName::Broker(broker.0), CONNECTION_SETUP_TIMEOUT).await;
+    let now = clock::now();
+    {
+        let mut state = producer.state.borrow_mut();
+        state.connecting.remove(&broker);
+        match result {
+            Ok(connection) => {
+                state.reconnect_at.remove(&broker);
+                state.connections.insert(broker, connection);
+            }
+            Err(e) => {
+                tracing::debug!(producer = %producer.name, %broker, error = %e, "connect failed");
+                state
+                    .reconnect_at
+                    .insert(broker, now + producer.config.retry_backoff_ms);
+                producer.request_metadata();
+            }
+        }
+    }
+    producer.wake.notify_one();
+}
+
+/// InitProducerId from any broker, retried until one answers.
+async fn init_producer_id(producer: Rc<Producer>) {
+    let timeout = producer.config.request_timeout_ms;
+    let mut broker = producer.state.borrow().next_broker;
+    loop {
+        let answer =
+            metadata::call(HostName::Broker(broker), &Request::InitProducerId, timeout).await;
+        if let Some(Response::InitProducerId {
+            error: None,
+            producer_id,
+            producer_epoch,
+        }) = answer
+        {
+            let mut state = producer.state.borrow_mut();
+            if let Some(idempotence) = state.idempotence.as_mut() {
+                idempotence.set_producer_id(producer_id, producer_epoch);
+            }
+            state.initializing_producer_id = false;
+            drop(state);
+            tracing::info!(producer = %producer.name, producer_id = producer_id.0, "producer id acquired");
+            producer.wake.notify_one();
+            return;
+        }
+        broker = broker % producer.brokers + 1;
+        tokio::time::sleep(producer.config.retry_backoff_ms).await;
+    }
+}
