@@ -21,7 +21,9 @@ use crate::check::{self, Example};
 use crate::scenario::model::Variant;
 use crate::scenario::{self, ScenarioError};
 use crate::sim::batch;
-use crate::sim::runner::{RunError, RunOptions, RunOutcome};
+use crate::sim::runner::{RunOptions, RunOutcome};
+use crate::sim::system::RunError;
+use crate::systems;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -107,12 +109,10 @@ pub fn parse(name: impl AsRef<Path>, text: &str) -> Result<Scenario, Error> {
 pub fn run(scenario: &Scenario, variant: &str, seed: u64) -> Result<Run, Error> {
     let variant = find_variant(scenario, variant)?;
     let outcome =
-        crate::sim::runner::run(variant, seed, &RunOptions::default()).map_err(|error| {
-            Error::Run {
-                seed,
-                variant: variant.name.clone(),
-                error,
-            }
+        crate::systems::run(variant, seed, &RunOptions::default()).map_err(|error| Error::Run {
+            seed,
+            variant: variant.name.clone(),
+            error,
         })?;
     Ok(Run::from_outcome(outcome))
 }
@@ -150,6 +150,7 @@ fn run_jobs(scenario: &Scenario, seeds: &[u64], threads: usize) -> Result<Vec<Ru
     let mut runs = Vec::with_capacity(jobs.len());
     // Each run shrinks to its counts as it finishes, so memory does not grow with its history.
     batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &RunOptions::default(),

@@ -51,4 +51,6 @@ pub mod shrink;
 #[doc(hidden)]
 pub mod sim;
 #[doc(hidden)]
+pub mod systems;
+#[doc(hidden)]
 pub mod types;

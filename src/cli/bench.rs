@@ -6,7 +6,8 @@
 
 use super::{out, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::scenario::{self, model::Variant};
-use crate::sim::runner::{self, RunOptions};
+use crate::sim::runner::RunOptions;
+use crate::systems;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -119,7 +120,7 @@ fn sim(args: &SimArgs) -> i32 {
         }
     };
     let started = Instant::now();
-    let outcome = match runner::run(&variant, args.seed, &RunOptions::default()) {
+    let outcome = match systems::run(&variant, args.seed, &RunOptions::default()) {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!("error: {error}");

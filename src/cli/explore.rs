@@ -9,6 +9,7 @@ use crate::report;
 use crate::scenario;
 use crate::sim::batch;
 use crate::sim::runner::RunOptions;
+use crate::systems;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -110,6 +111,7 @@ pub fn run(args: ExploreArgs) -> i32 {
     let mut found: Vec<Found> = Vec::new();
     let (mut consumed, mut error) = (0usize, None);
     batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &RunOptions::default(),

@@ -6,6 +6,7 @@ use crate::scenario::{self, model::Scenario, model::Variant};
 use crate::sim::batch;
 use crate::sim::runner::{DumpDisks, RunOptions, RunOutcome};
 use crate::sim::trace::Print;
+use crate::systems;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -136,6 +137,7 @@ pub fn run(mut args: RunArgs) -> i32 {
     let mut outcomes = Vec::new();
     let mut failure: Option<String> = None;
     let ran = batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &options,

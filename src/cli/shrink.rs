@@ -188,7 +188,7 @@ fn replay(path: &Path, shrunk: &Shrunk) -> Result<String, String> {
         .variants
         .first()
         .ok_or("the shrunk file has no variant")?;
-    let outcome = crate::sim::runner::run(variant, shrunk.seed, &RunOptions::default())
+    let outcome = crate::systems::run(variant, shrunk.seed, &RunOptions::default())
         .map_err(|e| e.to_string())?;
     let count = outcome.verdict.counts.get(shrunk.goal.count);
     if crate::check::holds(&shrunk.goal, count) || count != shrunk.count {

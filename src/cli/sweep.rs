@@ -8,6 +8,7 @@ use crate::report::{self, RunReport, SweepRow};
 use crate::scenario;
 use crate::sim::batch::{self, Job};
 use crate::sim::runner::RunOptions;
+use crate::systems;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -98,6 +99,7 @@ pub fn run(args: SweepArgs) -> i32 {
     let started = std::time::Instant::now();
     let mut failure = None;
     let ran = batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &RunOptions::default(),

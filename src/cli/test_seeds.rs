@@ -7,6 +7,7 @@ use crate::check::coverage::{self, SeedRuns};
 use crate::scenario;
 use crate::sim::batch;
 use crate::sim::runner::RunOptions;
+use crate::systems;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ pub fn run(args: TestSeedsArgs) -> i32 {
     let mut by_seed: BTreeMap<u64, SeedRuns> = BTreeMap::new();
     let mut errors = Vec::new();
     batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &RunOptions::default(),

@@ -7,3 +7,4 @@ pub mod controller;
 pub mod protocol;
 pub mod record;
 pub mod storage;
+pub mod system;

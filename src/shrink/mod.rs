@@ -18,7 +18,9 @@ use crate::scenario::write::{standalone, Standalone};
 use crate::scenario::{self, format_duration};
 use crate::sim::batch::{self, Job};
 use crate::sim::faults;
-use crate::sim::runner::{RunError, RunOptions};
+use crate::sim::runner::RunOptions;
+use crate::sim::system::RunError;
+use crate::systems;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -107,8 +109,7 @@ pub fn shrink(
         seed,
         error,
     };
-    let outcome =
-        crate::sim::runner::run(variant, seed, &RunOptions::default()).map_err(run_error)?;
+    let outcome = crate::systems::run(variant, seed, &RunOptions::default()).map_err(run_error)?;
     let counts = &outcome.verdict.counts;
     let Some(goal) = variant
         .expect
@@ -325,6 +326,7 @@ fn first_failing(
     let stop = AtomicBool::new(false);
     let (mut found, mut spent, mut error) = (None, 0, None);
     batch::run_each(
+        systems::run,
         &jobs,
         threads,
         &RunOptions::default(),

@@ -1,8 +1,9 @@
 //! Many runs at once: one simulation per thread, seeds spread over the cores. A run is a
 //! pure function of (variant, seed), so running seeds side by side changes no result.
 
+use super::runner::{RunOptions, RunOutcome, Runner};
+use super::system::RunError;
 use crate::scenario::model::Variant;
-use crate::sim::runner::{self, RunError, RunOptions, RunOutcome};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -22,8 +23,9 @@ pub fn jobs<'a>(seeds: &[u64], variants: &[&'a Variant]) -> Vec<Job<'a>> {
         .collect()
 }
 
-/// Run every job on up to `threads` threads; results come back in job order.
+/// Run every job with `run` on up to `threads` threads; results come back in job order.
 pub fn run_all(
+    run: Runner,
     jobs: &[Job<'_>],
     threads: usize,
     options: &RunOptions,
@@ -31,6 +33,7 @@ pub fn run_all(
     let mut results = Vec::with_capacity(jobs.len());
     let never = AtomicBool::new(false);
     run_each(
+        run,
         jobs,
         threads,
         options,
@@ -41,11 +44,12 @@ pub fn run_all(
     results
 }
 
-/// Run every job on up to `threads` threads, streaming: each worker turns its run into a
+/// Run every job with `run` on up to `threads` threads, streaming: each worker turns its run into a
 /// `T` with `keep` (so a finished run can shrink to what the caller needs before it
 /// waits), and `consume` gets them on this thread in job order, each as soon as the runs
 /// before it are done. No job starts once `stop` is set; returns how many were consumed.
 pub fn run_each<T: Send>(
+    run: Runner,
     jobs: &[Job<'_>],
     threads: usize,
     options: &RunOptions,
@@ -67,7 +71,7 @@ pub fn run_each<T: Send>(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let kept = keep(job, runner::run(job.variant, job.seed, options));
+                let kept = keep(job, run(job.variant, job.seed, options));
                 if sender.send((i, kept)).is_err() {
                     break;
                 }

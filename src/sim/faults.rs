@@ -1,7 +1,12 @@
-//! The fault schedule of a run: the scenario's script plus the nemesis's draws, as one
-//! time-ordered list. The nemesis draws from the seed alone, never from the variant's
-//! settings, so every variant of a seed meets the same faults.
+//! The faults of a run: the schedule (the scenario's script plus the nemesis's draws, as
+//! one time-ordered list), each fault fired on the world as its time comes, and the heal.
+//! The nemesis draws from the seed alone, never from the variant's settings, so every
+//! variant of a seed meets the same faults.
 
+use super::system::System;
+use super::world::World;
+use crate::history::facts::{Fact, Facts};
+use crate::os::disk::DiskFault;
 use crate::scenario::model::{Fault, FaultAction, Nemesis, NemesisAction, Target};
 use crate::types::HostName;
 use rand::rngs::StdRng;
@@ -132,6 +137,133 @@ pub fn nemesis_episodes(
         at = until.max(at) + exponential(&mut rng, nemesis.interval);
     }
     episodes
+}
+
+/// Resolve a target to hosts at this instant: names, lists and the harness's own sets
+/// here, a system's roles (`leader:T/P`, `coordinator`, ...) by the system.
+fn resolve<S: System>(
+    world: &World<'_>,
+    system: &mut S,
+    rng: &mut StdRng,
+    brokers: u32,
+    target: &Target,
+) -> Vec<HostName> {
+    match target {
+        Target::Host(host) => vec![*host],
+        Target::List(targets) => targets
+            .iter()
+            .flat_map(|t| resolve(world, system, rng, brokers, t))
+            .collect(),
+        Target::Brokers => (1..=brokers).map(HostName::Broker).collect(),
+        Target::Crashed => world.stopped_hosts(),
+        Target::RandomBroker => vec![HostName::Broker(rng.random_range(1..=brokers.max(1)))],
+        Target::Leader(_) | Target::Followers(_) | Target::Follower(_) | Target::Coordinator => {
+            system.resolve_role(target, rng)
+        }
+    }
+}
+
+/// Fire one fault of the schedule, and record it as a fact with the hosts it struck.
+pub fn apply<S: System>(
+    world: &mut World<'_>,
+    system: &mut S,
+    rng: &mut StdRng,
+    facts: &Facts,
+    brokers: u32,
+    fault: &Fault,
+) {
+    let mut struck = Vec::new();
+    let mut hosts = |world: &World<'_>, target: &Target| {
+        let hosts = resolve(world, system, rng, brokers, target);
+        if hosts.is_empty() {
+            tracing::info!(target = %target, "fault target resolves to no host now");
+        }
+        struck.extend_from_slice(&hosts);
+        hosts
+    };
+    match &fault.action {
+        FaultAction::Kill(t) => hosts(world, t).into_iter().for_each(|h| world.kill(h)),
+        FaultAction::PowerLoss(t) => hosts(world, t)
+            .into_iter()
+            .for_each(|h| world.power_loss(h)),
+        FaultAction::Restart(t) => hosts(world, t).into_iter().for_each(|h| world.restart(h)),
+        FaultAction::Shutdown(t) => {
+            for host in hosts(world, t) {
+                if !system.shutdown(host) {
+                    world.kill(host);
+                }
+            }
+        }
+        FaultAction::Partition(groups) => {
+            let groups: Vec<Vec<HostName>> = groups.iter().map(|g| hosts(world, g)).collect();
+            world.partition(&groups);
+        }
+        FaultAction::Isolate(t) => hosts(world, t).into_iter().for_each(|h| world.isolate(h)),
+        FaultAction::Heal => world.heal_network(),
+        FaultAction::SlowLink { between, latency } => {
+            let (a, b) = (hosts(world, &between.0), hosts(world, &between.1));
+            for &x in &a {
+                for &y in &b {
+                    if x != y {
+                        world.slow_link(x, y, *latency);
+                    }
+                }
+            }
+        }
+        FaultAction::SlowDisk { target, latency } => {
+            inject(world, hosts(world, target), DiskFault::Slow(*latency))
+        }
+        FaultAction::HealDisk(t) => inject(world, hosts(world, t), DiskFault::Heal),
+        FaultAction::FsyncError(t) => inject(world, hosts(world, t), DiskFault::FsyncError),
+        FaultAction::DiskFull(t) => inject(world, hosts(world, t), DiskFault::Full),
+        FaultAction::Corrupt {
+            target,
+            file,
+            bytes,
+        } => inject(
+            world,
+            hosts(world, target),
+            DiskFault::Corrupt {
+                glob: file.clone(),
+                bytes: *bytes,
+            },
+        ),
+    }
+    struck.sort_unstable();
+    struck.dedup();
+    facts.record(Fact::Fault {
+        what: fault.action.to_string(),
+        hosts: struck,
+    });
+}
+
+fn inject(world: &World<'_>, hosts: Vec<HostName>, fault: DiskFault) {
+    for host in hosts {
+        if let Some(disk) = world.disk(host) {
+            tracing::info!(host = %host, fault = ?fault, "disk fault");
+            if let Err(error) = disk.inject(fault.clone()) {
+                tracing::info!(host = %host, %error, "disk fault not applied");
+            }
+        }
+    }
+}
+
+/// The heal phase: every fault lifted, every host up.
+pub fn heal(world: &mut World<'_>, facts: &Facts) {
+    tracing::info!("heal phase");
+    facts.record(Fact::Fault {
+        what: "heal phase: every fault lifted, every host up".to_string(),
+        hosts: world.stopped_hosts(),
+    });
+    world.heal_network();
+    for host in world.hosts().to_vec() {
+        if let Some(disk) = world.disk(host) {
+            let _ = disk.inject(DiskFault::Heal);
+        }
+    }
+    for host in world.stopped_hosts() {
+        world.restart(host);
+    }
 }
 
 #[cfg(test)]

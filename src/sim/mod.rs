@@ -6,6 +6,8 @@ pub mod faults;
 pub mod network;
 pub mod retransmit;
 pub mod runner;
+pub mod system;
+pub mod timeline;
 pub mod trace;
 pub mod world;
 

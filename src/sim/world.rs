@@ -16,9 +16,11 @@
 //! - Network faults (`partition`, `isolate`, `slow-link`) and power cuts are kept by the
 //!   [`Network`], so that they compose on one link and heal independently.
 
+use super::derive_seed;
 use super::network::Network;
 use crate::os::clock::{self, SimTime};
 use crate::os::disk::Disk;
+use crate::scenario::model::Settings;
 use crate::types::HostName;
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -292,5 +294,29 @@ impl<'a> World<'a> {
     pub fn slow_link(&mut self, a: HostName, b: HostName, latency: Duration) {
         tracing::info!(a = %a, b = %b, latency_ms = latency.as_millis() as u64, "slow link");
         self.network.slow_link(&self.sim, a, b, latency);
+    }
+}
+
+/// A server host's disk for this run: the scenario's disk model, its own seeded stream.
+pub fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
+    let disk = Disk::new(
+        settings.disk.clone(),
+        derive_seed(seed, &format!("disk/{host}")),
+    );
+    if settings.bugs.fsync_returns_early {
+        disk.inject_lying_fsync();
+    }
+    disk
+}
+
+/// Give the memory freed so far back to the OS. glibc keeps freed chunks resident, and a
+/// dropped disk's pages are 4 KiB holes between other allocations, too small for the
+/// records and indexes that the collection and the checkers allocate next: without this,
+/// a run's peak memory held its logs twice, once as freed pages.
+pub fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only returns glibc's free pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

@@ -2,8 +2,12 @@
 //! `super::`/`self::` paths that reach another top-level module), in `use` lines and
 //! inline, comments and string literals excluded, must name a module on a row below the
 //! importing module's own, or the same module; modules on one row must not import each
-//! other in a loop. A new top-level module must be given a row here. Inside a module, the
-//! files of one folder must not import each other in a loop either.
+//! other in a loop. A row's entry is a top-level module or a module inside one
+//! (`kafka::system`, a system's side of the harness's seam, sits above `sim` while the
+//! rest of `kafka` sits below `scenario`); a file belongs to the longest entry its path
+//! starts with. A new top-level module must be given a row here. The broker systems stand
+//! side by side and never import each other, not even one way. Inside a module, the files
+//! of one folder must not import each other in a loop either.
 
 use super::source::{code_only, paths, source_files, Root, SourceFile};
 use std::collections::{BTreeMap, BTreeSet};
@@ -13,17 +17,41 @@ use std::path::Path;
 const LAYERS: &[&[&str]] = &[
     &["lab", "cli"],
     &["report", "shrink"],
+    &["systems"],
+    &["kafka::system", "rocketmq::system"],
     &["sim"],
     &["scenario"],
-    &["kafka"],
+    &["kafka", "rocketmq"],
     &["check"],
     &["history"],
     &["os"],
     &["types", "config"],
 ];
 
+/// The broker systems: each may import what lies below it, never another system.
+const SYSTEMS: &[&str] = &["kafka", "rocketmq"];
+
 fn row_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|row| row.contains(&module))
+}
+
+/// The entry of `LAYERS` a module path belongs to: the longest one it starts with, or its
+/// top-level module when none does.
+fn unit_of(path: &[String]) -> Option<String> {
+    let joined = path.join("::");
+    LAYERS
+        .iter()
+        .flat_map(|row| row.iter())
+        .filter(|entry| joined == **entry || joined.starts_with(&format!("{entry}::")))
+        .max_by_key(|entry| entry.len())
+        .map(|entry| entry.to_string())
+        .or_else(|| path.first().cloned())
+}
+
+/// The system a layer unit belongs to, if any (`kafka::system` is Kafka's).
+fn system_of(unit: &str) -> Option<&'static str> {
+    let top = unit.split("::").next()?;
+    SYSTEMS.iter().copied().find(|s| *s == top)
 }
 
 /// Each module's imports of other modules: importer → imported → first place seen.
@@ -32,14 +60,14 @@ type Imports = BTreeMap<String, BTreeMap<String, String>>;
 fn imports_of(files: &[SourceFile]) -> Imports {
     let mut imports = Imports::new();
     for file in files {
-        let Some(module) = file.module.first() else {
+        let Some(module) = unit_of(&file.module) else {
             continue;
         };
         for path in paths(&file.code) {
             let Some(target) = path.resolve(&file.module) else {
                 continue;
             };
-            let Some(top) = target.first() else {
+            let Some(top) = unit_of(&target) else {
                 continue;
             };
             if top != module {
@@ -63,6 +91,14 @@ fn violations(imports: &Imports) -> Vec<String> {
             continue;
         };
         for (target, place) in targets {
+            if let (Some(from), Some(to)) = (system_of(module), system_of(target)) {
+                if from != to {
+                    found.push(format!(
+                        "{place}: `{module}` imports `{target}`: one system never imports another"
+                    ));
+                    continue;
+                }
+            }
             match row_of(target) {
                 None => found.push(format!("{place}: `{module}` imports `{target}`, which has no row in LAYERS")),
                 Some(r) if r < row => found.push(format!(
@@ -204,7 +240,7 @@ fn the_files_of_a_folder_do_not_import_each_other_in_a_loop() {
 fn every_top_level_module_has_a_row() {
     let missing: BTreeSet<String> = src_files()
         .into_iter()
-        .filter_map(|f| f.module.first().cloned())
+        .filter_map(|f| unit_of(&f.module))
         .filter(|module| row_of(module).is_none())
         .collect();
     assert!(
@@ -258,7 +294,10 @@ fn comments_strings_and_test_modules_are_not_references() {
 #[test]
 fn super_paths_resolve_against_the_file_module() {
     let files = [
-        file("kafka::storage::log", "use super::super::super::sim::runner;"),
+        file(
+            "kafka::storage::log",
+            "use super::super::super::sim::runner;",
+        ),
         file("os", "fn f() { super::cli::run(); }"),
     ];
     let found = violations(&imports_of(&files));
@@ -300,4 +339,41 @@ fn a_loop_between_the_files_of_a_folder_is_reported() {
     );
     assert!(found[1]
         .contains("scenario::parse imports scenario::keys (src/scenario/parse/faults.rs:1)"));
+}
+
+#[test]
+fn a_system_imports_no_other_system() {
+    let files = [
+        file(
+            "rocketmq::store::commit_log",
+            "use crate::kafka::record::BatchBuilder;",
+        ),
+        file("rocketmq::system", "use crate::kafka::system::Kafka;"),
+        file(
+            "kafka::broker::fetcher",
+            "use crate::kafka::storage::log::Log;",
+        ),
+        file("kafka::storage::log", "use crate::check::Counts;"),
+    ];
+    let found = violations(&imports_of(&files));
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].contains(
+        "src/rocketmq/store/commit_log.rs:1: `rocketmq` imports `kafka`: one system never imports another"
+    ));
+    assert!(found[1].contains(
+        "src/rocketmq/system.rs:1: `rocketmq::system` imports `kafka::system`: one system never imports another"
+    ));
+}
+
+#[test]
+fn only_a_systems_side_of_the_seam_sees_the_harness() {
+    let files = [
+        file("kafka::system", "use crate::sim::world::World;\nuse crate::scenario::model::Settings;\nuse crate::kafka::broker;"),
+        file("kafka::broker", "use crate::sim::world::World;"),
+        file("sim::runner", "use crate::kafka::system::Kafka;"),
+    ];
+    let found = violations(&imports_of(&files));
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].contains("src/kafka/broker.rs:1: `kafka` imports `sim`, a higher layer"));
+    assert!(found[1].contains("src/sim/runner.rs:1: `sim` imports `kafka::system`, a higher layer"));
 }

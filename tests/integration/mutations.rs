@@ -7,7 +7,8 @@ use hightide::check::{self, Count, Counts};
 use hightide::config::Bugs;
 use hightide::os::disk::PowerLossModel;
 use hightide::scenario::{self, model::Variant};
-use hightide::sim::runner::{self, RunOptions};
+use hightide::sim::runner::RunOptions;
+use hightide::systems;
 use std::path::Path;
 
 const SEEDS: [u64; 2] = [1, 2];
@@ -27,7 +28,7 @@ fn variant(file: &str, name: &str) -> Variant {
 fn counts(variant: &Variant, bugs: Bugs, seed: u64) -> (Counts, Vec<String>) {
     let mut variant = variant.clone();
     variant.settings.bugs = bugs;
-    let outcome = runner::run(&variant, seed, &RunOptions::default()).expect("the run");
+    let outcome = systems::run(&variant, seed, &RunOptions::default()).expect("the run");
     let failures = check::evaluate(&variant.expect, &outcome.verdict.counts);
     (outcome.verdict.counts, failures)
 }

@@ -8,7 +8,8 @@ use hightide::check::{holds, Count};
 use hightide::config::Bugs;
 use hightide::scenario::model::Variant;
 use hightide::sim::faults;
-use hightide::sim::runner::{run, RunOptions};
+use hightide::sim::runner::RunOptions;
+use hightide::systems::run;
 use hightide::{ShrinkOptions, Shrunk};
 use std::path::Path;
 

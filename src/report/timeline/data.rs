@@ -5,7 +5,7 @@ use crate::check::{count_name, Verdict};
 use crate::history::facts::{ElectedFrom, Fact, FactLog};
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
-use crate::sim::runner::Timeline;
+use crate::sim::timeline::Timeline;
 use crate::sim::world::Stopped;
 use crate::types::{BrokerId, HostName, Offset, TopicPartition};
 use serde::Serialize;

@@ -5,7 +5,7 @@ use crate::config::Acks;
 use crate::history::facts::{ElectedFrom, Fact, FactEvent, FactLog};
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
-use crate::sim::runner::{LeadershipChange, Timeline};
+use crate::sim::timeline::{LeadershipChange, Timeline};
 use crate::sim::world::{HostChange, Stopped};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::collections::BTreeMap;

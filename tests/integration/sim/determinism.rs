@@ -4,7 +4,8 @@
 
 use hightide::scenario;
 use hightide::sim::batch::{self, Job};
-use hightide::sim::runner::{self, RunOptions};
+use hightide::sim::runner::RunOptions;
+use hightide::systems;
 use std::path::Path;
 
 const SCENARIOS: [&str; 3] = ["quickstart.toml", "kip-101.toml", "idempotent-retries.toml"];
@@ -22,8 +23,8 @@ fn same_seed_same_trace_hash() {
         let scenario = load(name);
         for variant in &scenario.variants {
             for seed in [1, 2] {
-                let a = runner::run(variant, seed, &RunOptions::default()).expect("run");
-                let b = runner::run(variant, seed, &RunOptions::default()).expect("run");
+                let a = systems::run(variant, seed, &RunOptions::default()).expect("run");
+                let b = systems::run(variant, seed, &RunOptions::default()).expect("run");
                 assert_eq!(
                     a.trace_hash, b.trace_hash,
                     "{name} {} seed {seed}",
@@ -44,11 +45,11 @@ fn same_seed_same_trace_hash() {
 fn a_seed_alone_and_among_others_gives_the_same_hash() {
     let scenario = load("quickstart.toml");
     let variant = &scenario.variants[0];
-    let alone = runner::run(variant, 3, &RunOptions::default())
+    let alone = systems::run(variant, 3, &RunOptions::default())
         .expect("run")
         .trace_hash;
     let jobs: Vec<Job> = (1..=4).map(|seed| Job { variant, seed }).collect();
-    let among = batch::run_all(&jobs, 2, &RunOptions::default());
+    let among = batch::run_all(systems::run, &jobs, 2, &RunOptions::default());
     let hashes: Vec<u64> = among
         .into_iter()
         .map(|r| r.expect("run").trace_hash)
@@ -71,6 +72,7 @@ fn streamed_runs_arrive_in_job_order_and_stop_when_asked() {
     let stop = AtomicBool::new(false);
     let mut seeds = Vec::new();
     let ran = batch::run_each(
+        systems::run,
         &jobs,
         2,
         &RunOptions::default(),
@@ -89,6 +91,7 @@ fn streamed_runs_arrive_in_job_order_and_stop_when_asked() {
     assert_eq!(seeds, (1..=ran as u64).collect::<Vec<_>>());
     // Stopped before the first: nothing starts.
     let ran = batch::run_each(
+        systems::run,
         &jobs,
         2,
         &RunOptions::default(),

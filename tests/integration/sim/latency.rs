@@ -15,7 +15,8 @@ use hightide::history::{Event, Op};
 use hightide::os::clock::SimTime;
 use hightide::report::latency_stats;
 use hightide::scenario;
-use hightide::sim::runner::{self, RunOptions};
+use hightide::sim::runner::RunOptions;
+use hightide::systems;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -58,7 +59,7 @@ latency = "{follower_ms}ms"
     );
     let scenario =
         scenario::parse(&text, Path::new("latency.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let outcome = runner::run(&scenario.variants[0], 1, &RunOptions::default()).expect("run");
+    let outcome = systems::run(&scenario.variants[0], 1, &RunOptions::default()).expect("run");
     outcome.history
 }
 

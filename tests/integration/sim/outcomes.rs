@@ -4,6 +4,7 @@
 use hightide::history::{MessageId, Op};
 use hightide::scenario;
 use hightide::sim::runner::{self, RunOptions};
+use hightide::systems;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
@@ -26,7 +27,7 @@ fn a_send_recorded_as_failed_is_not_in_the_final_read() {
     variant.settings.producer.retries = 0;
     let mut not_leader_outcomes = 0;
     for seed in 1..=5 {
-        let outcome = runner::run(&variant, seed, &RunOptions::default()).expect("run");
+        let outcome = systems::run(&variant, seed, &RunOptions::default()).expect("run");
         let read: BTreeSet<MessageId> = outcome
             .final_state
             .partitions
@@ -97,7 +98,7 @@ target = "crashed"
 "#;
     let scenario =
         scenario::parse(text, Path::new("outlive.toml")).unwrap_or_else(|e| panic!("{e}"));
-    let outcome = runner::run(&scenario.variants[0], 1, &RunOptions::default()).expect("run");
+    let outcome = systems::run(&scenario.variants[0], 1, &RunOptions::default()).expect("run");
     let counts = &outcome.verdict.counts;
     assert!(counts.attempted > 0);
     assert_eq!(counts.unresolved, 0, "{counts:?}");
@@ -122,7 +123,7 @@ fn a_lost_write_is_explained_from_the_ack_through_the_fault_to_the_election() {
         .iter()
         .find(|v| v.name == "acks-1")
         .expect("the acks-1 variant");
-    let outcome = runner::run(variant, 1, &RunOptions::default()).expect("run");
+    let outcome = systems::run(variant, 1, &RunOptions::default()).expect("run");
     let example = outcome
         .verdict
         .examples_of(Count::Lost)
@@ -174,7 +175,7 @@ fn each_variant_dumps_its_disks_into_its_own_folder() {
         ..RunOptions::default()
     };
     for variant in &scenario.variants {
-        runner::run(variant, 1, &options).expect("run");
+        systems::run(variant, 1, &options).expect("run");
     }
     let log = |variant: &str| {
         std::fs::read(

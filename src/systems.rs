@@ -1,0 +1,14 @@
+//! The broker systems the lab runs, and the one place that picks a variant's. Each
+//! system lives in its own folder with its side of the harness's seam
+//! (`kafka::system::Kafka`, a `sim::system::System`); the harness is generic over it and
+//! names none of them.
+
+use crate::kafka::system::Kafka;
+use crate::scenario::model::Variant;
+use crate::sim::runner::{self, RunOptions, RunOutcome};
+use crate::sim::system::RunError;
+
+/// Runs one variant on one seed, on the variant's system (Kafka, the only one so far).
+pub fn run(variant: &Variant, seed: u64, options: &RunOptions) -> Result<RunOutcome, RunError> {
+    runner::run::<Kafka>(variant, seed, options)
+}
