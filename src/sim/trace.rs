@@ -2,9 +2,11 @@
 //!
 //! Every `tracing` event at INFO or above emitted inside a run is a significant event.
 //! The hash is SipHash-1-3 with fixed keys over, per event in order: the simulated time,
-//! the host it ran on (turmoil's `node` span), its target and its fields. Two runs of the
-//! same scenario and seed must produce the same stream, so the same hash; any divergence
-//! in behaviour that reaches an event changes it.
+//! the host it ran on (turmoil's `node` span) and its fields (the message among them). Two
+//! runs of the same scenario and seed must produce the same stream, so the same hash; any
+//! divergence in behaviour that reaches an event changes it. The event's target (the
+//! module that emitted it) is printed but not hashed: it says where code lives, not what
+//! happened, and moving code must not change a run's hash.
 //!
 //! One subscriber is installed for the whole process, once, and each thread's run keeps
 //! its own state in a thread-local. (Scoped per-thread dispatchers would not do: tracing
@@ -220,7 +222,6 @@ impl Subscriber for TraceSubscriber {
                     .map_or("world", String::as_str);
                 run.hasher.write_u128(now.as_nanos());
                 run.hasher.write(host.as_bytes());
-                run.hasher.write(meta.target().as_bytes());
                 event.record(&mut HashVisitor(&mut run.hasher));
                 run.events += 1;
                 if run.print.shows(meta.target()) {
