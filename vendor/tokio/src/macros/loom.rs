@@ -1,8 +1,0 @@
-macro_rules! if_loom {
-    ($($t:tt)*) => {{
-        #[cfg(loom)]
-        {
-            $($t)*
-        }
-    }}
-}

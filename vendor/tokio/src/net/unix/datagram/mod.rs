@@ -1,3 +1,0 @@
-//! Unix datagram types.
-
-pub(crate) mod socket;

@@ -1,3 +1,0 @@
-//! Windows specific network types.
-
-pub mod named_pipe;

@@ -1,4 +1,0 @@
-//! Thread-safe task notification primitives.
-
-mod atomic_waker;
-pub(crate) use self::atomic_waker::AtomicWaker;
