@@ -68,8 +68,26 @@ pub struct ProducerContext {
 }
 
 /// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0.
+/// Written digit by digit: it runs twice per message (at the send and at the encode), and
+/// `format!` cost about 1% of the canonical load.
 pub fn message_key(seq: u64, keys: u32) -> Option<Vec<u8>> {
-    (keys > 0).then(|| format!("key-{}", seq % u64::from(keys)).into_bytes())
+    (keys > 0).then(|| {
+        let mut n = seq % u64::from(keys);
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let mut key = Vec::with_capacity(4 + digits.len() - start);
+        key.extend_from_slice(b"key-");
+        key.extend_from_slice(&digits[start..]);
+        key
+    })
 }
 
 struct Producer {
@@ -614,5 +632,25 @@ async fn init_producer_id(producer: Rc<Producer>) {
         }
         broker = broker % producer.brokers + 1;
         tokio::time::sleep(producer.config.retry_backoff_ms).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message_key;
+
+    #[test]
+    fn message_key_is_key_dash_seq_mod_keys() {
+        assert_eq!(message_key(5, 0), None);
+        for (seq, keys) in [
+            (0, 1),
+            (9, 10),
+            (10, 11),
+            (12_345, 1000),
+            (u64::MAX, u32::MAX),
+        ] {
+            let expected = format!("key-{}", seq % u64::from(keys)).into_bytes();
+            assert_eq!(message_key(seq, keys), Some(expected), "{seq} % {keys}");
+        }
     }
 }

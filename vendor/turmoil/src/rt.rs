@@ -23,10 +23,6 @@ pub enum Kind<'a> {
 
     /// A runtime that is running simulated host software.
     Host { software: Software<'a> },
-
-    /// A runtime without any software. The network topology uses this for
-    /// time tracking and message delivery.
-    NoSoftware,
 }
 
 /// Runtime configuration.
@@ -70,6 +66,11 @@ pub struct Rt<'a> {
     /// The timer [`Rt::tick`] waits on, re-armed at every tick rather than created anew.
     /// It belongs to `tokio`'s time driver, so it goes whenever the runtime is replaced.
     tick_sleep: Option<Pin<Box<Sleep>>>,
+
+    /// The runtime's clock, read inside the runtime whenever it may have moved (at the
+    /// end of each `block_on`), so that [`Rt::now`] and each tick's deadline need not
+    /// enter the runtime to read it again.
+    now: Instant,
 }
 
 impl<'a> Rt<'a> {
@@ -79,7 +80,7 @@ impl<'a> Rt<'a> {
     {
         let (tokio, local) = init(&mut config);
 
-        let handle = with(&tokio, &local, || tokio::task::spawn_local(client));
+        let (handle, now) = with(&tokio, &local, || tokio::task::spawn_local(client));
 
         Self {
             kind: Kind::Client,
@@ -89,6 +90,7 @@ impl<'a> Rt<'a> {
             handle: Some(handle),
             config,
             tick_sleep: None,
+            now,
         }
     }
 
@@ -100,7 +102,7 @@ impl<'a> Rt<'a> {
         let (tokio, local) = init(&mut config);
 
         let software: Software = Box::new(move || Box::pin(software()));
-        let handle = with(&tokio, &local, || tokio::task::spawn_local(software()));
+        let (handle, now) = with(&tokio, &local, || tokio::task::spawn_local(software()));
 
         Self {
             kind: Kind::Host { software },
@@ -110,21 +112,7 @@ impl<'a> Rt<'a> {
             handle: Some(handle),
             config,
             tick_sleep: None,
-        }
-    }
-
-    pub(crate) fn no_software() -> Self {
-        let mut config = Config::default();
-        let (tokio, local) = init(&mut config);
-
-        Self {
-            kind: Kind::NoSoftware,
-            tokio,
-            local,
-            nodename: String::new().into(),
-            handle: None,
-            config,
-            tick_sleep: None,
+            now,
         }
     }
 
@@ -141,8 +129,11 @@ impl<'a> Rt<'a> {
     }
 
     pub(crate) fn now(&self) -> Instant {
-        let _guard = self.tokio.enter();
-        Instant::now()
+        debug_assert_eq!(self.now, {
+            let _guard = self.tokio.enter();
+            Instant::now()
+        });
+        self.now
     }
 
     // This method is called by [`Sim::run`], which iterates through all the
@@ -168,16 +159,17 @@ impl<'a> Rt<'a> {
     // that caused failure. Subsequent calls do not return the error as it is
     // expected to fail the simulation.
     pub(crate) fn tick(&mut self, duration: Duration) -> Result<bool> {
-        let (tokio, local, slot) = (&self.tokio, &self.local, &mut self.tick_sleep);
-        tokio.block_on(async {
+        let (tokio, local, slot, now) = (&self.tokio, &self.local, &mut self.tick_sleep, self.now);
+        self.now = tokio.block_on(async {
             let timer = match slot {
                 Some(timer) => {
-                    timer.as_mut().reset(Instant::now() + duration);
+                    timer.as_mut().reset(now + duration);
                     timer
                 }
                 None => slot.insert(Box::pin(sleep(duration))),
             };
-            local.run_until(timer.as_mut()).await
+            local.run_until(timer.as_mut()).await;
+            Instant::now()
         });
 
         // pull for software completion
@@ -185,7 +177,12 @@ impl<'a> Rt<'a> {
             Some(handle) if handle.is_finished() => {
                 // Consume handle to extract task result
                 if let Some(h) = self.handle.take() {
-                    match self.tokio.block_on(h) {
+                    let res = self.tokio.block_on(h);
+                    self.now = {
+                        let _guard = self.tokio.enter();
+                        Instant::now()
+                    };
+                    match res {
                         // If the host was crashed the JoinError is cancelled, which
                         // needs to be handled to not fail the simulation.
                         Err(je) if je.is_cancelled() => {}
@@ -217,10 +214,11 @@ impl<'a> Rt<'a> {
         self.cancel_tasks();
 
         if let Kind::Host { software } = &self.kind {
-            let handle = with(&self.tokio, &self.local, || {
+            let (handle, now) = with(&self.tokio, &self.local, || {
                 tokio::task::spawn_local(software())
             });
             self.handle.replace(handle);
+            self.now = now;
         };
     }
 
@@ -238,6 +236,10 @@ impl<'a> Rt<'a> {
 
         _ = mem::replace(&mut self.tokio, tokio);
         drop(mem::replace(&mut self.local, local));
+        self.now = {
+            let _guard = self.tokio.enter();
+            Instant::now()
+        };
     }
 }
 
@@ -285,6 +287,8 @@ fn new_local() -> LocalSet {
     local
 }
 
-fn with<R>(tokio: &Runtime, local: &LocalSet, f: impl FnOnce() -> R) -> R {
-    tokio.block_on(async { local.run_until(async { f() }).await })
+/// Runs `f` on the runtime and local set, and returns what it returns with the runtime's
+/// clock after it.
+fn with<R>(tokio: &Runtime, local: &LocalSet, f: impl FnOnce() -> R) -> (R, Instant) {
+    tokio.block_on(async { (local.run_until(async { f() }).await, Instant::now()) })
 }

@@ -1,6 +1,5 @@
 use crate::envelope::{Envelope, Protocol};
 use crate::host::Host;
-use crate::rt::Rt;
 use crate::{config, TRACING_TARGET};
 
 type IndexMap<K, V> = indexmap::IndexMap<K, V, rustc_hash::FxBuildHasher>;
@@ -19,10 +18,36 @@ pub(crate) struct Topology {
     /// Specific configuration overrides between specific hosts.
     links: IndexMap<Pair, Link>,
 
-    /// We don't use a Rt for async. Right now, we just use it to tick time
-    /// forward in the same way we do it elsewhere. We'd like to represent
-    /// network state with async in the future.
-    rt: Rt<'static>,
+    /// The network's clock. It needs no runtime: see [`NetClock`].
+    clock: NetClock,
+}
+
+/// The network's clock, moved by each tick as a paused tokio runtime's clock moves
+/// while it blocks on a `sleep` of one tick (which is how the network kept time when it
+/// had a runtime of its own): tokio's timer wheel has millisecond slots counted from
+/// the clock's start, a sleep ends at the end of the millisecond its deadline falls in,
+/// and the paused clock jumps by whole milliseconds from the one it is in to that one.
+/// The clock starts, as a host runtime's does, one millisecond after its origin.
+struct NetClock {
+    origin: Instant,
+    now: Instant,
+}
+
+impl NetClock {
+    fn new() -> NetClock {
+        let origin = Instant::now();
+        NetClock {
+            origin,
+            now: origin + Duration::from_millis(1),
+        }
+    }
+
+    fn tick(&mut self, duration: Duration) {
+        let elapsed = self.now - self.origin;
+        let from = elapsed.as_millis();
+        let to = (elapsed + duration + Duration::from_nanos(999_999)).as_millis();
+        self.now += Duration::from_millis((to - from) as u64);
+    }
 }
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
@@ -181,14 +206,14 @@ impl Topology {
         Topology {
             config,
             links: IndexMap::default(),
-            rt: Rt::no_software(),
+            clock: NetClock::new(),
         }
     }
 
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        assert!(self.links.insert(pair, Link::new(self.rt.now())).is_none());
+        assert!(self.links.insert(pair, Link::new(self.clock.now)).is_none());
     }
 
     pub(crate) fn set_max_message_latency(&mut self, value: Duration) {
@@ -255,7 +280,7 @@ impl Topology {
     // Move messages from any network links to the `dst` host.
     pub(crate) fn deliver_messages(&mut self, rand: &mut dyn RngCore, dst: &mut Host) {
         for (pair, link) in &mut self.links {
-            if pair.0 == dst.addr || pair.1 == dst.addr {
+            if link.queued != 0 && (pair.0 == dst.addr || pair.1 == dst.addr) {
                 link.deliver_messages(&self.config, rand, dst);
             }
         }
@@ -288,8 +313,8 @@ impl Topology {
     }
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
-        let _ = self.rt.tick(duration);
-        let now = self.rt.now();
+        self.clock.tick(duration);
+        let now = self.clock.now;
         for link in self.links.values_mut() {
             link.tick(now);
         }
