@@ -67,25 +67,16 @@ pub struct ProducerContext {
     pub seed: u64,
 }
 
-/// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0.
-/// Written digit by digit: it runs twice per message (at the send and at the encode), and
-/// `format!` cost about 1% of the canonical load.
+/// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0. It is made
+/// twice per message (at the send and at the encode): `itoa` formats without `format!`'s
+/// machinery, which cost about 1% of the canonical load.
 pub fn message_key(seq: u64, keys: u32) -> Option<Vec<u8>> {
     (keys > 0).then(|| {
-        let mut n = seq % u64::from(keys);
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let mut key = Vec::with_capacity(4 + digits.len() - start);
+        let mut digits = itoa::Buffer::new();
+        let n = digits.format(seq % u64::from(keys));
+        let mut key = Vec::with_capacity(4 + n.len());
         key.extend_from_slice(b"key-");
-        key.extend_from_slice(&digits[start..]);
+        key.extend_from_slice(n.as_bytes());
         key
     })
 }
