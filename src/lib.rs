@@ -13,14 +13,16 @@
 //! lab cli                     the library's front door; the command line
 //! report shrink               what runs left behind, as text, JSON, Markdown, SVG, HTML;
 //!                             a failing run cut down to a small scenario file
-//! sim                         the harness: world, runner, faults, seeds in parallel, trace
+//! systems                     picks a variant's system and runs it under the harness
+//! kafka::system               Kafka's side of the harness's seam
+//! sim                         the harness: world, runner, faults, seeds in parallel, trace;
+//!                             generic over `sim::system::System`
 //! scenario                    scenario files into plain data
-//! broker controller client    the processes on simulated hosts
+//! kafka                       Kafka's brokers, controller, clients, log, protocol, codec
 //! check                       anomaly counts from the history and the final state
-//! storage                     Kafka's partition log
-//! protocol record history     wire messages, the RecordBatch v2 codec, the client history
+//! history                     the client history, the cluster's facts, the final state
 //! os                          the simulated machine: page-cache disk, clock
-//! types config                Kafka's vocabulary and configuration
+//! types config                the shared vocabulary; Kafka's configuration
 //! ```
 
 pub mod lab;
