@@ -128,11 +128,11 @@ fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {
                 rf_span = e.value.span.clone();
             }
             "config" => {
-                let valid = keys::TOPIC.names();
+                let valid = keys::kafka::TOPIC.names();
                 for (key, entry) in
                     config_entries(table("config", &e.value)?, &valid, "a topic's `config`")?
                 {
-                    if let Some(found) = keys::TOPIC.find(&key) {
+                    if let Some(found) = keys::kafka::TOPIC.find(&key) {
                         found.apply(&mut config, &entry.value)?;
                     }
                 }

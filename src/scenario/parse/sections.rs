@@ -31,9 +31,9 @@ pub(super) const SECTIONS: [Sec; 6] = [
 impl Sec {
     pub(super) fn name(self) -> &'static str {
         match self {
-            Sec::Broker => keys::BROKER.name,
-            Sec::Producer => keys::PRODUCER.name,
-            Sec::Consumer => keys::CONSUMER.name,
+            Sec::Broker => keys::kafka::BROKER.name,
+            Sec::Producer => keys::kafka::PRODUCER.name,
+            Sec::Consumer => keys::kafka::CONSUMER.name,
             Sec::Workload => keys::WORKLOAD.name,
             Sec::Disk => keys::DISK.name,
             Sec::Network => keys::NETWORK.name,
@@ -53,9 +53,9 @@ impl Sec {
 
     pub(super) fn key_names(self) -> Vec<&'static str> {
         match self {
-            Sec::Broker => keys::BROKER.names(),
-            Sec::Producer => keys::PRODUCER.names(),
-            Sec::Consumer => keys::CONSUMER.names(),
+            Sec::Broker => keys::kafka::BROKER.names(),
+            Sec::Producer => keys::kafka::PRODUCER.names(),
+            Sec::Consumer => keys::kafka::CONSUMER.names(),
             Sec::Workload => keys::WORKLOAD.names(),
             Sec::Disk => keys::DISK.names(),
             Sec::Network => keys::NETWORK.names(),
@@ -83,9 +83,9 @@ impl Sec {
             }
         }
         match self {
-            Sec::Broker => set(&keys::BROKER, &mut settings.broker, key, node),
-            Sec::Producer => set(&keys::PRODUCER, &mut settings.producer, key, node),
-            Sec::Consumer => set(&keys::CONSUMER, &mut settings.consumer, key, node),
+            Sec::Broker => set(&keys::kafka::BROKER, &mut settings.broker, key, node),
+            Sec::Producer => set(&keys::kafka::PRODUCER, &mut settings.producer, key, node),
+            Sec::Consumer => set(&keys::kafka::CONSUMER, &mut settings.consumer, key, node),
             Sec::Workload => set(&keys::WORKLOAD, &mut settings.workload, key, node),
             Sec::Disk => set(&keys::DISK, &mut settings.disk, key, node),
             Sec::Network => set(&keys::NETWORK, &mut settings.network, key, node),

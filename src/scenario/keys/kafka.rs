@@ -1,193 +1,16 @@
-//! The one registry of configuration keys: for each section, every key's Kafka name, what
-//! it means, how a TOML value sets its field, and (read back from the `Default` impls of
-//! `config.rs` and the scenario defaults) its default. The parser and `hightide config`
-//! both read this table, so what is documented is exactly what is accepted.
+//! Kafka's sections of the key registry: `[broker]`, `[producer]`, `[consumer]` and a
+//! topic's overrides, with Kafka's names, defaults (from the `Default` impls and release
+//! eras of `config`) and meanings; and Kafka's part of `hightide config`.
 
-use super::model::{Commit, Network, Workload};
-use super::node::{Node, Value};
-use super::values::{format_duration, parse_duration};
-use super::Error;
+use super::{render, string, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
 use crate::config::{
-    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, TopicConfig,
+    Acks, BrokerConfig, ConsumerConfig, OffsetReset, ProducerConfig, Release, TopicConfig,
     Truncation,
 };
-use crate::os::disk::{DiskConfig, PowerLossModel};
+use crate::scenario::node::{Node, Value};
+use crate::scenario::Error;
 use std::fmt::Write as _;
 use std::time::Duration;
-
-/// Java's `Integer.MAX_VALUE`, the bound of Kafka's `int` settings.
-const INT_MAX: i64 = i32::MAX as i64;
-const LONG_MAX: i64 = i64::MAX;
-
-/// One section of the scenario file (`[broker]`, ...) and the struct its keys set.
-pub(crate) struct Section<T: 'static> {
-    pub name: &'static str,
-    pub title: &'static str,
-    pub keys: &'static [Key<T>],
-}
-
-pub(crate) struct Key<T: 'static> {
-    pub name: &'static str,
-    pub kind: Kind<T>,
-    /// Kafka's meaning, in one line.
-    pub meaning: &'static str,
-}
-
-/// How a TOML value sets a field, and how the field reads back for `hightide config`.
-pub(crate) enum Kind<T: 'static> {
-    Int {
-        min: i64,
-        max: i64,
-        get: fn(&T) -> i64,
-        set: fn(&mut T, i64),
-    },
-    Bool {
-        get: fn(&T) -> bool,
-        set: fn(&mut T, bool),
-    },
-    Duration {
-        get: fn(&T) -> Duration,
-        set: fn(&mut T, Duration),
-    },
-    /// A topic-level override; unset, the topic inherits the broker key `inherits`.
-    OptInt {
-        min: i64,
-        max: i64,
-        inherits: &'static str,
-        set: fn(&mut T, i64),
-    },
-    OptBool {
-        inherits: &'static str,
-        set: fn(&mut T, bool),
-    },
-    /// Anything else (enumerations, tables): its own reader and printer.
-    Other {
-        set: fn(&mut T, &Node) -> Result<(), Error>,
-        show: fn(&T) -> String,
-    },
-}
-
-impl<T> Section<T> {
-    pub(crate) fn find(&self, name: &str) -> Option<&'static Key<T>> {
-        self.keys.iter().find(|key| key.name == name)
-    }
-
-    pub(crate) fn names(&self) -> Vec<&'static str> {
-        self.keys.iter().map(|key| key.name).collect()
-    }
-}
-
-impl<T> Key<T> {
-    /// Set the field from `node`, checking its type and range.
-    pub(crate) fn apply(&self, target: &mut T, node: &Node) -> Result<(), Error> {
-        match &self.kind {
-            Kind::Int { min, max, set, .. } | Kind::OptInt { min, max, set, .. } => {
-                set(target, integer_in(self.name, node, *min, *max)?);
-                Ok(())
-            }
-            Kind::Bool { set, .. } | Kind::OptBool { set, .. } => {
-                set(target, boolean(self.name, node)?);
-                Ok(())
-            }
-            Kind::Duration { set, .. } => {
-                set(target, duration(self.name, node)?);
-                Ok(())
-            }
-            Kind::Other { set, .. } => set(target, node),
-        }
-    }
-
-    /// The value as `hightide config` prints it; a topic key shows what it inherits from
-    /// `broker`.
-    fn show(&self, value: &T, broker: &BrokerConfig) -> String {
-        match &self.kind {
-            Kind::Int { get, .. } => get(value).to_string(),
-            Kind::Bool { get, .. } => get(value).to_string(),
-            Kind::Duration { get, .. } => format!("\"{}\"", format_duration(get(value))),
-            Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } => {
-                let inherited = BROKER
-                    .find(inherits)
-                    .map(|key| key.show(broker, broker))
-                    .unwrap_or_default();
-                format!("[broker] {inherits} ({inherited})")
-            }
-            Kind::Other { show, .. } => show(value),
-        }
-    }
-}
-
-/// `name` must be an integer in `min..=max`.
-pub(crate) fn integer_in(name: &str, node: &Node, min: i64, max: i64) -> Result<i64, Error> {
-    let Value::Integer(value) = node.value else {
-        return Err(wrong_type(name, "an integer", node));
-    };
-    if value < min || value > max {
-        let range = if max == LONG_MAX {
-            format!("at least {min}")
-        } else {
-            format!("from {min} to {max}")
-        };
-        return Err(Error::at(
-            &node.span,
-            format!("`{name}` must be {range}, found {value}"),
-        ));
-    }
-    Ok(value)
-}
-
-pub(crate) fn boolean(name: &str, node: &Node) -> Result<bool, Error> {
-    match node.value {
-        Value::Boolean(value) => Ok(value),
-        _ => Err(wrong_type(name, "true or false", node)),
-    }
-}
-
-pub(crate) fn string<'a>(name: &str, node: &'a Node) -> Result<&'a str, Error> {
-    match &node.value {
-        Value::String(value) => Ok(value),
-        _ => Err(wrong_type(name, "a string", node)),
-    }
-}
-
-/// A duration string (`"250ms"`).
-pub(crate) fn duration(name: &str, node: &Node) -> Result<Duration, Error> {
-    let text = match &node.value {
-        Value::String(text) => text,
-        Value::Integer(_) => {
-            return Err(Error::at(
-                &node.span,
-                format!("`{name}` must be a duration with a unit, like \"250ms\" or \"10s\", found an integer"),
-            ))
-        }
-        _ => return Err(wrong_type(name, "a duration string like \"10s\"", node)),
-    };
-    parse_duration(text).map_err(|message| Error::at(&node.span, message))
-}
-
-pub(crate) fn wrong_type(name: &str, expected: &str, node: &Node) -> Error {
-    Error::at(
-        &node.span,
-        format!(
-            "`{name}` must be {expected}, found {}",
-            node.value.type_name()
-        ),
-    )
-}
-
-macro_rules! int {
-    ($name:literal, $field:ident as $ty:ty, $min:expr, $max:expr, $meaning:literal) => {
-        Key {
-            name: $name,
-            meaning: $meaning,
-            kind: Kind::Int {
-                min: $min,
-                max: $max,
-                get: |c| c.$field as i64,
-                set: |c, v| c.$field = v as $ty,
-            },
-        }
-    };
-}
 
 /// A Kafka `.ms` key: an integer of milliseconds in TOML, a `Duration` in the config.
 macro_rules! millis {
@@ -212,32 +35,6 @@ fn retention(millis: i64) -> Option<Duration> {
 
 fn retention_millis(retention: Option<Duration>) -> i64 {
     retention.map_or(-1, |duration| duration.as_millis() as i64)
-}
-
-macro_rules! boolean {
-    ($name:literal, $field:ident, $meaning:literal) => {
-        Key {
-            name: $name,
-            meaning: $meaning,
-            kind: Kind::Bool {
-                get: |c| c.$field,
-                set: |c, v| c.$field = v,
-            },
-        }
-    };
-}
-
-macro_rules! duration {
-    ($name:literal, $field:ident, $meaning:literal) => {
-        Key {
-            name: $name,
-            meaning: $meaning,
-            kind: Kind::Duration {
-                get: |c| c.$field,
-                set: |c, v| c.$field = v,
-            },
-        }
-    };
 }
 
 macro_rules! topic_millis {
@@ -558,242 +355,10 @@ pub(crate) static TOPIC: Section<TopicConfig> = Section {
     ],
 };
 
-pub(crate) static DISK: Section<DiskConfig> = Section {
-    name: "disk",
-    title: "The simulated disk of every broker and of the controller",
-    keys: &[
-        duration!("writeback", writeback,
-            "How often the OS flusher runs (Linux dirty_writeback_centisecs)."),
-        duration!("dirty_expire", dirty_expire,
-            "Pages dirty at least this long are written back when the flusher runs (dirty_expire_centisecs)."),
-        duration!("fsync_latency", fsync_latency, "How long an fsync takes."),
-        Key {
-            name: "power_loss",
-            meaning: "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector.",
-            kind: Kind::Other { set: set_power_loss, show: show_power_loss },
-        },
-    ],
-};
-
-fn set_power_loss(config: &mut DiskConfig, node: &Node) -> Result<(), Error> {
-    config.power_loss = match string("power_loss", node)? {
-        "drop-unflushed" => PowerLossModel::DropUnflushed,
-        "random-writeback" => PowerLossModel::RandomWriteback,
-        "torn-tail" => PowerLossModel::TornTail,
-        other => {
-            return Err(Error::at(
-                &node.span,
-                format!("invalid `power_loss` `{other}`: expected \"drop-unflushed\", \"random-writeback\" or \"torn-tail\""),
-            ))
-        }
-    };
-    Ok(())
-}
-
-fn show_power_loss(config: &DiskConfig) -> String {
-    match config.power_loss {
-        PowerLossModel::DropUnflushed => "\"drop-unflushed\"".to_owned(),
-        PowerLossModel::RandomWriteback => "\"random-writeback\"".to_owned(),
-        PowerLossModel::TornTail => "\"torn-tail\"".to_owned(),
-    }
-}
-
-pub(crate) fn default_network() -> Network {
-    Network {
-        latency_min: Duration::from_millis(1),
-        latency_max: Duration::from_millis(5),
-    }
-}
-
-pub(crate) static NETWORK: Section<Network> = Section {
-    name: "network",
-    title: "The simulated network",
-    keys: &[Key {
-        name: "latency",
-        meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
-        kind: Kind::Other {
-            set: set_latency,
-            show: show_latency,
-        },
-    }],
-};
-
-fn set_latency(network: &mut Network, node: &Node) -> Result<(), Error> {
-    let Value::Table(entries) = &node.value else {
-        return Err(wrong_type(
-            "latency",
-            "a table like { min = \"1ms\", max = \"5ms\" }",
-            node,
-        ));
-    };
-    let mut min = None;
-    let mut max = None;
-    for entry in entries {
-        match entry.key.as_str() {
-            "min" => min = Some(duration("min", &entry.value)?),
-            "max" => max = Some(duration("max", &entry.value)?),
-            other => {
-                return Err(super::unknown_key(
-                    other,
-                    &entry.key_span,
-                    "`latency`",
-                    &["min", "max"],
-                ))
-            }
-        }
-    }
-    let (Some(min), Some(max)) = (min, max) else {
-        return Err(Error::at(
-            &node.span,
-            "`latency` needs both `min` and `max`".to_owned(),
-        ));
-    };
-    if min > max {
-        return Err(Error::at(
-            &node.span,
-            format!(
-                "`latency` min ({}) is above its max ({})",
-                format_duration(min),
-                format_duration(max)
-            ),
-        ));
-    }
-    network.latency_min = min;
-    network.latency_max = max;
-    Ok(())
-}
-
-fn show_latency(network: &Network) -> String {
-    format!(
-        "{{ min = \"{}\", max = \"{}\" }}",
-        format_duration(network.latency_min),
-        format_duration(network.latency_max)
-    )
-}
-
-/// The scenario's workload defaults; an empty topic means "the only topic of [cluster]".
-pub(crate) fn default_workload() -> Workload {
-    Workload {
-        producers: 1,
-        topic: String::new(),
-        rate: 100,
-        messages: None,
-        keys: 0,
-        value_bytes: 64,
-        consumers: 0,
-        group: None,
-        commit: Commit::Auto,
-        processing: Duration::ZERO,
-    }
-}
-
-/// Hosts of one kind a scenario may ask for: bounded so a typo cannot exhaust memory.
-pub(crate) const MAX_HOSTS: i64 = 1000;
-
-pub(crate) static WORKLOAD: Section<Workload> = Section {
-    name: "workload",
-    title: "What the clients do",
-    keys: &[
-        int!("producers", producers as u32, 1, MAX_HOSTS, "Producer hosts producer-1 .. producer-N."),
-        Key {
-            name: "topic",
-            meaning: "The topic the producers write and the consumers read; unset: the only topic of [cluster].",
-            kind: Kind::Other { set: set_topic, show: |_| "the only topic".to_owned() },
-        },
-        int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer."),
-        Key {
-            name: "messages",
-            meaning: "Stop after this many sends in all; unset: send until `duration`.",
-            kind: Kind::Other { set: set_messages, show: |_| "unset".to_owned() },
-        },
-        int!("keys", keys as u32, 0, INT_MAX, "Distinct message keys; 0: null keys (the sticky partitioner)."),
-        int!("value_bytes", value_bytes as u32, 0, 1_048_576, "Size of each message value (it starts with the message's id)."),
-        int!("consumers", consumers as u32, 0, MAX_HOSTS,
-            "Consumer hosts consumer-1 .. consumer-N, reading during the run (the dirty-read check)."),
-        Key {
-            name: "group",
-            meaning: "The consumers' group.id: they join it, share the topic's partitions and commit offsets; unset: each reads every partition and commits nothing.",
-            kind: Kind::Other { set: set_group, show: |_| "unset".to_owned() },
-        },
-        Key {
-            name: "commit",
-            meaning: "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once).",
-            kind: Kind::Other { set: set_commit, show: |w| format!("\"{}\"", w.commit.name()) },
-        },
-        duration!("processing", processing, "Simulated work per record, between the poll that returned it and the commit."),
-    ],
-};
-
-fn set_group(workload: &mut Workload, node: &Node) -> Result<(), Error> {
-    let group = string("group", node)?;
-    if group.is_empty() {
-        return Err(Error::at(
-            &node.span,
-            "`group` is empty: Kafka needs a group.id".to_owned(),
-        ));
-    }
-    workload.group = Some(group.to_owned());
-    Ok(())
-}
-
-fn set_commit(workload: &mut Workload, node: &Node) -> Result<(), Error> {
-    let name = string("commit", node)?;
-    workload.commit = Commit::ALL
-        .into_iter()
-        .find(|commit| commit.name() == name)
-        .ok_or_else(|| {
-            Error::at(
-                &node.span,
-                format!("invalid `commit` `{name}`: expected \"auto\", \"before-processing\" or \"after-processing\""),
-            )
-        })?;
-    Ok(())
-}
-
-fn set_topic(workload: &mut Workload, node: &Node) -> Result<(), Error> {
-    workload.topic = string("topic", node)?.to_owned();
-    Ok(())
-}
-
-fn set_messages(workload: &mut Workload, node: &Node) -> Result<(), Error> {
-    workload.messages = Some(integer_in("messages", node, 1, LONG_MAX)? as u64);
-    Ok(())
-}
-
-/// The keys of one section with `defaults`; a key the release lacks says so instead.
-fn render<T>(out: &mut String, section: &Section<T>, header: &str, defaults: &T, era: &Era) {
-    let _ = writeln!(out, "{header}  # {}", section.title);
-    for key in section.keys {
-        let name = if key.name.contains('.') {
-            format!("\"{}\"", key.name)
-        } else {
-            key.name.to_owned()
-        };
-        match era.release.lacks_key(section.name, key.name) {
-            Some((added, source)) => {
-                let _ = writeln!(
-                    out,
-                    "# {name}: not in Kafka {}, it came in {added} ({source})",
-                    era.release
-                );
-            }
-            None => {
-                let _ = writeln!(out, "{name} = {}", key.show(defaults, &era.broker));
-            }
-        }
-        let _ = writeln!(out, "    {}", key.meaning);
-    }
-    out.push('\n');
-}
-
-/// Every supported key by section, with its default in `release` and its meaning, after
-/// the history of Kafka's changes up to that release (`hightide config [--kafka X.Y]`).
-pub fn config_reference(release: Release) -> String {
+/// Kafka's part of `hightide config`: `[cluster] kafka`, the history of Kafka's changes up
+/// to `release`, and the Kafka sections with their defaults in that release.
+pub(super) fn reference(out: &mut String, release: Release) {
     let era = release.era();
-    let mut out = String::new();
-    out.push_str("# Every configuration key of a scenario file, its default, and what it does.\n");
-    out.push_str("# Kafka keys keep Kafka's names, defaults and meanings; durations are strings\n");
-    out.push_str("# with a unit (\"250ms\", \"10s\", \"2m\"); sizes are integers of bytes.\n\n");
     let _ = writeln!(
         out,
         "[cluster]\nkafka = \"{release}\"\n    The Kafka release whose rules and defaults apply: {} to {} (default {}); keys set explicitly win.\n",
@@ -815,46 +380,44 @@ pub fn config_reference(release: Release) -> String {
         );
     }
     out.push('\n');
-    render(&mut out, &BROKER, "[broker]", &era.broker, &era);
-    render(&mut out, &PRODUCER, "[producer]", &era.producer, &era);
-    render(&mut out, &CONSUMER, "[consumer]", &era.consumer, &era);
+    let lacks = |section: &str, key: &str| {
+        let (added, source) = era.release.lacks_key(section, key)?;
+        Some(format!(
+            "not in Kafka {}, it came in {added} ({source})",
+            era.release
+        ))
+    };
+    // A topic key shows the broker key it inherits, with that key's value in the release.
+    let inherited = |name: &'static str| {
+        let value = BROKER
+            .find(name)
+            .map(|key| key.show(&era.broker, &|_| String::new()))
+            .unwrap_or_default();
+        format!("[broker] {name} ({value})")
+    };
+    let notes = Notes {
+        lacks: &lacks,
+        inherited: &inherited,
+    };
+    render(out, &BROKER, "[broker]", &era.broker, &notes);
+    render(out, &PRODUCER, "[producer]", &era.producer, &notes);
+    render(out, &CONSUMER, "[consumer]", &era.consumer, &notes);
     render(
-        &mut out,
+        out,
         &TOPIC,
         "# topic config",
         &TopicConfig::default(),
-        &era,
+        &notes,
     );
-    render(&mut out, &DISK, "[disk]", &DiskConfig::default(), &era);
-    render(&mut out, &NETWORK, "[network]", &default_network(), &era);
-    render(&mut out, &WORKLOAD, "[workload]", &default_workload(), &era);
-    out
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{every_key_default_reads_back, names_are_unique};
     use super::*;
 
     fn node(value: Value) -> Node {
         Node { span: 3..4, value }
-    }
-
-    fn every_key_default_reads_back<T: PartialEq + std::fmt::Debug>(
-        section: &Section<T>,
-        defaults: fn() -> T,
-    ) {
-        // Setting a key to the default it prints must leave the defaults unchanged, so the
-        // printed defaults are the real ones.
-        for key in section.keys {
-            let mut value = defaults();
-            let shown = key.show(&value, &BrokerConfig::default());
-            // The prose defaults (inherited keys, "unset") are not TOML and are skipped.
-            let Ok(root) = super::super::node::parse_document(&format!("v = {shown}")) else {
-                continue;
-            };
-            key.apply(&mut value, &root[0].value).unwrap();
-            assert_eq!(value, defaults(), "{}", key.name);
-        }
     }
 
     #[test]
@@ -862,24 +425,14 @@ mod tests {
         every_key_default_reads_back(&BROKER, BrokerConfig::default);
         every_key_default_reads_back(&PRODUCER, ProducerConfig::default);
         every_key_default_reads_back(&CONSUMER, ConsumerConfig::default);
-        every_key_default_reads_back(&DISK, DiskConfig::default);
     }
 
     #[test]
     fn key_names_are_unique_per_section() {
-        fn unique<T>(section: &Section<T>) {
-            let mut names = section.names();
-            names.sort_unstable();
-            names.dedup();
-            assert_eq!(names.len(), section.keys.len(), "{}", section.name);
-        }
-        unique(&BROKER);
-        unique(&PRODUCER);
-        unique(&CONSUMER);
-        unique(&TOPIC);
-        unique(&DISK);
-        unique(&NETWORK);
-        unique(&WORKLOAD);
+        names_are_unique(&BROKER);
+        names_are_unique(&PRODUCER);
+        names_are_unique(&CONSUMER);
+        names_are_unique(&TOPIC);
     }
 
     #[test]
@@ -939,40 +492,5 @@ mod tests {
         );
         assert!(key.apply(&mut config, &node(Value::Integer(2))).is_err());
         assert!(key.apply(&mut config, &node(Value::Boolean(true))).is_err());
-    }
-
-    #[test]
-    fn reference_lists_every_key_with_its_default() {
-        let text = config_reference(Release::NEWEST);
-        assert!(text.contains("\"min.insync.replicas\" = 1\n"), "{text}");
-        assert!(text.contains("\"log.flush.interval.messages\" = 9223372036854775807\n"));
-        assert!(text.contains("acks = \"all\"\n"));
-        assert!(text.contains("\"enable.idempotence\" = true\n"));
-        assert!(text.contains("\"segment.bytes\" = [broker] log.segment.bytes (1073741824)\n"));
-        assert!(text.contains("writeback = \"5s\"\n"));
-        assert!(text.contains("power_loss = \"random-writeback\"\n"));
-        assert!(text.contains("latency = { min = \"1ms\", max = \"5ms\" }\n"));
-        assert!(text.contains("value_bytes = 64\n"));
-        for section in [
-            "[broker]",
-            "[producer]",
-            "[consumer]",
-            "# topic config",
-            "[disk]",
-            "[network]",
-            "[workload]",
-        ] {
-            assert!(text.contains(section), "{section}");
-        }
-        // `[cluster] kafka`, then the registry's keys.
-        let keys = 1
-            + BROKER.keys.len()
-            + PRODUCER.keys.len()
-            + CONSUMER.keys.len()
-            + TOPIC.keys.len()
-            + DISK.keys.len()
-            + NETWORK.keys.len()
-            + WORKLOAD.keys.len();
-        assert_eq!(text.lines().filter(|l| l.starts_with("    ")).count(), keys);
     }
 }
