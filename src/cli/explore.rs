@@ -3,7 +3,7 @@
 //! whatever the number of threads, each with what failed and the line that replays it,
 //! and stops there.
 
-use super::run::{chosen_variants, load, load_shards_file, replay_command};
+use super::scenario_args::{chosen_variants, load, load_shards_file, replay_command};
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
 use crate::scenario;

@@ -7,6 +7,7 @@ mod dump_log;
 mod explore;
 mod merge;
 mod run;
+mod scenario_args;
 mod shard;
 mod shrink;
 mod sweep;

@@ -1,8 +1,9 @@
 //! `hightide run`: every variant of a scenario on every seed, side by side.
 
+use super::scenario_args::{chosen_variants, load, load_shards_file, replay_command};
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report;
-use crate::scenario::{self, model::Scenario, model::Variant};
+use crate::scenario::{self, model::Scenario};
 use crate::sim::batch;
 use crate::sim::runner::{DumpDisks, RunOptions, RunOutcome};
 use crate::sim::trace::Print;
@@ -210,7 +211,7 @@ pub(super) fn merged(merged: shard::Merged) -> i32 {
         Err(status) => return status,
     };
     let jobs = batch::jobs(&header.seeds, &variants);
-    let reports = match in_job_order(merged.runs, &jobs) {
+    let reports = match shard::in_job_order(merged.runs, &jobs) {
         Ok(reports) => reports,
         Err(error) => {
             eprintln!("error: {error}");
@@ -239,90 +240,6 @@ pub(super) fn merged(merged: shard::Merged) -> i32 {
         printer.add(report);
     }
     printer.finish(false)
-}
-
-/// For a merge of `run` or `explore` shards: the scenario file read again, with the
-/// shards' `--set`s, and checked to be the one they ran; or the exit status after saying
-/// why not.
-pub(super) fn load_shards_file(header: &shard::Header) -> Result<Scenario, i32> {
-    let scenario = load(&header.file, &header.sets)?;
-    if let Err(error) = header.check_current(&[&scenario.source]) {
-        eprintln!("error: {error}");
-        return Err(EXIT_BAD_INPUT);
-    }
-    Ok(scenario)
-}
-
-/// The shards' runs in `jobs`' order; an error if one is missing or there twice.
-pub(super) fn in_job_order(
-    runs: Vec<report::RunReport>,
-    jobs: &[batch::Job<'_>],
-) -> Result<Vec<report::RunReport>, String> {
-    let mut by_job: std::collections::BTreeMap<(u64, String), report::RunReport> =
-        std::collections::BTreeMap::new();
-    for run in runs {
-        let key = (run.seed, run.variant.clone());
-        if by_job.insert(key, run).is_some() {
-            return Err("a run is in two shards".into());
-        }
-    }
-    let mut ordered = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let key = (job.seed, job.variant.name.clone());
-        let run = by_job.remove(&key).ok_or_else(|| {
-            format!(
-                "no shard holds seed {} of {}: the shards are not of this file as it stands",
-                job.seed, job.variant.name
-            )
-        })?;
-        ordered.push(run);
-    }
-    if let Some(((seed, variant), _)) = by_job.into_iter().next() {
-        return Err(format!(
-            "the shards hold seed {seed} of {variant}, which the command does not run"
-        ));
-    }
-    Ok(ordered)
-}
-
-/// The scenario with every `--set` applied, or the exit status after saying why not.
-pub(super) fn load(file: &Path, sets: &[String]) -> Result<Scenario, i32> {
-    scenario::Overrides::parse(sets)
-        .and_then(|overrides| scenario::load_with(file, &overrides))
-        .map_err(|error| {
-            eprintln!("{}", error.report());
-            EXIT_BAD_INPUT
-        })
-}
-
-/// The variants `--variant` picks (all without it), after the warnings of the `--set`s
-/// that replaced their settings; or the exit status after saying why there are none.
-pub(super) fn chosen_variants<'a>(
-    scenario: &'a Scenario,
-    name: Option<&str>,
-    file: &Path,
-) -> Result<Vec<&'a Variant>, i32> {
-    let variants: Vec<&Variant> = scenario
-        .variants
-        .iter()
-        .filter(|v| name.is_none_or(|name| v.name == name))
-        .collect();
-    for (variant, warning) in &scenario.warnings {
-        if variants.iter().any(|v| &v.name == variant) {
-            eprintln!("warning: {warning}");
-        }
-    }
-    if variants.is_empty() {
-        let names: Vec<_> = scenario.variants.iter().map(|v| v.name.as_str()).collect();
-        eprintln!(
-            "error: no variant {:?} in {}; it has: {}",
-            name.unwrap_or_default(),
-            file.display(),
-            names.join(", ")
-        );
-        return Err(EXIT_BAD_INPUT);
-    }
-    Ok(variants)
 }
 
 /// One page, a panel per variant of the seed, all on one time axis.
@@ -582,65 +499,5 @@ impl<'a> Printer<'a> {
         } else {
             EXIT_OK
         }
-    }
-}
-
-/// The command that runs this scenario again with the same settings: the program, the
-/// file and every `--set`, quoted for a shell where needed.
-pub(super) fn replay_command(file: &Path, sets: &[String]) -> String {
-    let mut command = format!(
-        "{} run {}",
-        replay_program(),
-        shell_word(&file.display().to_string())
-    );
-    for set in sets {
-        command.push_str(&format!(" --set {}", shell_word(set)));
-    }
-    command
-}
-
-/// A word as a POSIX shell reads it back: as it is when it is plain, else single-quoted.
-fn shell_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
-
-/// How to start hightide again the way it was started: through cargo when cargo ran it
-/// (cargo sets `CARGO` for what it runs), else the program as invoked.
-fn replay_program() -> String {
-    let program = std::env::args()
-        .next()
-        .unwrap_or_else(|| "hightide".to_string());
-    if std::env::var_os("CARGO").is_none() {
-        return program;
-    }
-    if program.contains("/release/") || program.contains("\\release\\") {
-        "cargo run --release --".to_string()
-    } else {
-        "cargo run --".to_string()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::shell_word;
-
-    #[test]
-    fn replay_words_survive_a_shell() {
-        assert_eq!(shell_word("producer.acks=all"), "producer.acks=all");
-        assert_eq!(
-            shell_word("scenarios/quick start.toml"),
-            "'scenarios/quick start.toml'"
-        );
-        assert_eq!(
-            shell_word("workload.topic=\"a b\""),
-            "'workload.topic=\"a b\"'"
-        );
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
     }
 }

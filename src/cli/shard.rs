@@ -5,7 +5,7 @@
 //! that is not every shard of one command, each complete.
 
 use crate::report::{self, RunReport};
-use crate::sim::batch::Shard;
+use crate::sim::batch::{Job, Shard};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -224,4 +224,35 @@ fn read_shard(text: &str) -> Result<(Header, Vec<RunReport>, Done), (usize, Stri
         "the shard did not finish (no closing line): run it again".to_owned(),
     ))?;
     Ok((header, runs, done))
+}
+
+/// The shards' runs in `jobs`' order; an error if one is missing or there twice.
+pub(super) fn in_job_order(
+    runs: Vec<RunReport>,
+    jobs: &[Job<'_>],
+) -> Result<Vec<RunReport>, String> {
+    let mut by_job: BTreeMap<(u64, String), RunReport> = BTreeMap::new();
+    for run in runs {
+        let key = (run.seed, run.variant.clone());
+        if by_job.insert(key, run).is_some() {
+            return Err("a run is in two shards".into());
+        }
+    }
+    let mut ordered = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let key = (job.seed, job.variant.name.clone());
+        let run = by_job.remove(&key).ok_or_else(|| {
+            format!(
+                "no shard holds seed {} of {}: the shards are not of this file as it stands",
+                job.seed, job.variant.name
+            )
+        })?;
+        ordered.push(run);
+    }
+    if let Some(((seed, variant), _)) = by_job.into_iter().next() {
+        return Err(format!(
+            "the shards hold seed {seed} of {variant}, which the command does not run"
+        ));
+    }
+    Ok(ordered)
 }

@@ -1,7 +1,7 @@
 //! `hightide shrink`: one failing seed cut down to a small scenario file that fails the
 //! same way, written to `--out`, read back and run once more to show that it does.
 
-use super::run::{chosen_variants, load, replay_command};
+use super::scenario_args::{chosen_variants, load, replay_command};
 use super::{EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::check::Expectation;
 use crate::scenario::format_duration;

@@ -217,7 +217,7 @@ pub(super) fn merged(merged: shard::Merged, out: &Path) -> i32 {
         return EXIT_BAD_INPUT;
     }
     let jobs = jobs(scenario, &header.seeds);
-    let reports = match super::run::in_job_order(merged.runs, &jobs) {
+    let reports = match shard::in_job_order(merged.runs, &jobs) {
         Ok(reports) => reports,
         Err(error) => {
             eprintln!("error: {error}");
