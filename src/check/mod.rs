@@ -13,6 +13,7 @@ pub mod coverage;
 mod describe;
 mod expect;
 mod final_read;
+mod group_story;
 mod groups;
 mod reorder;
 mod replicas;
@@ -155,7 +156,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     counts.out_of_order = reorder.out_of_order();
     check_reads(history, (&index, &chronicle), &mut counts, &mut examples);
     check_partitions(final_state, &chronicle, &mut counts, &mut examples);
-    groups::check(history, final_state, &chronicle, &mut counts, &mut examples);
+    check_groups(history, final_state, &chronicle, &mut counts, &mut examples);
     count_facts(final_state.facts.events(), &mut counts);
 
     let lost_acked_at = lost
@@ -308,6 +309,33 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
             | Fact::Fault { .. } => {}
         }
     }
+}
+
+/// A consumer group's unprocessed and reprocessed records: counted by `groups`, told by
+/// `group_story`.
+fn check_groups(
+    history: &[Event],
+    final_state: &FinalState,
+    chronicle: &story::Chronicle,
+    counts: &mut Counts,
+    examples: &mut Examples,
+) {
+    groups::check(history, final_state, counts, &mut |processings, found| {
+        let teller = group_story::Teller {
+            history,
+            chronicle,
+            facts: final_state.facts.events(),
+            processings,
+        };
+        match found {
+            groups::Found::Unprocessed { tp, gap, behind } => {
+                examples.add(Count::Unprocessed, || teller.unprocessed(tp, gap, behind))
+            }
+            groups::Found::Reprocessed(repeat) => {
+                examples.add(Count::Reprocessed, || teller.reprocessed(&repeat))
+            }
+        }
+    });
 }
 
 /// Divergent, under-replicated, unreadable and offline partitions.
