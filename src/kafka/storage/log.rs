@@ -519,12 +519,7 @@ impl Log {
             self.roll(now)?;
         }
         let interval = self.config.index_interval_bytes;
-        let disk = &self.disk;
-        let active = self
-            .segments
-            .values_mut()
-            .next_back()
-            .expect("a log always has an active segment");
+        let (disk, active) = self.active_mut();
         active.append(disk, batch, header, interval)?;
         self.log_end_offset = header.next_offset();
         Ok(())
@@ -544,12 +539,7 @@ impl Log {
     }
 
     fn roll(&mut self, now: SimTime) -> Result<(), StorageError> {
-        let disk = &self.disk;
-        let active = self
-            .segments
-            .values_mut()
-            .next_back()
-            .expect("a log always has an active segment");
+        let (disk, active) = self.active_mut();
         active.close(disk)?;
         self.add_segment(self.log_end_offset, now)
     }
@@ -628,16 +618,11 @@ impl Log {
         for base in doomed {
             self.delete_segment(base)?;
         }
-        let disk = &self.disk;
-        let active = self
-            .segments
-            .values_mut()
-            .next_back()
-            .expect("a log always has an active segment");
+        let (disk, active) = self.active_mut();
         if let Some((position, header)) = active.translate_offset(disk, offset)? {
             active.truncate_to(disk, position, header.base_offset)?;
-            for path in active.paths() {
-                self.pending.file(path);
+            for path in active.paths().map(str::to_owned) {
+                self.pending.file(&path);
             }
         }
         self.log_end_offset = self.active().next_offset();
@@ -849,6 +834,17 @@ impl Log {
             .values()
             .next_back()
             .expect("a log always has an active segment")
+    }
+
+    /// The active segment to write, with the disk its files are on: a segment writes
+    /// through the log's disk, so the two are borrowed together.
+    fn active_mut(&mut self) -> (&Disk, &mut Segment) {
+        let active = self
+            .segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment");
+        (&self.disk, active)
     }
 
     fn first(&self) -> &Segment {
