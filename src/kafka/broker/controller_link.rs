@@ -144,7 +144,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
                 error: None,
                 state: Some(state),
             }) => {
-                if partition.on_isr_committed(&state) {
+                if partition.update(|p| p.on_isr_committed(&state)) {
                     tracing::info!(broker = rm.id.0, %tp, partition_epoch = %state.partition_epoch, isr = %Brokers(&state.isr), "isr committed");
                 }
             }
@@ -154,7 +154,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
                     _ => Some(ErrorCode::RequestTimedOut),
                 };
                 tracing::info!(broker = rm.id.0, %tp, error = ?error, "isr change not committed");
-                partition.on_isr_rejected();
+                partition.update(|p| p.on_isr_rejected());
             }
         }
     }

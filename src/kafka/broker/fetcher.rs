@@ -492,12 +492,14 @@ async fn apply_fetch(
         {
             return Ok(());
         }
-        if let Err(e) = partition.on_fetch_response(
-            &response.records,
-            response.high_watermark,
-            rm.config.replication_truncation,
-            clock::now(),
-        ) {
+        if let Err(e) = partition.update(|p| {
+            p.on_fetch_response(
+                &response.records,
+                response.high_watermark,
+                rm.config.replication_truncation,
+                clock::now(),
+            )
+        }) {
             drop(partitions);
             // An I/O error takes the log dir offline; bad bytes from the leader do not:
             // Kafka's fetcher logs them and retries after the backoff.
@@ -538,7 +540,7 @@ async fn reconcile(
         let mut partitions = rm.partitions.borrow_mut();
         let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
         return partition
-            .reconcile_without_epoch(clock::now())
+            .update(|p| p.reconcile_without_epoch(clock::now()))
             .map_err(|e| storage_failed(rm, partition, &e));
     };
     let answer = ask_epoch_end(rm, set, tp, leader_epoch, latest, connection).await?;
@@ -584,12 +586,14 @@ fn truncate_step(
     let mut partitions = rm.partitions.borrow_mut();
     let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
     partition
-        .on_epoch_end(
-            answer,
-            rm.config.replication_truncation,
-            reason,
-            clock::now(),
-        )
+        .update(|p| {
+            p.on_epoch_end(
+                answer,
+                rm.config.replication_truncation,
+                reason,
+                clock::now(),
+            )
+        })
         .map_err(|e| storage_failed(rm, partition, &e))
 }
 
@@ -625,12 +629,14 @@ async fn out_of_range(
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
         return partition
-            .on_leader_leo_below_ours(leader_leo, clock::now())
+            .update(|p| p.on_leader_leo_below_ours(leader_leo, clock::now()))
             .map_err(|e| storage_failed(rm, partition, &e));
     }
     if response.log_start_offset > leo {
         tracing::info!(%tp, from = %leo, to = %response.log_start_offset, "fetch below leader log start: starting over");
-        if let Err(e) = partition.start_over_at(response.log_start_offset, clock::now()) {
+        if let Err(e) =
+            partition.update(|p| p.start_over_at(response.log_start_offset, clock::now()))
+        {
             drop(partitions);
             rm.storage_failed(&tp.to_string(), &e);
         }

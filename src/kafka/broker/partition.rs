@@ -3,7 +3,10 @@
 //! Everything here is synchronous; the async shell (`replica_manager`, `fetcher`) borrows a
 //! partition, calls one of these methods, and never holds the borrow across an `.await`.
 //! The partition is the only writer of its state: each method is one event (a produce, a
-//! fetch response, a committed ISR) and makes the whole change that event causes.
+//! fetch response, a committed ISR) and makes the whole change that event causes. It
+//! holds no runtime objects, so it is tested without one: the replica manager's slot
+//! (`Hosted`) holds what tasks wait on and lock, and wakes the waiters when a change
+//! says so (`take_wake`).
 
 use super::hw;
 use super::isr::{self, FollowerState};
@@ -17,9 +20,7 @@ use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, EpochEndOffset, Offset, PartitionEpoch, TopicPartition};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::time::Duration;
-use tokio::sync::{Mutex, Notify};
 
 /// This broker's role for a partition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,10 +68,9 @@ pub struct Partition {
     /// Follower, leader-epoch rule: the log must be reconciled with the leader's before
     /// the next fetch.
     truncation_pending: bool,
-    /// Woken on appends, HW moves and role changes (long-polling fetches, waiting produces).
-    notify: Rc<Notify>,
-    /// Serialises this log's flushes: a flush plan is confirmed only by its own fsyncs.
-    flush_lock: Rc<Mutex<()>>,
+    /// An append, a HW move or a role change happened since `take_wake`: what long-polling
+    /// fetches and waiting produces wait for.
+    wake: bool,
     /// Where truncations are recorded as cluster facts.
     facts: Facts,
     /// Bugs a mutation test injected (none in any real run).
@@ -104,8 +104,7 @@ impl Partition {
             strict_min_isr,
             generation: 0,
             truncation_pending: false,
-            notify: Rc::new(Notify::new()),
-            flush_lock: Rc::new(Mutex::new(())),
+            wake: false,
             facts,
             bugs,
         };
@@ -158,18 +157,9 @@ impl Partition {
         self.truncation_pending
     }
 
-    /// What a long-polling fetch or a waiting produce waits on.
-    pub fn notify(&self) -> Rc<Notify> {
-        self.notify.clone()
-    }
-
-    pub fn flush_lock(&self) -> Rc<Mutex<()>> {
-        self.flush_lock.clone()
-    }
-
-    /// Wake every waiter, to re-check (the log dir went offline, the broker halts).
-    pub fn wake_waiters(&self) {
-        self.notify.notify_waiters();
+    /// Whether the waiters must be woken for what changed since the last call.
+    pub fn take_wake(&mut self) -> bool {
+        std::mem::take(&mut self.wake)
     }
 
     /// Apply the controller's state for this partition (Kafka's makeLeader/makeFollower).
@@ -236,7 +226,7 @@ impl Partition {
         self.isr.clone_from(&state.isr);
         self.pending_isr = None;
         self.generation += 1;
-        self.notify.notify_waiters();
+        self.wake = true;
     }
 
     /// The new epoch starts at our LEO; every follower's LEO is unknown until it fetches,
@@ -343,7 +333,7 @@ impl Partition {
         let new_hw = hw::advance_leader_hw(self.hw, candidate.min(leo), leo);
         if new_hw != self.hw {
             self.set_hw(new_hw);
-            self.notify.notify_waiters();
+            self.wake = true;
         }
     }
 
@@ -390,7 +380,7 @@ impl Partition {
             });
         }
         self.maybe_increment_hw();
-        self.notify.notify_waiters();
+        self.wake = true;
         self.check_invariants();
         Ok(outcome)
     }
@@ -460,7 +450,7 @@ impl Partition {
         }
         self.pending_isr = None;
         self.maybe_increment_hw();
-        self.notify.notify_waiters();
+        self.wake = true;
         self.check_invariants();
         newer
     }
@@ -493,7 +483,7 @@ impl Partition {
                 Truncation::LeaderEpoch => Cow::Borrowed(records),
             };
             self.log.append_as_follower(&records, now)?;
-            self.notify.notify_waiters();
+            self.wake = true;
         }
         let leo = self.log.log_end_offset();
         self.set_hw(hw::follower_hw(leader_hw, leo));

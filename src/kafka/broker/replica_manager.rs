@@ -31,7 +31,7 @@ use std::ops::Deref;
 use std::rc::Rc;
 use std::task::Poll;
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Mutex, Notify};
 
 pub struct ReplicaManager {
     pub id: BrokerId,
@@ -43,7 +43,7 @@ pub struct ReplicaManager {
     pub facts: Facts,
     /// Bugs a mutation test injected (none in any real run).
     pub bugs: Bugs,
-    pub partitions: RefCell<BTreeMap<TopicPartition, Partition>>,
+    pub partitions: RefCell<BTreeMap<TopicPartition, Hosted>>,
     /// The latest metadata image from the controller.
     pub metadata: RefCell<ClusterMetadata>,
     /// The (single) log dir failed: nothing more is acknowledged; the broker stops.
@@ -62,6 +62,58 @@ pub struct ReplicaManager {
     pub checkpoint_lock: tokio::sync::Mutex<()>,
     /// The followers' fetch sessions with this broker as their leader.
     pub fetch_sessions: RefCell<SessionCache>,
+}
+
+/// The replica manager's slot for one hosted partition: the partition, and what tasks
+/// wait on and lock for it. Reads go through `Deref`; every change goes through `update`,
+/// so that no change misses waking the waiters.
+pub struct Hosted {
+    partition: Partition,
+    /// Woken on appends, HW moves and role changes (long-polling fetches, waiting produces).
+    notify: Rc<Notify>,
+    /// Serialises this log's flushes: a flush plan is confirmed only by its own fsyncs.
+    flush_lock: Rc<Mutex<()>>,
+}
+
+impl Hosted {
+    fn new(partition: Partition) -> Hosted {
+        Hosted {
+            partition,
+            notify: Rc::new(Notify::new()),
+            flush_lock: Rc::new(Mutex::new(())),
+        }
+    }
+
+    /// Change the partition, then wake the waiters if the change is one they wait for.
+    pub fn update<R>(&mut self, change: impl FnOnce(&mut Partition) -> R) -> R {
+        let result = change(&mut self.partition);
+        if self.partition.take_wake() {
+            self.notify.notify_waiters();
+        }
+        result
+    }
+
+    /// What a long-polling fetch or a waiting produce waits on.
+    pub fn notify(&self) -> Rc<Notify> {
+        self.notify.clone()
+    }
+
+    pub fn flush_lock(&self) -> Rc<Mutex<()>> {
+        self.flush_lock.clone()
+    }
+
+    /// Wake every waiter, to re-check (the log dir went offline, the broker halts).
+    pub fn wake_waiters(&self) {
+        self.notify.notify_waiters();
+    }
+}
+
+impl Deref for Hosted {
+    type Target = Partition;
+
+    fn deref(&self) -> &Partition {
+        &self.partition
+    }
 }
 
 /// An ISR change for the controller, based on this leader epoch and partition epoch.
@@ -149,7 +201,9 @@ impl ReplicaManager {
             self.facts.clone(),
             self.bugs,
         );
-        self.partitions.borrow_mut().insert(tp, partition);
+        self.partitions
+            .borrow_mut()
+            .insert(tp, Hosted::new(partition));
     }
 
     /// The log dir failed (Kafka's LogDirFailureChannel): nothing is acknowledged from now
@@ -189,7 +243,7 @@ impl ReplicaManager {
 
     /// The gate of every request a leader answers, in Kafka's order: the log dir is
     /// offline, the partition is unknown, this broker does not lead it.
-    fn leader_gate<P: Deref<Target = Partition>>(
+    fn leader_gate<P: Deref<Target = Hosted>>(
         &self,
         partition: Option<P>,
         after_shutdown: AfterShutdown,
@@ -237,7 +291,9 @@ impl ReplicaManager {
             let Some(partition) = partitions.get_mut(tp) else {
                 continue;
             };
-            let transition = match partition.apply(state, self.config.replication_truncation, now) {
+            let transition = match partition
+                .update(|p| p.apply(state, self.config.replication_truncation, now))
+            {
                 Ok(t) => t,
                 Err(e) => {
                     drop(partitions);
@@ -295,7 +351,7 @@ impl ReplicaManager {
 
     /// Make everything appended to `tp` so far durable. `Err` means the log dir is offline.
     pub async fn flush(&self, tp: &TopicPartition) -> Result<(), ()> {
-        let Some(lock) = self.partitions.borrow().get(tp).map(Partition::flush_lock) else {
+        let Some(lock) = self.partitions.borrow().get(tp).map(Hosted::flush_lock) else {
             return Ok(());
         };
         let _guard = lock.lock().await;
@@ -314,7 +370,7 @@ impl ReplicaManager {
             self.fsync(dir, true).await?;
         }
         if let Some(partition) = self.partitions.borrow_mut().get_mut(tp) {
-            partition.on_flushed(plan.up_to, clock::now());
+            partition.update(|p| p.on_flushed(plan.up_to, clock::now()));
         }
         Ok(())
     }
@@ -344,8 +400,8 @@ impl ReplicaManager {
         LeaderView {
             leader_epoch: partition
                 .filter(|p| p.is_leader() && !self.stopped.get())
-                .map(Partition::leader_epoch),
-            hw: partition.map_or(Offset::NONE, Partition::hw),
+                .map(|p| p.leader_epoch()),
+            hw: partition.map_or(Offset::NONE, |p| p.hw()),
             isr_len: partition.map_or(0, |p| p.isr().len()),
             offline: self.offline.get(),
         }
@@ -371,7 +427,7 @@ impl ReplicaManager {
             ) {
                 return fail(e);
             }
-            match partition.on_produce(request.batch, clock::now()) {
+            match partition.update(|p| p.on_produce(request.batch, clock::now())) {
                 Ok(outcome) => (
                     outcome,
                     partition.leader_epoch(),
@@ -466,7 +522,7 @@ impl ReplicaManager {
 
     /// The purgatory: wait, woken by HW moves and role changes, until the produce completes.
     async fn wait_for_hw(&self, tp: &TopicPartition, delayed: DelayedProduce) -> Option<ErrorCode> {
-        let Some(notify) = self.partitions.borrow().get(tp).map(Partition::notify) else {
+        let Some(notify) = self.partitions.borrow().get(tp).map(Hosted::notify) else {
             return Some(ErrorCode::NotLeaderOrFollower);
         };
         loop {
@@ -501,7 +557,7 @@ impl ReplicaManager {
             let hosted = self.partitions.borrow();
             partitions
                 .iter()
-                .filter_map(|p| hosted.get(&p.tp).map(Partition::notify))
+                .filter_map(|p| hosted.get(&p.tp).map(Hosted::notify))
                 .collect()
         };
         let mut first = true;
@@ -608,9 +664,9 @@ impl ReplicaManager {
         let upper_bound = match replica {
             Some(replica) => {
                 if first {
-                    if let Some(isr) =
-                        partition.on_follower_fetch(replica, request.fetch_offset, clock::now())
-                    {
+                    if let Some(isr) = partition.update(|p| {
+                        p.on_follower_fetch(replica, request.fetch_offset, clock::now())
+                    }) {
                         let (epoch, pe) = (partition.leader_epoch(), partition.partition_epoch());
                         self.propose_isr(tp, epoch, pe, isr);
                     }
@@ -752,7 +808,7 @@ mod tests {
             let mut partitions = rm.partitions.borrow_mut();
             let partition = partitions.get_mut(&tp()).expect("hosted");
             partition
-                .on_produce(batch.build(), SimTime::ZERO)
+                .update(|p| p.on_produce(batch.build(), SimTime::ZERO))
                 .expect("append");
         }
         rm

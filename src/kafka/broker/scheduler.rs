@@ -39,7 +39,7 @@ pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
         let now = clock::now();
         let mut proposals = Vec::new();
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
-            if let Some(isr) = partition.on_isr_expiration(now, lag) {
+            if let Some(isr) = partition.update(|p| p.on_isr_expiration(now, lag)) {
                 proposals.push((
                     tp.clone(),
                     partition.leader_epoch(),
@@ -143,7 +143,7 @@ pub async fn retention(rm: Rc<ReplicaManager>) {
         let now = clock::now();
         let mut failed = None;
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
-            match partition.enforce_retention(now) {
+            match partition.update(|p| p.enforce_retention(now)) {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(broker = rm.id.0, %tp, deleted, log_start = %partition.log().log_start_offset(), "retention"),
                 Err(e) => {
