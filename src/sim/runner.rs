@@ -4,7 +4,7 @@
 //! finish, and has it take the final read and hand over every replica's log for the
 //! checkers.
 
-use super::system::{Leadership, Phase, RunError, System};
+use super::system::{Phase, RunError, System};
 use super::timeline::Timeline;
 use super::world::World;
 use super::{derive_seed, faults, trace};
@@ -170,12 +170,17 @@ fn simulate<S: System>(
         ..Timeline::default()
     };
     let brokers = settings.cluster.brokers;
+    let mut phase = Phase {
+        world: &mut world,
+        leadership: &view,
+        timeline: &mut timeline,
+    };
     for fault in &schedule {
         let at = SimTime::after_start(fault.at);
-        phase(&mut world, &view, &mut timeline).advance(at)?;
-        timeline.faults.push((at, fault.action.to_string()));
+        phase.advance(at)?;
+        phase.timeline.faults.push((at, fault.action.to_string()));
         faults::apply(
-            &mut world,
+            phase.world,
             &mut system,
             &mut targets,
             &facts,
@@ -184,10 +189,10 @@ fn simulate<S: System>(
         );
     }
     let end = SimTime::after_start(settings.duration);
-    phase(&mut world, &view, &mut timeline).advance(end)?;
+    phase.advance(end)?;
 
-    faults::heal(&mut world, &facts);
-    phase(&mut world, &view, &mut timeline).advance(end + settings.heal)?;
+    faults::heal(phase.world, &facts);
+    phase.advance(end + settings.heal)?;
     // Producers finish first: the heal phase goes on while sends are unresolved, up to the
     // longest a producer can take to give up on the last of them. A producer that was
     // killed never answers its own, so then there is nothing to wait for.
@@ -198,11 +203,11 @@ fn simulate<S: System>(
             .iter()
             .any(|h| matches!(h, HostName::Producer(_)))
     };
-    while history.unresolved() > 0 && world.elapsed() < give_up && producers_run(&world) {
-        let next = (world.elapsed() + UNRESOLVED_POLL).min(give_up);
-        phase(&mut world, &view, &mut timeline).advance(next)?;
+    while history.unresolved() > 0 && phase.elapsed() < give_up && producers_run(phase.world) {
+        let next = (phase.elapsed() + UNRESOLVED_POLL).min(give_up);
+        phase.advance(next)?;
     }
-    let group = system.consume(&mut phase(&mut world, &view, &mut timeline))?;
+    let group = system.consume(&mut phase)?;
     timeline.heal = world.elapsed() - end;
 
     system.final_read(&mut world)?;
@@ -214,18 +219,6 @@ fn simulate<S: System>(
     let mut final_state = system.collect(world, &facts);
     final_state.group = group;
     Ok((history.take_events(), final_state, timeline))
-}
-
-fn phase<'p, 'w>(
-    world: &'p mut World<'w>,
-    leadership: &'p dyn Leadership,
-    timeline: &'p mut Timeline,
-) -> Phase<'p, 'w> {
-    Phase {
-        world,
-        leadership,
-        timeline,
-    }
 }
 
 /// About how many events the workload records: an invoke and a completion per send, and
