@@ -1,5 +1,6 @@
-//! Kafka's vocabulary as newtypes, so that an offset is never confused with an epoch
-//! or a broker id (TigerBeetle-style: units in the type, not in a comment).
+//! The words every system shares, as newtypes, so that an offset is never confused with an
+//! epoch or a broker id (TigerBeetle-style: units in the type, not in a comment). A
+//! system's own words live with it (`kafka::types`).
 
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -8,51 +9,23 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-/// A position in a partition's log. Kafka offsets are signed 64-bit; -1 means "none".
+/// A position in a partition's or a queue's log: signed 64-bit, as both Kafka and RocketMQ
+/// keep them; -1 means "none".
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
 )]
 pub struct Offset(pub i64);
 
-/// A leader epoch: bumped by every leader election (KIP-101).
+/// A generation of leadership, bumped by every election: Kafka's leader epoch (KIP-101);
+/// RocketMQ's master epoch and DLedger's term are the same idea.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
 )]
 pub struct Epoch(pub i32);
 
-/// A partition epoch: bumped by every change to a partition's leader or ISR (KIP-497), so
-/// an AlterPartition based on an older ISR is recognised as stale. -1 before any metadata.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct PartitionEpoch(pub i32);
-
-/// A broker process's incarnation: new at every start, so the controller tells a restarted
-/// broker from a late message of its previous process (KRaft's broker epoch).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Incarnation(pub u64);
-
 /// A broker's id; host `broker-N` has id N.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct BrokerId(pub u32);
-
-/// A list of brokers as Kafka's tools print it: `[1,2,3]`.
-pub struct Brokers<'a>(pub &'a [BrokerId]);
-
-impl std::fmt::Display for Brokers<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[")?;
-        for (i, broker) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            write!(f, "{}", broker.0)?;
-        }
-        f.write_str("]")
-    }
-}
-
-/// An idempotent producer's id, assigned by InitProducerId, unique in a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ProducerId(pub i64);
 
 impl Offset {
     pub const NONE: Offset = Offset(-1);
@@ -63,24 +36,6 @@ impl Offset {
 
 impl Epoch {
     pub const NONE: Epoch = Epoch(-1);
-}
-
-impl PartitionEpoch {
-    pub const NONE: PartitionEpoch = PartitionEpoch(-1);
-    pub fn next(self) -> PartitionEpoch {
-        PartitionEpoch(self.0 + 1)
-    }
-}
-
-impl Incarnation {
-    pub fn next(self) -> Incarnation {
-        Incarnation(self.0 + 1)
-    }
-}
-
-impl ProducerId {
-    /// Kafka's "no producer id" for non-idempotent batches.
-    pub const NONE: ProducerId = ProducerId(-1);
 }
 
 /// A topic partition, written `topic/partition` in scenario files and reports.
@@ -189,18 +144,6 @@ impl fmt::Display for Epoch {
     }
 }
 
-impl fmt::Display for PartitionEpoch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl fmt::Display for Incarnation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
 impl fmt::Display for BrokerId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "broker-{}", self.0)
@@ -228,14 +171,6 @@ impl fmt::Display for HostName {
             HostName::Reader => write!(f, "reader"),
         }
     }
-}
-
-/// Where a leader epoch ends in a log: the first offset of the next epoch, or the LEO for
-/// the latest one (OffsetsForLeaderEpoch's answer, and what a diverging fetch carries).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EpochEndOffset {
-    pub epoch: Epoch,
-    pub end_offset: Offset,
 }
 
 #[cfg(test)]

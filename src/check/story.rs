@@ -378,7 +378,7 @@ fn election(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Acks;
+    use crate::config::kafka::Acks;
     use crate::history::facts::FactEvent;
     use std::time::Duration;
 

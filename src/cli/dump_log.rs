@@ -143,7 +143,7 @@ fn dump_path(path: &Path, options: &Options) -> Dumped {
 mod tests {
     use super::*;
     use crate::kafka::record::BatchBuilder;
-    use crate::types::ProducerId;
+    use crate::kafka::types::ProducerId;
 
     /// A fresh directory under the system's temporary one, removed on drop.
     struct TempDir(PathBuf);

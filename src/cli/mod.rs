@@ -126,8 +126,8 @@ pub fn main() -> i32 {
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
         Command::Config { kafka } => {
-            let release = match kafka.as_deref().map(crate::config::Release::parse) {
-                None => crate::config::Release::NEWEST,
+            let release = match kafka.as_deref().map(crate::config::kafka::Release::parse) {
+                None => crate::config::kafka::Release::NEWEST,
                 Some(Ok(release)) => release,
                 Some(Err(error)) => {
                     eprintln!("error: --kafka: {error}");

@@ -5,7 +5,7 @@
 //! erase it; the checkers count it (`elections`, `isr_shrinks`, ...) and tell from it why
 //! each anomaly happened, and never read a program's memory.
 
-use crate::config::Acks;
+use crate::config::kafka::Acks;
 use crate::history::MessageId;
 use crate::os::clock::{self, SimTime};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};

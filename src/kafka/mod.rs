@@ -8,3 +8,4 @@ pub mod protocol;
 pub mod record;
 pub mod storage;
 pub mod system;
+pub mod types;

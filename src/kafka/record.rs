@@ -29,7 +29,8 @@
 //! Compression, transactions and control batches, LogAppendTime: hightide's producers never
 //! set them, and a batch that claims them is still stored and CRC-checked like any other.
 
-use crate::types::{Epoch, Offset, ProducerId};
+use crate::kafka::types::ProducerId;
+use crate::types::{Epoch, Offset};
 use std::borrow::Cow;
 
 pub const MAGIC: i8 = 2;

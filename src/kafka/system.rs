@@ -4,7 +4,7 @@
 //! consume phase of a group and the final read, and reads each replica's log back from its
 //! disk for the checkers.
 
-use crate::config::{Bugs, TopicConfig};
+use crate::config::kafka::{Bugs, TopicConfig};
 use crate::history::facts::Facts;
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::History;
@@ -15,6 +15,7 @@ use crate::kafka::client::budget::SendBudget;
 use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
 use crate::kafka::storage;
+use crate::kafka::types::Incarnation;
 use crate::os::clock::SimTime;
 use crate::os::disk::Disk;
 use crate::scenario::model::{Settings, Target};
@@ -23,7 +24,7 @@ use crate::sim::system::RunError;
 use crate::sim::system::{Leadership, Phase, System};
 use crate::sim::timeline::LeadershipChange;
 use crate::sim::world::{disk_for, release_freed_memory, World};
-use crate::types::{BrokerId, Epoch, HostName, Incarnation, Offset, TopicPartition};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use rand::rngs::StdRng;
 use rand::Rng;
 use std::cell::{Cell, RefCell};

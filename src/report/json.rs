@@ -6,7 +6,7 @@
 use super::latency::{HistoryStats, LatencyHistogram, LatencyStats};
 use super::run::{hash_text, RunReport};
 use crate::check::{count_name, Count, Counts, Example, Expectation, Verdict};
-use crate::config::Release;
+use crate::config::kafka::Release;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ pub use crate::check::ANOMALIES;
 use super::latency::HistoryStats;
 use crate::check::Expectation;
 use crate::check::{count_name, Count, Counts, SomeTally, Verdict};
-use crate::config::Release;
+use crate::config::kafka::Release;
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;

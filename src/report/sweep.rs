@@ -3,7 +3,7 @@
 
 use super::latency::LatencyHistogram;
 use super::run::RunReport;
-use crate::config::Release;
+use crate::config::kafka::Release;
 use std::fmt::Write;
 
 /// Scenario sections: a sweep key `broker.min.insync.replicas` is shown as the Kafka name.

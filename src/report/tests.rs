@@ -4,7 +4,7 @@
 use super::*;
 use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
-use crate::config::Release;
+use crate::config::kafka::Release;
 use std::time::Duration;
 
 fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {

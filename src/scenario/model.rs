@@ -2,7 +2,7 @@
 //! its fully resolved settings, so the runner never looks at TOML.
 
 use crate::check::{self, Expectation};
-use crate::config::{
+use crate::config::kafka::{
     Acks, BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig,
 };
 use crate::os::disk::DiskConfig;
@@ -140,7 +140,7 @@ pub struct Workload {
     pub processing: Duration,
 }
 
-pub use crate::config::Commit;
+pub use crate::config::kafka::Commit;
 
 #[derive(Clone, Debug)]
 pub struct Network {

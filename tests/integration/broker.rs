@@ -1,7 +1,7 @@
 //! Brokers in a turmoil cluster with the real controller: replication end to end.
 
 use crate::support;
-use hightide::config::{Acks, BrokerConfig, TopicConfig};
+use hightide::config::kafka::{Acks, BrokerConfig, TopicConfig};
 use hightide::history::facts::Facts;
 use hightide::kafka::broker::{self, BrokerContext};
 use hightide::kafka::controller::{self, ControllerContext, MetadataView};
@@ -10,8 +10,9 @@ use hightide::kafka::protocol::messages::{ErrorCode, Produce, ProduceResponse, R
 use hightide::kafka::record::BatchBuilder;
 use hightide::kafka::storage::checkpoint;
 use hightide::kafka::storage::log::read_records;
+use hightide::kafka::types::{Incarnation, ProducerId};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
-use hightide::types::{BrokerId, HostName, Incarnation, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, HostName, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;

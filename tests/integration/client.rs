@@ -1,7 +1,7 @@
 //! The producer against a scripted fake broker on a turmoil network: what the history says
 //! and what the broker received when a request times out.
 
-use hightide::config::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::config::kafka::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
@@ -15,9 +15,10 @@ use hightide::kafka::protocol::messages::{
 use hightide::kafka::record::{
     records, set_base_offset, set_partition_leader_epoch, validate, BatchBuilder,
 };
+use hightide::kafka::types::EpochEndOffset;
+use hightide::kafka::types::{PartitionEpoch, ProducerId};
 use hightide::os::clock::SimTime;
-use hightide::types::EpochEndOffset;
-use hightide::types::{BrokerId, Epoch, Offset, PartitionEpoch, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

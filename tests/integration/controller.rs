@@ -2,15 +2,16 @@
 //! framed protocol; the controller fences, elects, persists, restarts and reloads.
 
 use crate::support;
-use hightide::config::{BrokerConfig, TopicConfig};
+use hightide::config::kafka::{BrokerConfig, TopicConfig};
 use hightide::history::facts::Facts;
 use hightide::kafka::controller::{placement, run, ControllerContext, MetadataView};
 use hightide::kafka::protocol::frame::Connection;
 use hightide::kafka::protocol::messages::{
     ClusterMetadata, Request, Response, HEARTBEAT_LONG_POLL,
 };
+use hightide::kafka::types::{Incarnation, ProducerId};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault};
-use hightide::types::{BrokerId, Epoch, HostName, Incarnation, ProducerId, TopicPartition};
+use hightide::types::{BrokerId, Epoch, HostName, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

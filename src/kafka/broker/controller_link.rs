@@ -12,7 +12,8 @@ use crate::kafka::protocol::frame::Connection;
 use crate::kafka::protocol::messages::{
     AlterPartition, ErrorCode, Request, Response, HEARTBEAT_LONG_POLL,
 };
-use crate::types::{Brokers, HostName, ProducerId};
+use crate::kafka::types::{Brokers, ProducerId};
+use crate::types::HostName;
 use std::rc::Rc;
 use std::time::Duration;
 

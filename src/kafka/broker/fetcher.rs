@@ -21,8 +21,8 @@ use crate::kafka::protocol::messages::{
     ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetsForLeaderEpoch, Request, Response,
 };
 use crate::kafka::storage::log::StorageError;
+use crate::kafka::types::EpochEndOffset;
 use crate::os::clock::{self, SimTime};
-use crate::types::EpochEndOffset;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -648,11 +648,11 @@ async fn out_of_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BrokerConfig, Bugs};
+    use crate::config::kafka::{BrokerConfig, Bugs};
     use crate::history::facts::Facts;
     use crate::kafka::protocol::messages::{ClusterMetadata, PartitionState};
+    use crate::kafka::types::{Incarnation, PartitionEpoch};
     use crate::os::disk::{Disk, DiskConfig};
-    use crate::types::{Incarnation, PartitionEpoch};
 
     /// Metadata `version` in which `leaders[p]` leads partition `p` of `t` in `epoch`;
     /// broker 1 holds a replica of each.

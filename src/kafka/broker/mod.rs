@@ -77,13 +77,14 @@ pub mod scheduler;
 pub mod server;
 pub mod truncation;
 
-use crate::config::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
 use crate::history::facts::{Fact, Facts};
 use crate::kafka::storage::checkpoint;
 use crate::kafka::storage::log::Log;
+use crate::kafka::types::Incarnation;
 use crate::os::clock;
 use crate::os::disk::Disk;
-use crate::types::{BrokerId, Incarnation, Offset, TopicPartition};
+use crate::types::{BrokerId, Offset, TopicPartition};
 use replica_manager::ReplicaManager;
 use std::cell::Cell;
 use std::collections::BTreeMap;

@@ -11,13 +11,14 @@
 use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
-use crate::config::{Bugs, Truncation};
+use crate::config::kafka::{Bugs, Truncation};
 use crate::history::facts::{Fact, Facts};
 use crate::kafka::protocol::messages::PartitionState;
 use crate::kafka::record;
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
+use crate::kafka::types::{EpochEndOffset, PartitionEpoch};
 use crate::os::clock::SimTime;
-use crate::types::{BrokerId, Epoch, EpochEndOffset, Offset, PartitionEpoch, TopicPartition};
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -643,10 +644,10 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::LogConfig;
+    use crate::config::kafka::LogConfig;
     use crate::kafka::record::BatchBuilder;
+    use crate::kafka::types::ProducerId;
     use crate::os::disk::{Disk, DiskConfig};
-    use crate::types::ProducerId;
 
     const ME: BrokerId = BrokerId(1);
 

@@ -9,7 +9,7 @@
 //! HW never comes within the request's timeout gets REQUEST_TIMED_OUT (it may still be
 //! committed later: the producer cannot know). Kafka's `DelayedProduce`.
 
-use crate::config::Acks;
+use crate::config::kafka::Acks;
 use crate::kafka::protocol::messages::ErrorCode;
 use crate::os::clock::SimTime;
 use crate::types::{Epoch, Offset};

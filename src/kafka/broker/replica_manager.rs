@@ -11,7 +11,7 @@
 use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
-use crate::config::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
+use crate::config::kafka::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
 use crate::history::facts::{Fact, Facts};
 use crate::kafka::protocol::fetch_session::SessionCache;
 use crate::kafka::protocol::messages::{
@@ -19,11 +19,10 @@ use crate::kafka::protocol::messages::{
     OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
 };
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
+use crate::kafka::types::{Brokers, EpochEndOffset, Incarnation, PartitionEpoch};
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
-use crate::types::{
-    BrokerId, Brokers, Epoch, EpochEndOffset, Incarnation, Offset, PartitionEpoch, TopicPartition,
-};
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -782,8 +781,8 @@ mod tests {
     use super::*;
     use crate::kafka::protocol::messages::PartitionState;
     use crate::kafka::record::BatchBuilder;
+    use crate::kafka::types::ProducerId;
     use crate::os::clock::SimTime;
-    use crate::types::ProducerId;
 
     fn tp() -> TopicPartition {
         TopicPartition::new("orders", 0)

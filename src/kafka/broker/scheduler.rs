@@ -2,7 +2,7 @@
 //! HW and recovery-point checkpoints, the time-based flush and retention.
 
 use super::replica_manager::ReplicaManager;
-use crate::config::NEVER_MS;
+use crate::config::kafka::NEVER_MS;
 use crate::kafka::storage::checkpoint;
 use crate::os::clock;
 use crate::types::{Offset, TopicPartition};

@@ -4,7 +4,7 @@ use super::controller_link;
 use super::groups::{self, Groups};
 use super::replica_manager::ReplicaManager;
 use crate::kafka::protocol::messages::{ErrorCode, Request, Response};
-use crate::types::ProducerId;
+use crate::kafka::types::ProducerId;
 use std::rc::Rc;
 
 pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request) -> Response {

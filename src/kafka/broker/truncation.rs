@@ -19,11 +19,11 @@
 //! The same decision serves a leader's `diverging_epoch` answer to a fetch (KIP-320/595),
 //! which the leader computes with [`diverging_epoch`].
 
-use crate::types::EpochEndOffset;
+use crate::kafka::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 #[cfg(doc)]
-use crate::config::Truncation;
+use crate::config::kafka::Truncation;
 
 /// Where to truncate, and whether the follower then agrees with the leader or must ask
 /// again with its (new) latest epoch.

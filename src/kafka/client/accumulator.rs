@@ -8,8 +8,8 @@
 
 use crate::history::MessageId;
 use crate::kafka::record::BATCH_HEADER_LEN;
+use crate::kafka::types::ProducerId;
 use crate::os::clock::SimTime;
-use crate::types::ProducerId;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use crate::history::final_state::ReadRecord;
 use crate::kafka::client::outcome::invalidates_metadata;
 use crate::kafka::protocol::messages::{ErrorCode, FetchedPartition};
 use crate::kafka::record::{batches, record_views};
-use crate::types::EpochEndOffset;
+use crate::kafka::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 /// Records of concatenated batches at or after `from`, stopping at the first invalid or
@@ -140,7 +140,7 @@ impl FetchPosition {
 mod tests {
     use super::*;
     use crate::kafka::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
-    use crate::types::ProducerId;
+    use crate::kafka::types::ProducerId;
 
     fn batch(base: i64, epoch: i32, values: &[&str]) -> Vec<u8> {
         let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);

@@ -16,7 +16,7 @@
 //! out of send order.
 
 use crate::kafka::client::accumulator::Sequenced;
-use crate::types::ProducerId;
+use crate::kafka::types::ProducerId;
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Default)]

@@ -23,7 +23,7 @@
 use super::consumer::{self, Consumer, ConsumerContext, GroupSpec, Position};
 use super::fetch::FetchPosition;
 use super::membership::{Change, Membership, Phase};
-use crate::config::{Commit, OffsetReset};
+use crate::config::kafka::{Commit, OffsetReset};
 use crate::history::final_state::ReadRecord;
 use crate::history::Op;
 use crate::kafka::protocol::frame::Connection;
@@ -554,7 +554,7 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
 
 /// The retry backoff, at least a millisecond: with `retry.backoff.ms` = 0 a loop of
 /// requests that fail without touching the network would never let time pass.
-async fn backoff(config: &crate::config::ConsumerConfig) {
+async fn backoff(config: &crate::config::kafka::ConsumerConfig) {
     tokio::time::sleep(config.retry_backoff_ms.max(Duration::from_millis(1))).await;
 }
 

@@ -84,7 +84,7 @@ pub async fn call(host: HostName, request: &Request, timeout: Duration) -> Optio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::PartitionEpoch;
+    use crate::kafka::types::PartitionEpoch;
 
     fn state(leader: Option<u32>, epoch: i32) -> PartitionState {
         PartitionState {

@@ -15,7 +15,7 @@
 //! The decisions (readiness, outcomes, retries, sequences) are in `accumulator`, `outcome`
 //! and `idempotence`; this file only moves batches between them and the network.
 
-use crate::config::{Acks, ProducerConfig};
+use crate::config::kafka::{Acks, ProducerConfig};
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::kafka::client::accumulator::{
@@ -34,8 +34,9 @@ use crate::kafka::client::partitioner::{partition_for_key, StickyPartitioner};
 use crate::kafka::protocol::frame::NetError;
 use crate::kafka::protocol::messages::{Produce, Request, Response};
 use crate::kafka::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
+use crate::kafka::types::ProducerId;
 use crate::os::clock::{self, SimTime};
-use crate::types::{BrokerId, HostName, Offset, ProducerId, TopicPartition};
+use crate::types::{BrokerId, HostName, Offset, TopicPartition};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;

@@ -7,7 +7,7 @@
 //! the controller halts, as KRaft's does on a metadata log write failure: `run` returns
 //! and the connections it leaves behind never answer again.
 
-use crate::config::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
 use crate::history::facts::{ElectedFrom, Fact, Facts};
 use crate::kafka::controller::election::Election;
 use crate::kafka::controller::state::{Change, ControllerState, Snapshot};
@@ -17,10 +17,11 @@ use crate::kafka::protocol::messages::{
     ClusterMetadata, ErrorCode, FetchResponse, FetchedPartition, OffsetsForLeaderEpochResponse,
     ProduceResponse, Request, Response, HEARTBEAT_LONG_POLL,
 };
+use crate::kafka::types::EpochEndOffset;
+use crate::kafka::types::{Brokers, ProducerId};
 use crate::os::clock;
 use crate::os::disk::Disk;
-use crate::types::EpochEndOffset;
-use crate::types::{BrokerId, Brokers, Epoch, Offset, ProducerId, TopicPartition};
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -450,7 +451,7 @@ fn trace_change(change: &Change) {
 mod tests {
     use super::*;
     use crate::kafka::protocol::messages::PartitionState;
-    use crate::types::PartitionEpoch;
+    use crate::kafka::types::PartitionEpoch;
 
     fn change(election: Option<Election>, previous_isr: &[u32], isr: &[u32]) -> Change {
         let ids = |ids: &[u32]| ids.iter().map(|&b| BrokerId(b)).collect::<Vec<_>>();

@@ -22,13 +22,14 @@
 //! - Every leader change (an election, or going offline) bumps the leader epoch; every
 //!   leader or ISR change bumps the partition epoch; every change bumps the version.
 
-use crate::config::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
 use crate::kafka::controller::election::{elect, target_elr, Election, Eligible};
 use crate::kafka::protocol::messages::{
     AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,
 };
+use crate::kafka::types::{Incarnation, PartitionEpoch, ProducerId};
 use crate::os::clock::SimTime;
-use crate::types::{BrokerId, Epoch, Incarnation, PartitionEpoch, ProducerId, TopicPartition};
+use crate::types::{BrokerId, Epoch, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -739,7 +740,7 @@ impl ControllerState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Release;
+    use crate::config::kafka::Release;
     use proptest::prelude::*;
 
     const SESSION_MS: u64 = 9_000;

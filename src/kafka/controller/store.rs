@@ -10,8 +10,9 @@
 
 use crate::kafka::controller::state::Snapshot;
 use crate::kafka::protocol::messages::{BrokerRegistration, ClusterMetadata, PartitionState};
+use crate::kafka::types::ProducerId;
 use crate::os::disk::{Disk, DiskError};
-use crate::types::{ProducerId, TopicPartition};
+use crate::types::TopicPartition;
 use serde::{Deserialize, Serialize};
 
 /// The controller's directory, named after KRaft's metadata topic.
@@ -132,7 +133,8 @@ pub fn decode(bytes: &[u8]) -> Result<Snapshot, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{BrokerId, Epoch, Incarnation, PartitionEpoch};
+    use crate::kafka::types::{Incarnation, PartitionEpoch};
+    use crate::types::{BrokerId, Epoch};
 
     fn snapshot() -> Snapshot {
         let mut metadata = ClusterMetadata {

@@ -315,7 +315,7 @@ mod tests {
                     match request {
                         Request::Metadata => Response::Metadata(metadata(seen.get())),
                         _ => Response::AllocateProducerId {
-                            producer_id: crate::types::ProducerId::NONE,
+                            producer_id: crate::kafka::types::ProducerId::NONE,
                         },
                     }
                 }

@@ -8,11 +8,9 @@
 //! that fetch into the heartbeat, so a broker that is cut off from the controller both
 //! stops learning leadership and stops proving liveness, as in KRaft).
 
-use crate::config::Acks;
-use crate::types::{
-    BrokerId, Epoch, EpochEndOffset, HostName, Incarnation, Offset, PartitionEpoch, ProducerId,
-    TopicPartition,
-};
+use crate::config::kafka::Acks;
+use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch, ProducerId};
+use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;

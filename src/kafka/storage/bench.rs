@@ -5,12 +5,13 @@
 
 use std::time::Instant;
 
-use crate::config::LogConfig;
+use crate::config::kafka::LogConfig;
 use crate::kafka::record::BatchBuilder;
 use crate::kafka::storage::log::{Log, StorageError};
+use crate::kafka::types::ProducerId;
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskConfig};
-use crate::types::{Epoch, Offset, ProducerId, TopicPartition};
+use crate::types::{Epoch, Offset, TopicPartition};
 
 pub const RECORD_BYTES: usize = 100;
 pub const BATCH_SIZES: [usize; 3] = [1, 16, 256];
@@ -85,7 +86,7 @@ fn bench_case(
     let disk = Disk::new(DiskConfig::default(), 0);
     let tp = TopicPartition::new("bench", 0);
     let config = LogConfig {
-        flush_interval_messages: crate::config::NEVER,
+        flush_interval_messages: crate::config::kafka::NEVER,
         ..LogConfig::default()
     };
     let mut log = Log::open(

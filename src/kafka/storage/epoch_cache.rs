@@ -8,7 +8,7 @@
 //! write it is the log's business.
 
 use crate::kafka::storage::checkpoint::{format_entries, parse_entries, CheckpointError};
-use crate::types::EpochEndOffset;
+use crate::kafka::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

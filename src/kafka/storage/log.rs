@@ -44,7 +44,7 @@ use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use crate::config::LogConfig;
+use crate::config::kafka::LogConfig;
 use crate::kafka::record::{self, BatchHeader, Record, RecordView};
 use crate::kafka::storage::checkpoint::LEADER_EPOCH;
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;

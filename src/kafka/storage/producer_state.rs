@@ -11,7 +11,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::kafka::record::{increment_sequence, BatchHeader};
-use crate::types::{Offset, ProducerId};
+use crate::kafka::types::ProducerId;
+use crate::types::Offset;
 
 /// Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`: why a producer may have at most five
 /// requests in flight with idempotence.

@@ -191,7 +191,7 @@ pub fn plan_recovery(scans: &[SegmentScan]) -> RecoveryPlan {
 mod tests {
     use super::*;
     use crate::kafka::record::BatchBuilder;
-    use crate::types::ProducerId;
+    use crate::kafka::types::ProducerId;
 
     fn batch(base: i64, records: usize) -> Vec<u8> {
         let mut builder = BatchBuilder::new(1_000, ProducerId::NONE, -1, -1);

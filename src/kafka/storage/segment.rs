@@ -431,8 +431,8 @@ mod tests {
     use super::*;
     use crate::kafka::record::{set_base_offset, BatchBuilder};
     use crate::kafka::storage::recovery::{self, ScanMode, SegmentBounds};
+    use crate::kafka::types::ProducerId;
     use crate::os::disk::DiskConfig;
-    use crate::types::ProducerId;
 
     const BASE: Offset = Offset(100);
     /// Records per batch: most batches hold several, so base and last offsets differ.

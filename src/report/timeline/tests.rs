@@ -1,7 +1,7 @@
 use super::data::{HostState, LeaderSpan};
 use super::*;
 use crate::check::Verdict;
-use crate::config::Acks;
+use crate::config::kafka::Acks;
 use crate::history::facts::{ElectedFrom, Fact, FactEvent, FactLog};
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;

@@ -3,7 +3,7 @@
 //! eras of `config`) and meanings; and Kafka's part of `hightide config`.
 
 use super::{render, string, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
-use crate::config::{
+use crate::config::kafka::{
     Acks, BrokerConfig, ConsumerConfig, OffsetReset, ProducerConfig, Release, TopicConfig,
     Truncation,
 };

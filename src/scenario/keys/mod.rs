@@ -11,7 +11,7 @@ use super::model::{Commit, Network, Workload};
 use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
-use crate::config::Release;
+use crate::config::kafka::Release;
 use crate::os::disk::{DiskConfig, PowerLossModel};
 use std::fmt::Write as _;
 use std::time::Duration;

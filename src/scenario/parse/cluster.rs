@@ -2,7 +2,7 @@
 
 use super::sections::config_entries;
 use super::{keys, table};
-use crate::config::{Release, TopicConfig};
+use crate::config::kafka::{Release, TopicConfig};
 use crate::scenario::model::{Cluster, Topic};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::{suggest, unknown_key, Error};

@@ -8,7 +8,7 @@ use super::keys;
 use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
-use crate::config::{Acks, ProducerConfig, Release};
+use crate::config::kafka::{Acks, ProducerConfig, Release};
 use crate::scenario::model::{Commit, Settings, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;

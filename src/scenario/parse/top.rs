@@ -9,7 +9,7 @@ use super::sections::{read_section, Assign, Sec};
 use super::variants::{read_variants, RawVariant};
 use super::{keys, table};
 use crate::check::Expectation;
-use crate::config::Release;
+use crate::config::kafka::Release;
 use crate::scenario::model::{Cluster, Nemesis};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::{check_seed_list, parse_seeds, seed_count};

@@ -7,7 +7,7 @@ use super::faults::FaultChoice;
 use super::sections::{config_entries, Assign, Sec, SECTIONS};
 use super::{keys, table};
 use crate::check::Expectation;
-use crate::config::Release;
+use crate::config::kafka::Release;
 use crate::scenario::node::Node;
 use crate::scenario::{unknown_key, Error};
 

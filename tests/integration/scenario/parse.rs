@@ -3,7 +3,7 @@
 //! names the file, line and column.
 
 use hightide::check::{Comparison, Count, Expectation};
-use hightide::config::{Acks, Truncation, NEVER};
+use hightide::config::kafka::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
 use hightide::scenario::model::{FaultAction, NemesisAction, Scenario, Target};
 use hightide::scenario::{
@@ -587,7 +587,7 @@ fn seeds_spec_for_the_command_line() {
 
 #[test]
 fn config_reference_covers_every_section() {
-    let text = config_reference(hightide::config::Release::NEWEST);
+    let text = config_reference(hightide::config::kafka::Release::NEWEST);
     for needle in [
         "[broker]",
         "\"min.insync.replicas\" = 1",

@@ -2,7 +2,7 @@
 //! explicitly win over them, variants and sweeps vary the release, and a release or key
 //! that does not fit is an error at its place.
 
-use hightide::config::{Acks, Release, Truncation, RELEASES};
+use hightide::config::kafka::{Acks, Release, Truncation, RELEASES};
 use hightide::scenario::model::Settings;
 use hightide::scenario::{config_reference, load_sweep, parse};
 use std::path::Path;

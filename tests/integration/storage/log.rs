@@ -2,14 +2,15 @@
 
 use std::time::Duration;
 
-use hightide::config::LogConfig;
+use hightide::config::kafka::LogConfig;
 use hightide::kafka::record::{self, BatchBuilder};
 use hightide::kafka::storage::dump;
 use hightide::kafka::storage::log::{read_records, AppendOutcome, Log, StorageError};
 use hightide::kafka::storage::segment;
+use hightide::kafka::types::ProducerId;
 use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{Disk, DiskConfig, DiskFault, PowerLossModel};
-use hightide::types::{Epoch, Offset, ProducerId, TopicPartition};
+use hightide::types::{Epoch, Offset, TopicPartition};
 use proptest::prelude::*;
 
 fn tp() -> TopicPartition {
@@ -24,7 +25,7 @@ fn small_config() -> LogConfig {
         retention_bytes: 1_500,
         retention_ms: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
-        flush_interval_ms: hightide::config::NEVER_MS,
+        flush_interval_ms: hightide::config::kafka::NEVER_MS,
         bugs: Default::default(),
     }
 }

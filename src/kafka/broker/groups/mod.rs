@@ -18,13 +18,14 @@ pub mod group;
 pub mod offsets_record;
 
 use super::replica_manager::ReplicaManager;
-use crate::config::{Acks, BrokerConfig};
+use crate::config::kafka::{Acks, BrokerConfig};
 use crate::kafka::protocol::messages::{
     ErrorCode, JoinGroupResponse, OffsetCommit, Produce, Request, Response,
 };
 use crate::kafka::record::{self, BatchBuilder};
+use crate::kafka::types::ProducerId;
 use crate::os::clock;
-use crate::types::{Epoch, ProducerId, TopicPartition};
+use crate::types::{Epoch, TopicPartition};
 use coordinator::{Append, Coordinator, OFFSETS_TOPIC};
 use group::{Answer, JoinRequest, MemberId};
 use std::cell::RefCell;

@@ -261,7 +261,8 @@ mod tests {
     use super::*;
     use crate::kafka::record::{set_base_offset, BatchBuilder};
     use crate::kafka::storage::index::{OffsetPosition, TimestampOffset};
-    use crate::types::{Offset, ProducerId};
+    use crate::kafka::types::ProducerId;
+    use crate::types::Offset;
 
     const FILE: &str = "d/00000000000000000100.index";
     const TIME_FILE: &str = "d/00000000000000000100.timeindex";

@@ -241,7 +241,8 @@ fn codec_name(h: &BatchHeader) -> String {
 mod tests {
     use super::*;
     use crate::kafka::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder, Header};
-    use crate::types::{Epoch, Offset, ProducerId};
+    use crate::kafka::types::ProducerId;
+    use crate::types::{Epoch, Offset};
     use proptest::prelude::*;
 
     const NAME: &str = "00000000000000000000.log";

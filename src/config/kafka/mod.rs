@@ -1,0 +1,450 @@
+//! Kafka configuration with Kafka's names and defaults. Field `log_segment_bytes` is the
+//! key `log.segment.bytes`; the registry in `scenario::keys` maps one to the other and
+//! documents each key for `hightide config`. A `.ms` key keeps its name but holds a
+//! `Duration`: the unit is Kafka's spelling of the key, not the field's type.
+
+mod release;
+
+pub use release::{Era, Release, Rules, Step, KNOWN as RELEASES, STEPS as RELEASE_STEPS};
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// `acks`: how many replicas must have a write before the producer is told it is safe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Acks {
+    /// `acks=0`: send and forget; the broker never answers.
+    None,
+    /// `acks=1`: the leader's own append.
+    Leader,
+    /// `acks=all` (or `-1`): the high watermark has passed the batch.
+    All,
+}
+
+/// The producer config's spelling: `0`, `1`, `all`.
+impl std::fmt::Display for Acks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Acks::None => "0",
+            Acks::Leader => "1",
+            Acks::All => "all",
+        })
+    }
+}
+
+/// How a follower finds where its log diverges from the new leader's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Truncation {
+    /// KIP-101 with KIP-279: ask the leader where the follower's last epoch ends, and ask
+    /// again while the epoch histories disagree (Kafka 2.0+).
+    LeaderEpoch,
+    /// KIP-101 as Kafka 0.11 to 1.1 ran it: one OffsetsForLeaderEpoch round, whose answer
+    /// is trusted even where the follower has epochs the leader never had.
+    LeaderEpochSingleRound,
+    /// The pre-KIP-101 rule: truncate to the checkpointed high watermark.
+    HighWatermark,
+}
+
+impl Truncation {
+    /// Whether followers reconcile by leader epoch (any rule since KIP-101).
+    pub fn uses_leader_epochs(self) -> bool {
+        self != Truncation::HighWatermark
+    }
+}
+
+/// Kafka's "never" for a count: `Long.MAX_VALUE`.
+pub const NEVER: u64 = i64::MAX as u64;
+
+/// Kafka's "never" for a time: `Long.MAX_VALUE` milliseconds. Instants add it saturating.
+pub const NEVER_MS: Duration = Duration::from_millis(NEVER);
+
+const fn ms(millis: u64) -> Duration {
+    Duration::from_millis(millis)
+}
+
+/// Broker configuration (`[broker]`), the newest release's defaults (`Release::era` gives
+/// another's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BrokerConfig {
+    pub min_insync_replicas: u32,
+    pub unclean_leader_election_enable: bool,
+    pub log_flush_interval_messages: u64,
+    pub log_flush_interval_ms: Duration,
+    pub log_flush_scheduler_interval_ms: Duration,
+    pub log_flush_offset_checkpoint_interval_ms: Duration,
+    pub log_segment_bytes: u64,
+    pub log_roll_ms: Duration,
+    pub log_index_interval_bytes: u64,
+    pub log_retention_bytes: i64,
+    /// `None`: `-1`, keep forever.
+    pub log_retention_ms: Option<Duration>,
+    pub log_retention_check_interval_ms: Duration,
+    pub replica_lag_time_max_ms: Duration,
+    pub replica_fetch_wait_max_ms: Duration,
+    pub replica_fetch_max_bytes: u64,
+    pub replica_fetch_min_bytes: u64,
+    pub replica_fetch_backoff_ms: Duration,
+    pub replica_socket_timeout_ms: Duration,
+    pub replica_high_watermark_checkpoint_interval_ms: Duration,
+    pub broker_heartbeat_interval_ms: Duration,
+    pub broker_session_timeout_ms: Duration,
+    pub replication_truncation: Truncation,
+    /// The group coordinator's first rebalance of an empty group waits this long for more
+    /// members (KIP-134).
+    pub group_initial_rebalance_delay_ms: Duration,
+    /// `__consumer_offsets`, made when a client first looks for a coordinator.
+    pub offsets_topic_num_partitions: u32,
+    pub offsets_topic_replication_factor: u32,
+    pub offsets_commit_timeout_ms: Duration,
+    /// The release's rules that no key sets.
+    pub rules: Rules,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            min_insync_replicas: 1,
+            unclean_leader_election_enable: false,
+            log_flush_interval_messages: NEVER,
+            log_flush_interval_ms: NEVER_MS,
+            log_flush_scheduler_interval_ms: NEVER_MS,
+            log_flush_offset_checkpoint_interval_ms: ms(60_000),
+            log_segment_bytes: 1 << 30,
+            log_roll_ms: ms(7 * 24 * 3_600_000),
+            log_index_interval_bytes: 4096,
+            log_retention_bytes: -1,
+            log_retention_ms: Some(ms(7 * 24 * 3_600_000)),
+            log_retention_check_interval_ms: ms(300_000),
+            replica_lag_time_max_ms: ms(30_000),
+            replica_fetch_wait_max_ms: ms(500),
+            replica_fetch_max_bytes: 1_048_576,
+            replica_fetch_min_bytes: 1,
+            replica_fetch_backoff_ms: ms(1_000),
+            replica_socket_timeout_ms: ms(30_000),
+            replica_high_watermark_checkpoint_interval_ms: ms(5_000),
+            broker_heartbeat_interval_ms: ms(2_000),
+            broker_session_timeout_ms: ms(9_000),
+            replication_truncation: Truncation::LeaderEpoch,
+            group_initial_rebalance_delay_ms: ms(3_000),
+            offsets_topic_num_partitions: 50,
+            offsets_topic_replication_factor: 3,
+            offsets_commit_timeout_ms: ms(5_000),
+            rules: Rules {
+                strict_min_isr: true,
+                diverging_epoch_in_fetch: true,
+                unclean_election_honoured: true,
+                eligible_leader_replicas: true,
+            },
+        }
+    }
+}
+
+/// Per-topic overrides (`topics = [{ ..., config = { "min.insync.replicas" = 2 } }]`),
+/// Kafka's topic-level names. `None` inherits the broker's value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TopicConfig {
+    pub min_insync_replicas: Option<u32>,
+    pub unclean_leader_election_enable: Option<bool>,
+    pub flush_messages: Option<u64>,
+    pub flush_ms: Option<Duration>,
+    pub segment_bytes: Option<u64>,
+    pub segment_ms: Option<Duration>,
+    pub retention_bytes: Option<i64>,
+    /// `Some(None)`: `-1`, keep forever.
+    pub retention_ms: Option<Option<Duration>>,
+    pub index_interval_bytes: Option<u64>,
+}
+
+/// Producer configuration (`[producer]`), the newest release's defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProducerConfig {
+    pub acks: Acks,
+    pub enable_idempotence: bool,
+    /// The most requests in flight an idempotent producer may have; `None`: the release has
+    /// no idempotent producer. Not a key: it follows the release.
+    pub idempotence_max_in_flight: Option<u32>,
+    pub retries: u32,
+    pub max_in_flight_requests_per_connection: u32,
+    pub linger_ms: Duration,
+    pub batch_size: u64,
+    pub delivery_timeout_ms: Duration,
+    pub request_timeout_ms: Duration,
+    pub retry_backoff_ms: Duration,
+    pub metadata_max_age_ms: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            acks: Acks::All,
+            enable_idempotence: true,
+            idempotence_max_in_flight: Some(5),
+            retries: i32::MAX as u32,
+            max_in_flight_requests_per_connection: 5,
+            linger_ms: ms(5),
+            batch_size: 16_384,
+            delivery_timeout_ms: ms(120_000),
+            request_timeout_ms: ms(30_000),
+            retry_backoff_ms: ms(100),
+            metadata_max_age_ms: ms(300_000),
+        }
+    }
+}
+
+/// A producer key set against what idempotence needs: the key, and the need as a message
+/// says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdempotenceConflict {
+    pub key: &'static str,
+    pub needs: &'static str,
+}
+
+impl ProducerConfig {
+    /// Kafka's rule (KafkaProducer's constructor): idempotence needs acks=all, at most 5
+    /// requests in flight (1 before Kafka 1.0) and retries. The first key that breaks it.
+    pub fn idempotence_conflict(&self) -> Option<IdempotenceConflict> {
+        let conflict = |key, needs| Some(IdempotenceConflict { key, needs });
+        let max_in_flight = self.idempotence_max_in_flight.unwrap_or(0);
+        if self.acks != Acks::All {
+            conflict("acks", "`acks` = \"all\"")
+        } else if self.max_in_flight_requests_per_connection > max_in_flight {
+            conflict(
+                "max.in.flight.requests.per.connection",
+                if max_in_flight == 1 {
+                    "`max.in.flight.requests.per.connection` = 1 before Kafka 1.0"
+                } else {
+                    "`max.in.flight.requests.per.connection` <= 5"
+                },
+            )
+        } else if self.retries == 0 {
+            conflict("retries", "`retries` > 0")
+        } else {
+            None
+        }
+    }
+
+    /// Whether the producer is idempotent. Kafka 3.x turns idempotence off when the rule is
+    /// broken and `enable.idempotence` was left at its default (set explicitly, it refuses
+    /// the configuration); scenarios override `acks` without touching `enable.idempotence`,
+    /// so the implicit rule is the one that applies.
+    pub fn idempotent(&self) -> bool {
+        self.enable_idempotence && self.idempotence_conflict().is_none()
+    }
+}
+
+/// Consumer configuration (`[consumer]`), Kafka's defaults (the newest release's; a
+/// release's own are in `release.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConsumerConfig {
+    pub fetch_max_wait_ms: Duration,
+    pub fetch_min_bytes: u64,
+    pub max_partition_fetch_bytes: u64,
+    pub request_timeout_ms: Duration,
+    pub retry_backoff_ms: Duration,
+    /// Commit the positions of the last poll every `auto_commit_interval_ms`, from poll.
+    pub enable_auto_commit: bool,
+    pub auto_commit_interval_ms: Duration,
+    /// Where a member starts on a partition its group has no valid committed offset for.
+    pub auto_offset_reset: OffsetReset,
+    /// The coordinator drops a member it has not heard a heartbeat from for this long.
+    pub session_timeout_ms: Duration,
+    pub heartbeat_interval_ms: Duration,
+    /// Longest between polls before the member leaves its group (KIP-62); also the
+    /// rebalance timeout it joins with.
+    pub max_poll_interval_ms: Duration,
+    pub max_poll_records: u32,
+    /// Commits carry the leader epoch of the record before the committed offset, so a
+    /// member resuming there validates it against the log (KIP-320, Kafka 2.1); before,
+    /// it fetched from the committed offset whatever the log had become. Not a key: the
+    /// release decides it.
+    pub commit_leader_epoch: bool,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            fetch_max_wait_ms: ms(500),
+            fetch_min_bytes: 1,
+            max_partition_fetch_bytes: 1_048_576,
+            request_timeout_ms: ms(30_000),
+            retry_backoff_ms: ms(100),
+            enable_auto_commit: true,
+            auto_commit_interval_ms: ms(5_000),
+            auto_offset_reset: OffsetReset::Latest,
+            session_timeout_ms: ms(45_000),
+            heartbeat_interval_ms: ms(3_000),
+            max_poll_interval_ms: ms(300_000),
+            max_poll_records: 500,
+            commit_leader_epoch: true,
+        }
+    }
+}
+
+/// `auto.offset.reset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OffsetReset {
+    Earliest,
+    Latest,
+    /// Fail the poll with OFFSET_OUT_OF_RANGE / NoOffsetForPartition.
+    None,
+}
+
+impl OffsetReset {
+    pub const ALL: [OffsetReset; 3] = [
+        OffsetReset::Earliest,
+        OffsetReset::Latest,
+        OffsetReset::None,
+    ];
+
+    /// As Kafka spells it: `earliest`, `latest`, `none`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OffsetReset::Earliest => "earliest",
+            OffsetReset::Latest => "latest",
+            OffsetReset::None => "none",
+        }
+    }
+}
+
+/// Storage configuration of one partition's log: the broker's values with the topic's
+/// overrides applied.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LogConfig {
+    pub segment_bytes: u64,
+    pub roll_ms: Duration,
+    pub index_interval_bytes: u64,
+    pub retention_bytes: i64,
+    /// `None`: keep forever.
+    pub retention_ms: Option<Duration>,
+    pub flush_interval_messages: u64,
+    pub flush_interval_ms: Duration,
+    /// Bugs a mutation test injected into the log (none in any real run).
+    #[serde(skip)]
+    pub bugs: Bugs,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig::resolve(&BrokerConfig::default(), &TopicConfig::default())
+    }
+}
+
+impl LogConfig {
+    pub fn resolve(broker: &BrokerConfig, topic: &TopicConfig) -> LogConfig {
+        LogConfig {
+            segment_bytes: topic.segment_bytes.unwrap_or(broker.log_segment_bytes),
+            roll_ms: topic.segment_ms.unwrap_or(broker.log_roll_ms),
+            index_interval_bytes: topic
+                .index_interval_bytes
+                .unwrap_or(broker.log_index_interval_bytes),
+            retention_bytes: topic.retention_bytes.unwrap_or(broker.log_retention_bytes),
+            retention_ms: topic.retention_ms.unwrap_or(broker.log_retention_ms),
+            flush_interval_messages: topic
+                .flush_messages
+                .unwrap_or(broker.log_flush_interval_messages),
+            flush_interval_ms: topic.flush_ms.unwrap_or(broker.log_flush_interval_ms),
+            bugs: Bugs::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotence_needs_acks_all_few_requests_in_flight_and_retries() {
+        let default = ProducerConfig::default();
+        assert!(default.idempotent());
+        let broken = [
+            (
+                ProducerConfig {
+                    acks: Acks::Leader,
+                    ..default.clone()
+                },
+                "acks",
+            ),
+            (
+                ProducerConfig {
+                    max_in_flight_requests_per_connection: 6,
+                    ..default.clone()
+                },
+                "max.in.flight.requests.per.connection",
+            ),
+            (
+                ProducerConfig {
+                    retries: 0,
+                    ..default.clone()
+                },
+                "retries",
+            ),
+        ];
+        for (config, key) in broken {
+            assert_eq!(config.idempotence_conflict().map(|c| c.key), Some(key));
+            assert!(!config.idempotent(), "{key}");
+        }
+        let off = ProducerConfig {
+            enable_idempotence: false,
+            ..default
+        };
+        assert!(!off.idempotent());
+    }
+}
+
+/// Known bugs a test can switch on, to prove the checkers catch each one
+/// (`tests/integration/mutations.rs`). Nothing in a scenario file reaches them: the parser
+/// never sets them, so every run from a file has none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Bugs {
+    /// The leader answers an acks=all produce at its append, not once the HW passes it.
+    pub ack_at_append: bool,
+    /// The leader's HW follows its own LEO, ignoring its followers'.
+    pub hw_on_leader_leo: bool,
+    /// A follower never truncates its log to match a new leader.
+    pub skip_follower_truncation: bool,
+    /// Consumer fetches are served up to the leader's LEO instead of its HW.
+    pub read_beyond_hw: bool,
+    /// The final read leaves out the first partition it was asked for.
+    pub final_read_skips_a_partition: bool,
+    /// The leader appends every batch, ignoring the producer's sequence numbers.
+    pub ignore_sequences: bool,
+    /// Log recovery trusts every batch header and checks no CRC.
+    pub skip_crc_on_recovery: bool,
+    /// The controller's clean election takes any live replica, in the ISR or not.
+    pub clean_election_outside_isr: bool,
+    /// The controller leaves a fenced broker in the ISRs it was in; only its leadership moves.
+    pub keep_fenced_in_isr: bool,
+    /// fsync reports success without making anything durable.
+    pub fsync_returns_early: bool,
+    /// A group member commits its fetch position, past records fetched and not yet
+    /// processed, instead of the position after the last record it processed.
+    pub commit_fetch_position: bool,
+}
+
+/// `[workload] commit`: when a group member commits what it polled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// `enable.auto.commit`: from within poll, every `auto.commit.interval.ms`.
+    Auto,
+    /// commitSync of a poll's offsets before processing its records: at most once.
+    BeforeProcessing,
+    /// commitSync after processing them: at least once.
+    AfterProcessing,
+}
+
+impl Commit {
+    pub const ALL: [Commit; 3] = [
+        Commit::Auto,
+        Commit::BeforeProcessing,
+        Commit::AfterProcessing,
+    ];
+
+    /// As a scenario file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Commit::Auto => "auto",
+            Commit::BeforeProcessing => "before-processing",
+            Commit::AfterProcessing => "after-processing",
+        }
+    }
+}
