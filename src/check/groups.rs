@@ -16,13 +16,13 @@ use crate::types::{Offset, TopicPartition};
 /// One member's processing of one record. Sorted, a record's processings sit together in
 /// history order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct Processing<'a> {
-    pub(super) tp: &'a TopicPartition,
-    pub(super) offset: Offset,
-    pub(super) id: Option<MessageId>,
+pub struct Processing<'a> {
+    pub tp: &'a TopicPartition,
+    pub offset: Offset,
+    pub id: Option<MessageId>,
     /// Its index in the history: when, and the order among events of one instant.
-    pub(super) event: usize,
-    pub(super) consumer: u32,
+    pub event: usize,
+    pub consumer: u32,
 }
 
 impl Processing<'_> {
@@ -35,25 +35,25 @@ impl Processing<'_> {
 /// Final-read records of one partition the group never processed, `first..=last` with
 /// nothing processed between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Gap {
-    pub(super) first: Offset,
-    pub(super) last: Offset,
-    pub(super) records: u64,
+pub struct Gap {
+    pub first: Offset,
+    pub last: Offset,
+    pub records: u64,
 }
 
 /// Records of one partition, adjacent among the processed ones, each processed more than
 /// once: all first by one member, then all again by one member (maybe the same).
-pub(super) struct Repeat<'p, 'a> {
+pub struct Repeat<'p, 'a> {
     /// The processings of the first and of the last record.
-    pub(super) first: &'p [Processing<'a>],
-    pub(super) last: &'p [Processing<'a>],
-    pub(super) records: u64,
+    pub first: &'p [Processing<'a>],
+    pub last: &'p [Processing<'a>],
+    pub records: u64,
     /// The most processings of one of them.
-    pub(super) most: usize,
+    pub most: usize,
 }
 
 /// An anomaly found, for its example.
-pub(super) enum Found<'p, 'a> {
+pub enum Found<'p, 'a> {
     /// Records of `tp` never processed; `behind` names a group that had not caught up,
     /// with the first gap only.
     Unprocessed {
@@ -66,7 +66,7 @@ pub(super) enum Found<'p, 'a> {
 
 /// `unprocessed` and `reprocessed`; each anomaly goes to `found` as it is counted, with
 /// every processing (sorted) to tell it from. Both stay 0 without a group.
-pub(super) fn check<'a>(
+pub fn check<'a>(
     history: &'a [Event],
     final_state: &'a FinalState,
     counts: &mut Counts,
@@ -119,7 +119,7 @@ fn processings(history: &[Event]) -> Vec<Processing<'_>> {
 }
 
 /// The processings of one partition.
-pub(super) fn of_partition<'p, 'a>(
+pub fn of_partition<'p, 'a>(
     all: &'p [Processing<'a>],
     tp: &TopicPartition,
 ) -> &'p [Processing<'a>] {
@@ -193,10 +193,11 @@ fn repeats<'p, 'a>(all: &'p [Processing<'a>]) -> impl Iterator<Item = Repeat<'p,
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    //! Counting; the fixtures serve `group_story`'s tests too.
+pub(crate) mod tests {
+    //! Counting; the fixtures serve Kafka's teller's tests too.
 
-    use super::super::{check, Count, Verdict};
+    use super::super::tell::Untold;
+    use super::super::{Count, Verdict};
     use crate::history::facts::FactEvent;
     use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord};
     use crate::history::{Event, MessageId, Op};
@@ -204,19 +205,24 @@ pub(super) mod tests {
     use crate::types::{BrokerId, Offset, TopicPartition};
     use std::ops::Range;
 
-    pub(in crate::check) fn tp() -> TopicPartition {
+    /// The counts, with blank examples: the words are each system's teller's.
+    fn check(history: &[Event], state: &FinalState) -> Verdict {
+        super::super::check(history, state, &Untold)
+    }
+
+    pub(crate) fn tp() -> TopicPartition {
         TopicPartition::new("orders", 0)
     }
 
     /// The record at `offset`: written by producer-1, its sequence the offset.
-    pub(in crate::check) fn id(offset: i64) -> MessageId {
+    pub(crate) fn id(offset: i64) -> MessageId {
         MessageId {
             producer: 1,
             seq: offset as u32,
         }
     }
 
-    pub(in crate::check) fn event(ms: u64, consumer: u32, op: Op) -> Event {
+    pub(crate) fn event(ms: u64, consumer: u32, op: Op) -> Event {
         Event {
             time: SimTime::from_millis(ms),
             process: format!("consumer-{consumer}").into(),
@@ -224,7 +230,7 @@ pub(super) mod tests {
         }
     }
 
-    pub(in crate::check) fn resume(ms: u64, consumer: u32, offset: i64, committed: bool) -> Event {
+    pub(crate) fn resume(ms: u64, consumer: u32, offset: i64, committed: bool) -> Event {
         let op = Op::Resume {
             consumer,
             tp: tp(),
@@ -234,7 +240,7 @@ pub(super) mod tests {
         event(ms, consumer, op)
     }
 
-    pub(in crate::check) fn committed(ms: u64, consumer: u32, offset: i64) -> Event {
+    pub(crate) fn committed(ms: u64, consumer: u32, offset: i64) -> Event {
         let op = Op::Committed {
             consumer,
             tp: tp(),
@@ -244,7 +250,7 @@ pub(super) mod tests {
     }
 
     /// `consumer` processes the records at `offsets`, one every 10 ms from `ms`.
-    pub(in crate::check) fn process(ms: u64, consumer: u32, offsets: Range<i64>) -> Vec<Event> {
+    pub(crate) fn process(ms: u64, consumer: u32, offsets: Range<i64>) -> Vec<Event> {
         offsets
             .enumerate()
             .map(|(i, offset)| {
@@ -261,7 +267,7 @@ pub(super) mod tests {
 
     /// orders/0 holding the records at `offsets` (up to its HW), read completely, and the
     /// group `audit`, caught up.
-    pub(in crate::check) fn final_state(offsets: Range<i64>, faults: Vec<FactEvent>) -> FinalState {
+    pub(crate) fn final_state(offsets: Range<i64>, faults: Vec<FactEvent>) -> FinalState {
         FinalState {
             partitions: vec![PartitionFinal {
                 tp: tp(),
@@ -282,7 +288,7 @@ pub(super) mod tests {
         }
     }
 
-    pub(in crate::check) fn texts(verdict: &Verdict, count: Count) -> Vec<&str> {
+    pub(crate) fn texts(verdict: &Verdict, count: Count) -> Vec<&str> {
         verdict
             .examples_of(count)
             .map(|e| e.text.as_str())
@@ -340,10 +346,7 @@ pub(super) mod tests {
         history.extend(process(310, 3, 0..2));
         let verdict = check(&history, &final_state(0..2, vec![]));
         assert_eq!(verdict.counts.reprocessed, 2);
-        assert_eq!(
-            texts(&verdict, Count::Reprocessed),
-            ["consumer-2 resumed at orders/0@0 (t=0.200s), the group's committed offset; orders/0@0–1 (2 records) processed more than once (up to 3 times): by consumer-1 (t=0.110s–0.120s), by consumer-2 (t=0.210s–0.220s)"]
-        );
+        assert_eq!(texts(&verdict, Count::Reprocessed).len(), 1, "one example");
     }
 
     #[test]

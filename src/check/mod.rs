@@ -10,15 +10,13 @@
 
 mod counts;
 pub mod coverage;
-mod describe;
 mod expect;
 mod final_read;
-mod group_story;
 mod groups;
 mod reorder;
 mod replicas;
 mod sends;
-mod story;
+pub mod tell;
 
 pub use counts::{count_name, Count, Counts, ANOMALIES};
 pub use expect::{
@@ -26,12 +24,20 @@ pub use expect::{
     SomeTally, DEFAULT_ZERO,
 };
 
-use crate::history::facts::{Fact, FactEvent};
+pub use final_read::{FinalIndex, Located};
+pub use groups::{of_partition, Gap, Processing, Repeat};
+pub use reorder::Placed;
+pub use replicas::{Divergence, Holder};
+pub use sends::{Outcome, Send};
+pub use tell::{Step, Teller, Told};
+
+#[cfg(test)]
+pub(crate) use groups::tests as groups_tests;
+
+use crate::history::facts::{FactEvent, Tally};
 use crate::history::final_state::FinalState;
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
-use final_read::FinalIndex;
-use sends::{Outcome, Send};
 use std::collections::BTreeMap;
 
 /// Examples kept per count: enough to follow into the trace, few enough to read.
@@ -80,7 +86,7 @@ impl Examples {
         self.kept.get(&count).copied().unwrap_or(0) < EXAMPLES_PER_COUNT
     }
 
-    fn add<T: Into<describe::Told>>(&mut self, count: Count, text: impl FnOnce() -> T) {
+    fn add<T: Into<Told>>(&mut self, count: Count, text: impl FnOnce() -> T) {
         if self.wants(count) {
             *self.kept.entry(count).or_insert(0) += 1;
             let told = text().into();
@@ -98,13 +104,12 @@ impl Examples {
     }
 }
 
-/// Compute every count, with examples.
-pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
+/// Compute every count, with examples in the words of the system that ran (`teller`).
+pub fn check(history: &[Event], final_state: &FinalState, teller: &dyn Teller) -> Verdict {
     let sends = sends::sends(history);
     let index = FinalIndex::new(final_state);
-    let chronicle = story::Chronicle::new(&final_state.facts);
-    let mut tally = Tally {
-        chronicle: &chronicle,
+    let mut tally = Pass {
+        teller,
         counts: Counts::default(),
         examples: Examples::default(),
         lost: Vec::new(),
@@ -128,7 +133,7 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     for located in occurrences {
         tally.never_sent(&index, located);
     }
-    let Tally {
+    let Pass {
         mut counts,
         mut examples,
         lost,
@@ -139,24 +144,20 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
     for (part, offset, value) in index.unparsed() {
         counts.unexpected += 1;
         examples.add(Count::Unexpected, || {
-            describe::corrupt(&index, part, offset, value)
+            teller.corrupt(&index, part, offset, value)
         });
     }
     let holders = replicas::holders(final_state, &lost);
     for (send, held) in lost.iter().zip(holders) {
-        examples.add(Count::Lost, || {
-            describe::lost(send, &index, &held, &chronicle)
-        });
+        examples.add(Count::Lost, || teller.lost(send, &index, &held));
     }
     counts.reordered = reorder.count(&mut |a, b| {
-        examples.add(Count::Reordered, || {
-            describe::reordered(&index, a, b, &chronicle)
-        });
+        examples.add(Count::Reordered, || teller.reordered(&index, a, b));
     });
     counts.out_of_order = reorder.out_of_order();
-    check_reads(history, (&index, &chronicle), &mut counts, &mut examples);
-    check_partitions(final_state, &chronicle, &mut counts, &mut examples);
-    check_groups(history, final_state, &chronicle, &mut counts, &mut examples);
+    check_reads(history, (&index, teller), &mut counts, &mut examples);
+    check_partitions(final_state, teller, &mut counts, &mut examples);
+    check_groups(history, final_state, teller, &mut counts, &mut examples);
     count_facts(final_state.facts.events(), &mut counts);
 
     let lost_acked_at = lost
@@ -176,39 +177,37 @@ pub fn check(history: &[Event], final_state: &FinalState) -> Verdict {
 
 /// The per-message pass: counts, examples, the lost sends to describe once the replicas'
 /// holdings are known, and the sequences to check for reordering.
-struct Tally<'a> {
-    chronicle: &'a story::Chronicle<'a>,
+struct Pass<'a> {
+    teller: &'a dyn Teller,
     counts: Counts,
     examples: Examples,
     lost: Vec<Send<'a>>,
     reorder: reorder::Groups,
 }
 
-impl<'a> Tally<'a> {
+impl<'a> Pass<'a> {
     fn never_sent(&mut self, index: &FinalIndex, located: &final_read::Located) {
         self.counts.unexpected += 1;
         self.examples
-            .add(Count::Unexpected, || describe::never_sent(index, located));
+            .add(Count::Unexpected, || self.teller.never_sent(index, located));
     }
 
     /// Outcome, delivery, duplicates, lost, moved and the reorder sequence of one send,
     /// given its copies in the final read (sorted by partition and offset).
     fn send(&mut self, send: &Send<'a>, copies: &[final_read::Located], index: &FinalIndex) {
-        let (counts, examples, chronicle) = (&mut self.counts, &mut self.examples, self.chronicle);
+        let (counts, examples, teller) = (&mut self.counts, &mut self.examples, self.teller);
         counts.attempted += 1;
         match send.outcome {
             Outcome::Acked { .. } => counts.acked += 1,
             Outcome::Failed { .. } => {
                 counts.failed += 1;
-                examples.add(Count::Failed, || {
-                    describe::send_status(send, index, copies, chronicle)
-                });
+                examples.add(Count::Failed, || teller.send_status(send, index, copies));
             }
             Outcome::Indeterminate { .. } | Outcome::Pending => {
                 counts.indeterminate += 1;
                 counts.unresolved += u64::from(matches!(send.outcome, Outcome::Pending));
                 examples.add(Count::Indeterminate, || {
-                    describe::send_status(send, index, copies, chronicle)
+                    teller.send_status(send, index, copies)
                 });
             }
         }
@@ -216,7 +215,7 @@ impl<'a> Tally<'a> {
         if failed && !copies.is_empty() {
             counts.false_failures += 1;
             examples.add(Count::FalseFailures, || {
-                describe::send_status(send, index, copies, chronicle)
+                teller.send_status(send, index, copies)
             });
         }
         if copies.is_empty() {
@@ -227,9 +226,7 @@ impl<'a> Tally<'a> {
             counts.delivered += 1;
             if copies.len() > 1 {
                 counts.duplicates += copies.len() as u64 - 1;
-                examples.add(Count::Duplicates, || {
-                    describe::duplicate(send, index, copies, chronicle)
-                });
+                examples.add(Count::Duplicates, || teller.duplicate(send, index, copies));
             }
         }
         let Outcome::Acked { tp, offset, .. } = send.outcome else {
@@ -252,9 +249,7 @@ impl<'a> Tally<'a> {
         }
         if !at_the_ack {
             counts.moved += 1;
-            examples.add(Count::Moved, || {
-                describe::moved(send, index, copies, chronicle)
-            });
+            examples.add(Count::Moved, || teller.moved(send, index, copies));
         }
         if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
             self.reorder.push(send.id, first.part, offset, first.offset);
@@ -265,7 +260,7 @@ impl<'a> Tally<'a> {
 /// Dirty reads: what a consumer saw during the run against the final read at that offset.
 fn check_reads(
     history: &[Event],
-    (index, chronicle): (&FinalIndex, &story::Chronicle),
+    (index, teller): (&FinalIndex, &dyn Teller),
     counts: &mut Counts,
     examples: &mut Examples,
 ) {
@@ -278,93 +273,81 @@ fn check_reads(
         if held != Some(*id) {
             counts.dirty_reads += 1;
             examples.add(Count::DirtyReads, || {
-                describe::dirty_read(event, (tp, *offset), *id, index, chronicle)
+                teller.dirty_read(event, (tp, *offset), *id, index)
             });
         }
     }
 }
 
-/// The cluster facts: what the controller and the brokers recorded doing.
+/// The cluster facts: what the controller and the brokers recorded doing, in the terms
+/// every system shares.
 fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
-    for event in facts {
-        match &event.fact {
-            Fact::Election { from, .. } => {
+    for tally in facts.iter().filter_map(|event| event.fact.tally()) {
+        match tally {
+            Tally::Election { unclean } => {
                 counts.elections += 1;
-                counts.unclean_elections += u64::from(from.unclean());
+                counts.unclean_elections += u64::from(unclean);
             }
-            Fact::IsrShrink { .. } => counts.isr_shrinks += 1,
-            Fact::IsrExpand { .. } => counts.isr_expands += 1,
-            Fact::Truncation { from, to, .. } => {
-                counts.truncated += u64::try_from(from.0 - to.0).unwrap_or(0)
-            }
-            Fact::Recovery { .. } => counts.recoveries += 1,
-            Fact::NoLeader { .. }
-            | Fact::LogMissing { .. }
-            | Fact::LeaderStarted { .. }
-            | Fact::Appended { .. }
-            | Fact::Acknowledged { .. }
-            | Fact::FetchFailed { .. }
-            | Fact::FetchResumed { .. }
-            | Fact::Retried { .. }
-            | Fact::Fault { .. } => {}
+            Tally::InSyncShrink => counts.isr_shrinks += 1,
+            Tally::InSyncExpand => counts.isr_expands += 1,
+            Tally::Truncated(records) => counts.truncated += records,
+            Tally::Recovery => counts.recoveries += 1,
         }
     }
 }
 
 /// A consumer group's unprocessed and reprocessed records: counted by `groups`, told by
-/// `group_story`.
+/// the teller.
 fn check_groups(
     history: &[Event],
     final_state: &FinalState,
-    chronicle: &story::Chronicle,
+    teller: &dyn Teller,
     counts: &mut Counts,
     examples: &mut Examples,
 ) {
-    groups::check(history, final_state, counts, &mut |processings, found| {
-        let teller = group_story::Teller {
-            history,
-            chronicle,
-            facts: final_state.facts.events(),
-            processings,
-        };
-        match found {
-            groups::Found::Unprocessed { tp, gap, behind } => {
-                examples.add(Count::Unprocessed, || teller.unprocessed(tp, gap, behind))
-            }
-            groups::Found::Reprocessed(repeat) => {
-                examples.add(Count::Reprocessed, || teller.reprocessed(&repeat))
-            }
-        }
-    });
+    groups::check(
+        history,
+        final_state,
+        counts,
+        &mut |processings, found| match found {
+            groups::Found::Unprocessed { tp, gap, behind } => examples
+                .add(Count::Unprocessed, || {
+                    teller.unprocessed(history, processings, (tp, gap), behind)
+                }),
+            groups::Found::Reprocessed(repeat) => examples.add(Count::Reprocessed, || {
+                teller.reprocessed(history, processings, &repeat)
+            }),
+        },
+    );
 }
 
 /// Divergent, under-replicated, unreadable and offline partitions.
 fn check_partitions(
     final_state: &FinalState,
-    chronicle: &story::Chronicle,
+    teller: &dyn Teller,
     counts: &mut Counts,
     examples: &mut Examples,
 ) {
     for partition in &final_state.partitions {
         if partition.leader.is_none() {
             counts.offline += 1;
-            examples.add(Count::Offline, || describe::offline(partition));
+            examples.add(Count::Offline, || teller.offline(partition));
         }
         if !partition.complete {
             counts.unreadable += 1;
-            examples.add(Count::Unreadable, || describe::unreadable(partition));
+            examples.add(Count::Unreadable, || teller.unreadable(partition));
         }
         let out = replicas::out_of_isr(partition);
         if !out.is_empty() {
             counts.under_replicated += 1;
             examples.add(Count::UnderReplicated, || {
-                describe::under_replicated(partition, &out, final_state.facts.events())
+                teller.under_replicated(partition, &out)
             });
         }
         if let Some(divergence) = replicas::divergence(partition) {
             counts.divergent += 1;
             examples.add(Count::Divergent, || {
-                describe::divergent(partition, &divergence, chronicle)
+                teller.divergent(partition, &divergence)
             });
         }
     }

@@ -8,4 +8,5 @@ pub mod protocol;
 pub mod record;
 pub mod storage;
 pub mod system;
+pub mod teller;
 pub mod types;

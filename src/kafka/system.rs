@@ -4,8 +4,9 @@
 //! consume phase of a group and the final read, and reads each replica's log back from its
 //! disk for the checkers.
 
+use crate::check::Teller;
 use crate::config::kafka::{Bugs, TopicConfig};
-use crate::history::facts::Facts;
+use crate::history::facts::{FactLog, Facts};
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::History;
 use crate::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
@@ -15,6 +16,7 @@ use crate::kafka::client::budget::SendBudget;
 use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
 use crate::kafka::storage;
+use crate::kafka::teller;
 use crate::kafka::types::Incarnation;
 use crate::os::clock::SimTime;
 use crate::os::disk::Disk;
@@ -176,6 +178,10 @@ impl System for Kafka {
     fn collect(mut self, world: World<'_>, facts: &Facts) -> FinalState {
         let read = self.read.take().unwrap_or_default();
         collect_final_state(world, &self, facts, read)
+    }
+
+    fn teller(facts: &FactLog) -> impl Teller + '_ {
+        teller::Teller::new(facts)
     }
 }
 

@@ -6,7 +6,8 @@
 
 use super::timeline::{LeadershipChange, Timeline};
 use super::world::World;
-use crate::history::facts::Facts;
+use crate::check::Teller;
+use crate::history::facts::{FactLog, Facts};
 use crate::history::final_state::{FinalState, GroupFinal};
 use crate::history::History;
 use crate::os::clock::SimTime;
@@ -67,6 +68,9 @@ pub trait System: Sized {
     /// The end of the run: the final read as taken and each replica's log from its disk,
     /// with the facts the programs recorded. The world is consumed, its disks with it.
     fn collect(self, world: World<'_>, facts: &Facts) -> FinalState;
+
+    /// The system's words for the checkers' examples, told from the facts of a run.
+    fn teller(facts: &FactLog) -> impl Teller + '_;
 }
 
 /// Who leads each partition, as the system's controller sees it.

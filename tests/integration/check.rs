@@ -4,15 +4,22 @@
 mod build;
 
 use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder};
-use hightide::check::{check, evaluate, Counts, Verdict};
+use hightide::check::{evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
-use hightide::history::facts::{ElectedFrom, Fact, FactEvent};
+use hightide::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use hightide::history::facts::{Fact, FactEvent};
 use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
 use hightide::history::{Event, MessageId};
+use hightide::kafka::teller::Teller;
 use hightide::os::clock::SimTime;
 use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
 use proptest::prelude::*;
 use std::time::Duration;
+
+/// The counts, with examples in Kafka's words.
+fn check(history: &[Event], state: &FinalState) -> Verdict {
+    hightide::check::check(history, state, &Teller::new(&state.facts))
+}
 
 fn orders(partition: u32) -> TopicPartition {
     TopicPartition::new("orders", partition)
@@ -301,12 +308,12 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
     let mut state = final_state([p]);
     let failed = |time, error: &str| FactEvent {
         time: ms(time),
-        fact: Fact::FetchFailed {
+        fact: Fact::Kafka(KafkaFact::FetchFailed {
             tp: orders(0),
             broker: BrokerId(3),
             leader: BrokerId(1),
             error: error.to_string(),
-        },
+        }),
     };
     // The last fetch fact of broker-3 on orders/0 explains it, not an older one or
     // another replica's.
@@ -315,11 +322,11 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
         failed(2500, "request timed out"),
         FactEvent {
             time: ms(3000),
-            fact: Fact::FetchResumed {
+            fact: Fact::Kafka(KafkaFact::FetchResumed {
                 tp: orders(0),
                 broker: BrokerId(2),
                 leader: BrokerId(1),
-            },
+            }),
         },
     ]
     .into_iter()
@@ -333,11 +340,11 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
     );
     state.facts.push(FactEvent {
         time: ms(4000),
-        fact: Fact::FetchResumed {
+        fact: Fact::Kafka(KafkaFact::FetchResumed {
             tp: orders(0),
             broker: BrokerId(3),
             leader: BrokerId(1),
-        },
+        }),
     });
     let verdict = check(&[], &state);
     assert_eq!(
@@ -556,54 +563,54 @@ fn cluster_facts_are_counted_as_recorded() {
     };
     let mut state = final_state([partition(tp.clone(), vec![])]);
     state.facts = [
-        fact(10, Fact::IsrShrink { tp: tp.clone() }),
+        fact(10, Fact::Kafka(KafkaFact::IsrShrink { tp: tp.clone() })),
         fact(
             20,
-            Fact::Election {
+            Fact::Kafka(KafkaFact::Election {
                 tp: tp.clone(),
                 leader: BrokerId(3),
                 epoch: Epoch(2),
                 from: ElectedFrom::OutOfSync,
-            },
+            }),
         ),
         fact(
             30,
-            Fact::Election {
+            Fact::Kafka(KafkaFact::Election {
                 tp: tp.clone(),
                 leader: BrokerId(1),
                 epoch: Epoch(3),
                 from: ElectedFrom::Isr,
-            },
+            }),
         ),
         fact(
             40,
-            Fact::Truncation {
+            Fact::Kafka(KafkaFact::Truncation {
                 tp: tp.clone(),
                 broker: BrokerId(2),
                 from: Offset(17),
                 to: Offset(10),
                 rule: "leader-epoch".to_string(),
-            },
+            }),
         ),
         fact(
             50,
-            Fact::Truncation {
+            Fact::Kafka(KafkaFact::Truncation {
                 tp: tp.clone(),
                 broker: BrokerId(3),
                 from: Offset(15),
                 to: Offset(10),
                 rule: "high-watermark".to_string(),
-            },
+            }),
         ),
         fact(
             60,
-            Fact::Recovery {
+            Fact::Kafka(KafkaFact::Recovery {
                 tp: tp.clone(),
                 broker: BrokerId(2),
                 log_end_offset: Offset(9),
-            },
+            }),
         ),
-        fact(70, Fact::IsrExpand { tp }),
+        fact(70, Fact::Kafka(KafkaFact::IsrExpand { tp })),
     ]
     .into_iter()
     .collect();

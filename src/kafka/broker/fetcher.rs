@@ -14,7 +14,7 @@
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
-use crate::history::facts::Fact;
+use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::fetch_session::SessionHandler;
 use crate::kafka::protocol::frame::{Connection, NetError};
 use crate::kafka::protocol::messages::{

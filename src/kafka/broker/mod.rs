@@ -78,7 +78,8 @@ pub mod server;
 pub mod truncation;
 
 use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
-use crate::history::facts::{Fact, Facts};
+use crate::history::facts::kafka::Fact;
+use crate::history::facts::Facts;
 use crate::kafka::storage::checkpoint;
 use crate::kafka::storage::log::Log;
 use crate::kafka::types::Incarnation;

@@ -12,7 +12,8 @@ use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
 use crate::config::kafka::{Bugs, Truncation};
-use crate::history::facts::{Fact, Facts};
+use crate::history::facts::kafka::Fact;
+use crate::history::facts::Facts;
 use crate::kafka::protocol::messages::PartitionState;
 use crate::kafka::record;
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
@@ -856,7 +857,7 @@ mod tests {
             .take()
             .events()
             .iter()
-            .map(|e| e.fact.clone())
+            .filter_map(|e| e.fact.kafka().cloned())
             .collect();
         assert_eq!(
             truncations,

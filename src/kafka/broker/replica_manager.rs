@@ -12,7 +12,8 @@ use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::kafka::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
-use crate::history::facts::{Fact, Facts};
+use crate::history::facts::kafka::Fact;
+use crate::history::facts::Facts;
 use crate::kafka::protocol::fetch_session::SessionCache;
 use crate::kafka::protocol::messages::{
     ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse, FetchedPartition, OffsetSpec,

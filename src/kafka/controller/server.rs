@@ -8,7 +8,8 @@
 //! and the connections it leaves behind never answer again.
 
 use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
-use crate::history::facts::{ElectedFrom, Fact, Facts};
+use crate::history::facts::kafka::{ElectedFrom, Fact};
+use crate::history::facts::Facts;
 use crate::kafka::controller::election::Election;
 use crate::kafka::controller::state::{Change, ControllerState, Snapshot};
 use crate::kafka::controller::store;
@@ -480,7 +481,7 @@ mod tests {
             .take()
             .events()
             .iter()
-            .map(|e| e.fact.clone())
+            .filter_map(|e| e.fact.kafka().cloned())
             .collect()
     }
 

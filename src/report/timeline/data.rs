@@ -2,7 +2,8 @@
 //! the page's script only scales and paints. Times are milliseconds since the run began.
 
 use crate::check::{count_name, Verdict};
-use crate::history::facts::{ElectedFrom, Fact, FactLog};
+use crate::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use crate::history::facts::{Fact, FactLog};
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
 use crate::sim::timeline::Timeline;
@@ -303,11 +304,11 @@ fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series) {
         }
     }
     let mut leo = Vec::new();
-    for append in facts.appends().filter(|a| a.tp == tp) {
+    for append in facts.kafka().appends().filter(|a| a.tp == tp) {
         keep(&mut leo, ms(append.time), Offset(append.last.0 + 1));
     }
     let mut hw = Vec::new();
-    for ack in facts.acknowledgements().filter(|a| a.tp == tp) {
+    for ack in facts.kafka().acknowledgements().filter(|a| a.tp == tp) {
         keep(&mut hw, ms(ack.time), ack.high_watermark);
     }
     (leo, hw)
@@ -330,12 +331,12 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
         let at = ms(event.time);
         let broker = |b: BrokerId| HostName::Broker(b.0).to_string();
         let (lane, kind, text) = match &event.fact {
-            Fact::Election {
+            Fact::Kafka(KafkaFact::Election {
                 tp,
                 leader,
                 epoch,
                 from,
-            } => (
+            }) => (
                 tp.to_string(),
                 if from.unclean() {
                     "unclean-election"
@@ -347,38 +348,38 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                     elected_from(*from)
                 ),
             ),
-            Fact::NoLeader { tp } => (
+            Fact::Kafka(KafkaFact::NoLeader { tp }) => (
                 tp.to_string(),
                 "offline",
                 format!("{tp} is offline: the controller found no replica it may elect"),
             ),
-            Fact::LeaderStarted {
+            Fact::Kafka(KafkaFact::LeaderStarted {
                 tp,
                 broker: b,
                 epoch,
                 log_end_offset,
-            } => (
+            }) => (
                 tp.to_string(),
                 "leader-started",
                 format!("{b} took up the leadership of {tp} epoch {epoch}; its log ends at {log_end_offset}, where the epoch starts"),
             ),
-            Fact::IsrShrink { tp } => (
+            Fact::Kafka(KafkaFact::IsrShrink { tp }) => (
                 tp.to_string(),
                 "isr-shrink",
                 format!("the controller committed a smaller ISR for {tp}"),
             ),
-            Fact::IsrExpand { tp } => (
+            Fact::Kafka(KafkaFact::IsrExpand { tp }) => (
                 tp.to_string(),
                 "isr-expand",
                 format!("the controller committed a larger ISR for {tp}"),
             ),
-            Fact::Truncation {
+            Fact::Kafka(KafkaFact::Truncation {
                 tp,
                 broker: b,
                 from,
                 to,
                 rule,
-            } => (
+            }) => (
                 broker(*b),
                 "truncation",
                 format!(
@@ -386,41 +387,41 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                     from.0 - to.0
                 ),
             ),
-            Fact::Recovery {
+            Fact::Kafka(KafkaFact::Recovery {
                 tp,
                 broker: b,
                 log_end_offset,
-            } => (
+            }) => (
                 broker(*b),
                 "recovery",
                 format!("{b} recovered {tp} after an unclean stop: its log ends at {log_end_offset}; what only the page cache held is gone"),
             ),
-            Fact::LogMissing { tp, broker: b } => (
+            Fact::Kafka(KafkaFact::LogMissing { tp, broker: b }) => (
                 broker(*b),
                 "log-missing",
                 format!("{b} found no log of {tp}: its directory never reached the disk, so it starts empty"),
             ),
-            Fact::FetchFailed {
+            Fact::Kafka(KafkaFact::FetchFailed {
                 tp,
                 broker: b,
                 leader,
                 error,
-            } => (
+            }) => (
                 broker(*b),
                 "fetch-failed",
                 format!("{b}'s fetches of {tp} from {leader} fail: {error}"),
             ),
-            Fact::FetchResumed {
+            Fact::Kafka(KafkaFact::FetchResumed {
                 tp,
                 broker: b,
                 leader,
-            } => (
+            }) => (
                 broker(*b),
                 "fetch-resumed",
                 format!("{b} fetches {tp} from {leader} again"),
             ),
-            Fact::Appended { .. }
-            | Fact::Acknowledged { .. }
+            Fact::Kafka(KafkaFact::Appended { .. })
+            | Fact::Kafka(KafkaFact::Acknowledged { .. })
             | Fact::Retried { .. }
             | Fact::Fault { .. } => continue,
         };

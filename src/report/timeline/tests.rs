@@ -2,7 +2,8 @@ use super::data::{HostState, LeaderSpan};
 use super::*;
 use crate::check::Verdict;
 use crate::config::kafka::Acks;
-use crate::history::facts::{ElectedFrom, Fact, FactEvent, FactLog};
+use crate::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use crate::history::facts::{Fact, FactEvent, FactLog};
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
 use crate::sim::timeline::{LeadershipChange, Timeline};
@@ -79,17 +80,17 @@ fn facts() -> FactLog {
     for (ms, first, last, hw) in [(100, 0, 9, 0), (104, 10, 19, 10), (130, 20, 29, 20)] {
         push(
             ms,
-            Fact::Appended {
+            Fact::Kafka(KafkaFact::Appended {
                 tp: tp(),
                 leader: BrokerId(1),
                 epoch: Epoch(0),
                 first: Offset(first),
                 last: Offset(last),
-            },
+            }),
         );
         push(
             ms + 1,
-            Fact::Acknowledged {
+            Fact::Kafka(KafkaFact::Acknowledged {
                 tp: tp(),
                 leader: BrokerId(1),
                 epoch: Epoch(0),
@@ -98,27 +99,27 @@ fn facts() -> FactLog {
                 last: Offset(last),
                 high_watermark: Offset(hw),
                 followers: Box::new([(BrokerId(2), Offset(hw))]),
-            },
+            }),
         );
     }
     push(
         14_000,
-        Fact::Election {
+        Fact::Kafka(KafkaFact::Election {
             tp: tp(),
             leader: BrokerId(2),
             epoch: Epoch(1),
             from: ElectedFrom::OutOfSync,
-        },
+        }),
     );
     push(
         15_000,
-        Fact::Truncation {
+        Fact::Kafka(KafkaFact::Truncation {
             tp: tp(),
             broker: BrokerId(1),
             from: Offset(30),
             to: Offset(20),
             rule: "leader-epoch".to_owned(),
-        },
+        }),
     );
     log
 }

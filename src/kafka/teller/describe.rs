@@ -2,15 +2,13 @@
 //! simulated times, so that a person can go straight to the trace; and for each anomaly
 //! the story of how it came about (see `story`).
 
-use super::final_read::{FinalIndex, Located};
-use super::reorder::Placed;
-use super::replicas::{Divergence, Holder};
-use super::sends::{Outcome, Send};
-use super::story::{self, Append, Chronicle, Step};
+use super::story::{self, Append, Chronicle};
+use crate::check::tell::{time, Step, Told};
+use crate::check::{Divergence, FinalIndex, Holder, Located, Outcome, Placed, Send};
+use crate::history::facts::kafka::Fact as KafkaFact;
 use crate::history::facts::{Fact, FactEvent};
 use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
-use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Offset, TopicPartition};
 use std::fmt::Write;
 
@@ -22,33 +20,6 @@ const VALUE_BYTES_SHOWN: usize = 32;
 /// `orders/0@812`
 fn at(tp: &TopicPartition, offset: Offset) -> String {
     format!("{tp}@{offset}")
-}
-
-/// `t=10.012s`
-fn time(t: SimTime) -> String {
-    story::time(t)
-}
-
-/// An example: one line of what is wrong, and the steps that led to it.
-pub struct Told {
-    pub text: String,
-    pub why: Vec<String>,
-}
-
-impl From<String> for Told {
-    fn from(text: String) -> Told {
-        Told {
-            text,
-            why: Vec::new(),
-        }
-    }
-}
-
-pub fn told(text: String, steps: Vec<Step>) -> Told {
-    Told {
-        text,
-        why: story::told(steps),
-    }
 }
 
 /// The story of an acknowledged write: the leader's answer, then how the record left the
@@ -180,7 +151,7 @@ pub fn lost(send: &Send, index: &FinalIndex, holders: &[Holder], chronicle: &Chr
         status(send),
         held_by(send, holders)
     );
-    told(text, acked_story(send, chronicle))
+    Told::new(text, acked_story(send, chronicle))
 }
 
 /// `held by broker-1 only (not in ISR)`; a copy at another place than the ack is located.
@@ -219,7 +190,7 @@ pub fn moved(send: &Send, index: &FinalIndex, copies: &[Located], chronicle: &Ch
     );
     let mut steps = acked_story(send, chronicle);
     steps.extend(copy_steps(chronicle, index, copies));
-    told(text, steps)
+    Told::new(text, steps)
 }
 
 pub fn duplicate(
@@ -235,7 +206,7 @@ pub fn duplicate(
         copies.len(),
         locations(index, copies)
     );
-    told(text, resent_and_copied(send, index, copies, chronicle))
+    Told::new(text, resent_and_copied(send, index, copies, chronicle))
 }
 
 /// For failed and indeterminate sends: where it was sent, what the client was told, and
@@ -253,7 +224,7 @@ pub fn send_status(
         format!("in the final read at {}", locations(index, copies))
     };
     let text = format!("{}{to} {}; {delivery}", send.id, status(send));
-    told(text, resent_and_copied(send, index, copies, chronicle))
+    Told::new(text, resent_and_copied(send, index, copies, chronicle))
 }
 
 pub fn never_sent(index: &FinalIndex, located: &Located) -> String {
@@ -301,7 +272,7 @@ pub fn reordered(
             steps.push(story::appended(write, &partition.tp, placed.now, &what));
         }
     }
-    told(text, steps)
+    Told::new(text, steps)
 }
 
 pub fn dirty_read(
@@ -346,7 +317,7 @@ pub fn dirty_read(
             ));
         }
     }
-    told(text, steps)
+    Told::new(text, steps)
 }
 
 pub fn divergent(partition: &PartitionFinal, d: &Divergence, chronicle: &Chronicle) -> Told {
@@ -367,7 +338,7 @@ pub fn divergent(partition: &PartitionFinal, d: &Divergence, chronicle: &Chronic
         d.other,
         record_id(d.other_holds)
     );
-    told(text, divergence_story(partition, d, chronicle))
+    Told::new(text, divergence_story(partition, d, chronicle))
 }
 
 /// Each side's record at the first difference: the epoch that wrote it, the election
@@ -465,22 +436,22 @@ pub fn under_replicated(
 /// fetching again and catching up.
 fn last_fetch(tp: &TopicPartition, broker: BrokerId, facts: &[FactEvent]) -> String {
     let last = facts.iter().rev().find(|e| match &e.fact {
-        Fact::FetchFailed {
+        Fact::Kafka(KafkaFact::FetchFailed {
             tp: t, broker: b, ..
-        }
-        | Fact::FetchResumed {
+        })
+        | Fact::Kafka(KafkaFact::FetchResumed {
             tp: t, broker: b, ..
-        } => t == tp && *b == broker,
+        }) => t == tp && *b == broker,
         _ => false,
     });
     match last.map(|e| (e.time, &e.fact)) {
-        Some((at, Fact::FetchFailed { leader, error, .. })) => {
+        Some((at, Fact::Kafka(KafkaFact::FetchFailed { leader, error, .. }))) => {
             format!(
                 "its last fetch from {leader} failed at {}: {error}",
                 time(at)
             )
         }
-        Some((at, Fact::FetchResumed { leader, .. })) => {
+        Some((at, Fact::Kafka(KafkaFact::FetchResumed { leader, .. }))) => {
             format!("fetching from {leader} again since {}", time(at))
         }
         _ => "no failed fetch recorded".to_string(),

@@ -6,56 +6,21 @@
 //! Only recorded facts are used, never a program's memory, and a step is told only when
 //! a fact shows it: where the facts are silent, the story is shorter, not guessed.
 
-use crate::history::facts::{ElectedFrom, Fact, FactLog};
+use crate::check::tell::Step;
+use crate::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use crate::history::facts::{Fact, FactLog};
 use crate::history::MessageId;
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-/// Steps told per example, the first ones in time.
-const STEPS_SHOWN: usize = 8;
 /// Faults told that struck the broker that held a record: the fault and the restart.
 const FAULTS_TOLD: usize = 2;
 /// Elections told while looking for the one that left a record behind.
 const ELECTIONS_TOLD: usize = 3;
 /// Retries of one message told.
 const RETRIES_TOLD: usize = 3;
-
-/// One step of a story: when, and what happened.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Step {
-    pub time: SimTime,
-    pub text: String,
-}
-
-impl Step {
-    pub fn new(time: SimTime, text: String) -> Step {
-        Step { time, text }
-    }
-}
-
-/// The steps in time order (the sort is stable: facts of one instant keep the order they
-/// were recorded in), as `t=8.000s ...` lines; beyond [`STEPS_SHOWN`], a count.
-pub fn told(mut steps: Vec<Step>) -> Vec<String> {
-    steps.sort_by_key(|s| s.time);
-    steps.dedup();
-    let more = steps.len().saturating_sub(STEPS_SHOWN);
-    let mut lines: Vec<String> = steps
-        .iter()
-        .take(STEPS_SHOWN)
-        .map(|s| format!("{} {}", time(s.time), s.text))
-        .collect();
-    if more > 0 {
-        lines.push(format!("and {more} more steps (--trace shows every event)"));
-    }
-    lines
-}
-
-/// `t=8.012s`
-pub fn time(t: SimTime) -> String {
-    format!("t={:.3}s", t.since_start().as_secs_f64())
-}
 
 /// What the leader that acknowledged a write knew when it did.
 pub struct Acknowledgement {
@@ -92,6 +57,7 @@ impl<'a> Chronicle<'a> {
         heard: SimTime,
     ) -> Option<Acknowledgement> {
         self.log
+            .kafka()
             .acknowledgements()
             .take_while(|a| a.time <= heard)
             .filter(|a| a.tp == tp && (a.first..=a.last).contains(&offset))
@@ -139,6 +105,7 @@ impl<'a> Chronicle<'a> {
         offset: Offset,
     ) -> impl Iterator<Item = Append> + 'b {
         self.log
+            .kafka()
             .appends()
             .filter(move |a| a.tp == tp && (a.first..=a.last).contains(&offset))
             .map(|a| Append {
@@ -175,44 +142,48 @@ impl<'a> Chronicle<'a> {
                     faults += 1;
                     steps.push(step(fault(what, hosts)));
                 }
-                Fact::NoLeader { tp: t } if t == tp && !offline && !short_leader => {
+                Fact::Kafka(KafkaFact::NoLeader { tp: t })
+                    if t == tp && !offline && !short_leader =>
+                {
                     offline = true;
                     steps.push(step(format!(
                         "{tp} has no leader: the controller may elect none of its replicas"
                     )));
                 }
-                Fact::Election {
+                Fact::Kafka(KafkaFact::Election {
                     tp: t,
                     leader,
                     epoch,
                     from,
-                } if t == tp && elections < ELECTIONS_TOLD && !short_leader => {
+                }) if t == tp && elections < ELECTIONS_TOLD && !short_leader => {
                     elections += 1;
                     let start = self.leader_start(tp, *leader, *epoch);
                     short_leader = start.is_some_and(|leo| leo <= offset);
                     steps.push(step(election(tp, *leader, *epoch, *from, start, offset)));
                 }
-                Fact::Recovery {
+                Fact::Kafka(KafkaFact::Recovery {
                     tp: t,
                     broker,
                     log_end_offset,
-                } if t == tp && *log_end_offset <= offset && recovered.insert(*broker) => {
+                }) if t == tp && *log_end_offset <= offset && recovered.insert(*broker) => {
                     steps.push(step(format!(
                         "{broker} reopened {tp} after an unclean stop: its log ends at {log_end_offset}, short of @{offset} (what its page cache held and its disk did not is gone)"
                     )));
                 }
-                Fact::LogMissing { tp: t, broker } if t == tp && recovered.insert(*broker) => {
+                Fact::Kafka(KafkaFact::LogMissing { tp: t, broker })
+                    if t == tp && recovered.insert(*broker) =>
+                {
                     steps.push(step(format!(
                         "{broker} came back after an unclean stop with no log of {tp}: its directory never reached the disk, so it starts empty"
                     )));
                 }
-                Fact::Truncation {
+                Fact::Kafka(KafkaFact::Truncation {
                     tp: t,
                     broker,
                     from,
                     to,
                     rule,
-                } if t == tp && (*to..*from).contains(&offset) && truncated.insert(*broker) => {
+                }) if t == tp && (*to..*from).contains(&offset) && truncated.insert(*broker) => {
                     steps.push(step(format!(
                         "{broker} truncated {tp} from {from} to {to} ({rule}), removing @{offset}"
                     )));
@@ -231,12 +202,12 @@ impl<'a> Chronicle<'a> {
     /// The LEO `broker` took up the leadership of `epoch` with.
     fn leader_start(&self, tp: &TopicPartition, broker: BrokerId, epoch: Epoch) -> Option<Offset> {
         self.log.events().iter().find_map(|e| match &e.fact {
-            Fact::LeaderStarted {
+            Fact::Kafka(KafkaFact::LeaderStarted {
                 tp: t,
                 broker: b,
                 epoch: ep,
                 log_end_offset,
-            } if t == tp && *b == broker && *ep == epoch => Some(*log_end_offset),
+            }) if t == tp && *b == broker && *ep == epoch => Some(*log_end_offset),
             _ => None,
         })
     }
@@ -244,12 +215,12 @@ impl<'a> Chronicle<'a> {
     /// The election that began `epoch` of `tp`, as a step.
     pub fn election_of(&self, tp: &TopicPartition, epoch: Epoch, offset: Offset) -> Option<Step> {
         self.log.events().iter().find_map(|e| match &e.fact {
-            Fact::Election {
+            Fact::Kafka(KafkaFact::Election {
                 tp: t,
                 leader,
                 epoch: ep,
                 from,
-            } if t == tp && *ep == epoch => {
+            }) if t == tp && *ep == epoch => {
                 let start = self.leader_start(tp, *leader, epoch);
                 Some(Step::new(
                     e.time,
@@ -293,13 +264,13 @@ impl<'a> Chronicle<'a> {
             .events()
             .iter()
             .filter_map(|e| match &e.fact {
-                Fact::Truncation {
+                Fact::Kafka(KafkaFact::Truncation {
                     tp: t,
                     broker: b,
                     from,
                     to,
                     rule,
-                } if t == tp && *b == broker => Some(Step::new(
+                }) if t == tp && *b == broker => Some(Step::new(
                     e.time,
                     format!("{broker} truncated {tp} from {from} to {to} ({rule})"),
                 )),
@@ -394,7 +365,7 @@ mod tests {
     }
 
     fn ack(leader: u32, epoch: i32, first: i64, last: i64) -> Fact {
-        Fact::Acknowledged {
+        Fact::Kafka(KafkaFact::Acknowledged {
             tp: tp(),
             leader: BrokerId(leader),
             epoch: Epoch(epoch),
@@ -406,45 +377,45 @@ mod tests {
                 (BrokerId(2), Offset(first - 1)),
                 (BrokerId(3), Offset::NONE),
             ]),
-        }
+        })
     }
 
     fn elected(leader: u32, epoch: i32, from: ElectedFrom) -> Fact {
-        Fact::Election {
+        Fact::Kafka(KafkaFact::Election {
             tp: tp(),
             leader: BrokerId(leader),
             epoch: Epoch(epoch),
             from,
-        }
+        })
     }
 
     fn started(broker: u32, epoch: i32, leo: i64) -> Fact {
-        Fact::LeaderStarted {
+        Fact::Kafka(KafkaFact::LeaderStarted {
             tp: tp(),
             broker: BrokerId(broker),
             epoch: Epoch(epoch),
             log_end_offset: Offset(leo),
-        }
+        })
     }
 
     fn truncated(broker: u32, from: i64, to: i64) -> Fact {
-        Fact::Truncation {
+        Fact::Kafka(KafkaFact::Truncation {
             tp: tp(),
             broker: BrokerId(broker),
             from: Offset(from),
             to: Offset(to),
             rule: "leader-epoch".into(),
-        }
+        })
     }
 
     fn appended(leader: u32, epoch: i32, first: i64, last: i64) -> Fact {
-        Fact::Appended {
+        Fact::Kafka(KafkaFact::Appended {
             tp: tp(),
             leader: BrokerId(leader),
             epoch: Epoch(epoch),
             first: Offset(first),
             last: Offset(last),
-        }
+        })
     }
 
     fn fault(what: &str, broker: u32) -> Fact {
@@ -557,22 +528,6 @@ mod tests {
         assert_eq!(
             texts(&steps),
             ["producer-1 sends its batch producer-1:000005..000009 again after: disconnected"]
-        );
-    }
-
-    #[test]
-    fn a_story_is_told_in_time_order_and_cut_after_its_first_steps() {
-        let step = |ms: u64, text: &str| {
-            Step::new(SimTime::after_start(Duration::from_millis(ms)), text.into())
-        };
-        let mut steps = vec![step(20, "b"), step(10, "a"), step(10, "a")];
-        assert_eq!(told(steps.clone()), ["t=0.010s a", "t=0.020s b"]);
-        steps.extend((0..STEPS_SHOWN as u64).map(|i| step(30 + i, "c")));
-        let lines = told(steps);
-        assert_eq!(lines.len(), STEPS_SHOWN + 1);
-        assert_eq!(
-            lines[STEPS_SHOWN],
-            "and 2 more steps (--trace shows every event)"
         );
     }
 }

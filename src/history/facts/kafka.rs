@@ -1,18 +1,14 @@
-//! What the cluster did, as its programs recorded it when they did it: the controller's
-//! elections and ISR changes; the leaders' appends and acknowledgements; the brokers'
-//! follower truncations and log recoveries; the producers' retries; the faults the
-//! harness injected. Like the history it lives outside the hosts, so a crash does not
-//! erase it; the checkers count it (`elections`, `isr_shrinks`, ...) and tell from it why
-//! each anomaly happened, and never read a program's memory.
+//! Kafka's facts, in Kafka's words: the controller's elections and ISR changes; the
+//! leaders' appends and acknowledgements (with what the leader knew: its HW, its
+//! followers' LEOs); the brokers' truncations, log recoveries and fetch failures. The
+//! checkers count them through [`Fact::tally`]; Kafka's teller tells them.
 
+use super::Tally;
 use crate::config::kafka::Acks;
-use crate::history::MessageId;
-use crate::os::clock::{self, SimTime};
-use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
+use crate::os::clock::SimTime;
+use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "fact", rename_all = "snake_case")]
@@ -95,18 +91,30 @@ pub enum Fact {
         broker: BrokerId,
         leader: BrokerId,
     },
-    /// A producer put a batch of its sends `first..=last` back to send again, after
-    /// `error`.
-    Retried {
-        producer: u32,
-        tp: TopicPartition,
-        first: MessageId,
-        last: MessageId,
-        error: String,
-    },
-    /// The harness injected a fault (the scenario's action, its targets resolved to the
-    /// hosts it struck), or lifted every fault for the heal phase.
-    Fault { what: String, hosts: Vec<HostName> },
+}
+
+impl Fact {
+    /// What the fact adds to the counts every system shares, if anything.
+    pub fn tally(&self) -> Option<Tally> {
+        match self {
+            Fact::Election { from, .. } => Some(Tally::Election {
+                unclean: from.unclean(),
+            }),
+            Fact::IsrShrink { .. } => Some(Tally::InSyncShrink),
+            Fact::IsrExpand { .. } => Some(Tally::InSyncExpand),
+            Fact::Truncation { from, to, .. } => {
+                Some(Tally::Truncated(u64::try_from(from.0 - to.0).unwrap_or(0)))
+            }
+            Fact::Recovery { .. } => Some(Tally::Recovery),
+            Fact::NoLeader { .. }
+            | Fact::LogMissing { .. }
+            | Fact::LeaderStarted { .. }
+            | Fact::Appended { .. }
+            | Fact::Acknowledged { .. }
+            | Fact::FetchFailed { .. }
+            | Fact::FetchResumed { .. } => None,
+        }
+    }
 }
 
 /// Where an election's leader came from.
@@ -130,23 +138,12 @@ impl ElectedFrom {
     }
 }
 
-/// One fact and when it happened.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FactEvent {
-    #[serde(with = "super::millis")]
-    pub time: SimTime,
-    #[serde(flatten)]
-    pub fact: Fact,
-}
-
-/// The facts of a run as they are kept. The two that come once per produce request, the
-/// leader's append and its acknowledgement, are most of them (some 65,000 in the
-/// canonical load): they are kept as compact rows, their partition interned and the
-/// followers' LEOs in one shared list, a third of the size of a [`FactEvent`]. Every
-/// other fact is kept as it came.
+/// The two facts that come once per produce request, the leader's append and its
+/// acknowledgement, are most of a run's (some 65,000 in the canonical load): they are kept
+/// as compact rows, their partition interned and the followers' LEOs in one shared list, a
+/// third of the size of a fact kept as it came.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FactLog {
-    events: Vec<FactEvent>,
+pub struct Rows {
     partitions: Vec<TopicPartition>,
     #[serde(skip)]
     partition_index: BTreeMap<TopicPartition, u32>,
@@ -159,7 +156,7 @@ pub struct FactLog {
 /// `lastOffsetDelta` is an int32), so `last` is kept as its distance from `first`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct AppendRow {
-    #[serde(with = "super::millis")]
+    #[serde(with = "crate::history::millis")]
     time: SimTime,
     first: Offset,
     last_delta: u32,
@@ -172,7 +169,7 @@ struct AppendRow {
 /// of the log's shared list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct AckRow {
-    #[serde(with = "super::millis")]
+    #[serde(with = "crate::history::millis")]
     time: SimTime,
     first: Offset,
     high_watermark: Offset,
@@ -185,7 +182,7 @@ struct AckRow {
     acks: Acks,
 }
 
-/// A leader's append of `first..=last`, read back from a [`FactLog`].
+/// A leader's append of `first..=last`, read back from the [`Rows`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppendFact<'a> {
     pub time: SimTime,
@@ -196,7 +193,7 @@ pub struct AppendFact<'a> {
     pub last: Offset,
 }
 
-/// A leader's acknowledgement of `first..=last`, read back from a [`FactLog`].
+/// A leader's acknowledgement of `first..=last`, read back from the [`Rows`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AckFact<'a> {
     pub time: SimTime,
@@ -214,11 +211,10 @@ fn last_delta(first: Offset, last: Offset) -> u32 {
     u32::try_from(last.0 - first.0).expect("a batch spans at most i32::MAX offsets")
 }
 
-impl FactLog {
-    /// Keep one fact: an append or an acknowledgement as a row, any other as it is.
-    pub fn push(&mut self, event: FactEvent) {
-        let time = event.time;
-        match event.fact {
+impl Rows {
+    /// Keeps an append or an acknowledgement as a row; hands any other fact back.
+    pub(super) fn push(&mut self, time: SimTime, fact: Fact) -> Option<Fact> {
+        match fact {
             Fact::Appended {
                 tp,
                 leader,
@@ -264,8 +260,9 @@ impl FactLog {
                     acks,
                 });
             }
-            fact => self.events.push(FactEvent { time, fact }),
+            fact => return Some(fact),
         }
+        None
     }
 
     fn intern(&mut self, tp: TopicPartition) -> u32 {
@@ -276,11 +273,6 @@ impl FactLog {
         self.partitions.push(tp.clone());
         self.partition_index.insert(tp, index);
         index
-    }
-
-    /// Every fact but the appends and acknowledgements, in the order recorded.
-    pub fn events(&self) -> &[FactEvent] {
-        &self.events
     }
 
     /// The leaders' appends, in the order recorded.
@@ -314,44 +306,16 @@ impl FactLog {
     }
 }
 
-impl FromIterator<FactEvent> for FactLog {
-    fn from_iter<I: IntoIterator<Item = FactEvent>>(events: I) -> FactLog {
-        let mut log = FactLog::default();
-        for event in events {
-            log.push(event);
-        }
-        log
-    }
-}
-
-/// Where the cluster's programs record facts; cloning shares it.
-#[derive(Clone, Debug, Default)]
-pub struct Facts(Rc<RefCell<FactLog>>);
-
-impl Facts {
-    pub fn record(&self, fact: Fact) {
-        self.0.borrow_mut().push(FactEvent {
-            time: clock::now(),
-            fact,
-        });
-    }
-
-    /// Every fact recorded, leaving none: read once when the run ends, where a copy would
-    /// double the memory they take.
-    pub fn take(&self) -> FactLog {
-        std::mem::take(&mut *self.0.borrow_mut())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::{FactEvent, FactLog};
     use super::*;
     use std::time::Duration;
 
     fn at(ms: u64, fact: Fact) -> FactEvent {
         FactEvent {
             time: SimTime::after_start(Duration::from_millis(ms)),
-            fact,
+            fact: fact.into(),
         }
     }
 
@@ -401,15 +365,16 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let others: Vec<&Fact> = log.events().iter().map(|e| &e.fact).collect();
+        let others: Vec<Option<&Fact>> = log.events().iter().map(|e| e.fact.kafka()).collect();
         assert_eq!(
             others,
             [
-                &Fact::IsrShrink { tp: tp(0) },
-                &Fact::IsrExpand { tp: tp(0) }
+                Some(&Fact::IsrShrink { tp: tp(0) }),
+                Some(&Fact::IsrExpand { tp: tp(0) })
             ]
         );
         let appends: Vec<_> = log
+            .kafka()
             .appends()
             .map(|a| (a.tp.clone(), a.first, a.last))
             .collect();
@@ -420,7 +385,7 @@ mod tests {
                 (tp(0), Offset(0), Offset(0))
             ]
         );
-        let ack = log.acknowledgements().next().unwrap();
+        let ack = log.kafka().acknowledgements().next().unwrap();
         assert_eq!(
             (ack.tp, ack.leader, ack.epoch, ack.acks),
             (&tp(1), BrokerId(1), Epoch(3), Acks::All)
@@ -431,6 +396,6 @@ mod tests {
         );
         assert_eq!(ack.followers, followers);
         assert_eq!(ack.time, SimTime::after_start(Duration::from_millis(3)));
-        assert_eq!(log.partitions.len(), 2, "each partition is kept once");
+        assert_eq!(log.kafka.partitions.len(), 2, "each partition is kept once");
     }
 }

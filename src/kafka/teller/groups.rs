@@ -6,9 +6,10 @@
 //! Cost: each story is a pass over the history and the faults: a run tells at most ten,
 //! so an index would cost more than it saves.
 
-use super::describe::{self, Told};
-use super::groups::{of_partition, Gap, Processing, Repeat};
-use super::story::{self, Chronicle, Step};
+use super::describe;
+use super::story::{self, Chronicle};
+use crate::check::tell::{self, Step, Told};
+use crate::check::{of_partition, Gap, Processing, Repeat};
 use crate::history::facts::{Fact, FactEvent};
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
@@ -63,11 +64,11 @@ fn range_text(tp: &TopicPartition, first: Offset, last: Offset, records: u64) ->
 /// `t=12.100s–12.400s`
 fn span(from: SimTime, to: SimTime) -> String {
     if from == to {
-        story::time(from)
+        tell::time(from)
     } else {
         format!(
             "{}–{:.3}s",
-            story::time(from),
+            tell::time(from),
             to.since_start().as_secs_f64()
         )
     }
@@ -284,7 +285,7 @@ impl Teller<'_, '_> {
                 "; the group {group} had not caught up with the HW when the consume phase's bound ran out"
             );
         }
-        describe::told(text, steps)
+        Told::new(text, steps)
     }
 
     /// The first processing at the gap's offsets: of another record than the final
@@ -310,7 +311,7 @@ impl Teller<'_, '_> {
             "the group processed other records at these offsets, first {} at @{offset} by {} ({}), which the final read does not hold",
             describe::id_text(other.id),
             member(other.consumer),
-            story::time(time)
+            tell::time(time)
         )
     }
 
@@ -331,7 +332,7 @@ impl Teller<'_, '_> {
                 && matches!(s.how, How::OutOfRange { from } if from == start.at)
         });
         steps.extend(reset.map(|reset| self.start_step(tp, &reset)));
-        let (who, at, when) = (member(start.consumer), start.at, story::time(start.time));
+        let (who, at, when) = (member(start.consumer), start.at, tell::time(start.time));
         match start.how {
             How::Committed => {
                 let Some(commit) = self.commit_of(tp, at, start.event) else {
@@ -356,12 +357,12 @@ impl Teller<'_, '_> {
                 };
                 let committed = format!(
                     "{committer} committed {tp}@{at} ({})",
-                    story::time(commit.time)
+                    tell::time(commit.time)
                 );
                 match struck {
                     Some((time, fault)) => format!(
                         "{committed}; the fault `{fault}` struck it ({}) when it had {had}; {who} resumed at {at} ({when}): {what}",
-                        story::time(time)
+                        tell::time(time)
                     ),
                     None => {
                         format!("{committed}, and had {had} when {who} resumed at {at} ({when}): {what}")
@@ -400,7 +401,7 @@ impl Teller<'_, '_> {
             "{none}; the group had processed {tp} up to @{} ({}, {})",
             highest.offset,
             member(highest.consumer),
-            story::time(self.time(highest.event))
+            tell::time(self.time(highest.event))
         )
     }
 
@@ -439,7 +440,7 @@ impl Teller<'_, '_> {
         let after = match faults.first() {
             Some((time, fault, _)) => format!(
                 ", after the fault `{fault}` struck {first} ({})",
-                story::time(*time)
+                tell::time(*time)
             ),
             None => String::new(),
         };
@@ -449,10 +450,10 @@ impl Teller<'_, '_> {
                 "no resume or reset put {second} back to {} or before{after}; {what}",
                 once.offset
             );
-            return describe::told(text, steps);
+            return Told::new(text, steps);
         };
         steps.push(self.start_step(tp, &back));
-        let (at, when) = (back.at, story::time(back.time));
+        let (at, when) = (back.at, tell::time(back.time));
         let cause = match back.how {
             How::Committed => match self.commit_of(tp, at, back.event) {
                 Some(commit) => {
@@ -463,7 +464,7 @@ impl Teller<'_, '_> {
                     ));
                     format!(
                         "{second} resumed at {tp}@{at} ({when}), committed by {committer} ({}){after}",
-                        story::time(commit.time)
+                        tell::time(commit.time)
                     )
                 }
                 None => format!(
@@ -478,15 +479,17 @@ impl Teller<'_, '_> {
                 out_of_range(from, at)
             ),
         };
-        describe::told(format!("{cause}; {what}"), steps)
+        Told::new(format!("{cause}; {what}"), steps)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::groups::tests::{committed, event, final_state, process, resume, texts, tp};
-    use super::super::{check, Count, Verdict};
+    use super::super::Teller;
+    use crate::check::groups_tests::{committed, event, final_state, process, resume, texts, tp};
+    use crate::check::{Count, Verdict};
     use crate::history::facts::{Fact, FactEvent};
+    use crate::history::final_state::FinalState;
     use crate::history::final_state::{GroupFinal, ReadRecord};
     use crate::history::{Event, MessageId, Op};
     use crate::os::clock::SimTime;
@@ -510,6 +513,10 @@ mod tests {
                 hosts: vec![HostName::Consumer(consumer)],
             },
         }
+    }
+
+    fn check(history: &[Event], state: &FinalState) -> Verdict {
+        crate::check::check(history, state, &Teller::new(&state.facts))
     }
 
     fn why(verdict: &Verdict, count: Count) -> Vec<&str> {
@@ -665,6 +672,21 @@ mod tests {
         assert_eq!(
             texts(&verdict, Count::Unprocessed),
             ["the group processed other records at these offsets, first producer-1:000005 at @5 by consumer-1 (t=0.160s), which the final read does not hold: orders/0@5–9 (5 records) never processed"]
+        );
+    }
+
+    #[test]
+    fn a_record_processed_three_times_is_told_once_with_each_processing() {
+        let mut history = vec![resume(100, 1, 0, false)];
+        history.extend(process(110, 1, 0..2));
+        history.push(resume(200, 2, 0, true));
+        history.extend(process(210, 2, 0..2));
+        history.push(resume(300, 3, 0, true));
+        history.extend(process(310, 3, 0..2));
+        let verdict = check(&history, &final_state(0..2, vec![]));
+        assert_eq!(
+            texts(&verdict, Count::Reprocessed),
+            ["consumer-2 resumed at orders/0@0 (t=0.200s), the group's committed offset; orders/0@0–1 (2 records) processed more than once (up to 3 times): by consumer-1 (t=0.110s–0.120s), by consumer-2 (t=0.210s–0.220s)"]
         );
     }
 }
