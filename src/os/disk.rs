@@ -66,6 +66,23 @@ pub enum PowerLossModel {
     TornTail,
 }
 
+impl PowerLossModel {
+    pub const ALL: [PowerLossModel; 3] = [
+        PowerLossModel::DropUnflushed,
+        PowerLossModel::RandomWriteback,
+        PowerLossModel::TornTail,
+    ];
+
+    /// As a scenario file writes it (`[disk] power_loss`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            PowerLossModel::DropUnflushed => "drop-unflushed",
+            PowerLossModel::RandomWriteback => "random-writeback",
+            PowerLossModel::TornTail => "torn-tail",
+        }
+    }
+}
+
 /// `[disk]` of a scenario.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DiskConfig {

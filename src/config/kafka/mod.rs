@@ -46,6 +46,21 @@ pub enum Truncation {
 }
 
 impl Truncation {
+    pub const ALL: [Truncation; 3] = [
+        Truncation::LeaderEpoch,
+        Truncation::LeaderEpochSingleRound,
+        Truncation::HighWatermark,
+    ];
+
+    /// As a scenario file writes it (`replication.truncation`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Truncation::LeaderEpoch => "leader-epoch",
+            Truncation::LeaderEpochSingleRound => "leader-epoch-single-round",
+            Truncation::HighWatermark => "high-watermark",
+        }
+    }
+
     /// Whether followers reconcile by leader epoch (any rule since KIP-101).
     pub fn uses_leader_epochs(self) -> bool {
         self != Truncation::HighWatermark
@@ -297,7 +312,7 @@ impl OffsetReset {
     ];
 
     /// As Kafka spells it: `earliest`, `latest`, `none`.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             OffsetReset::Earliest => "earliest",
             OffsetReset::Latest => "latest",
@@ -440,7 +455,7 @@ impl Commit {
     ];
 
     /// As a scenario file writes it.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Commit::Auto => "auto",
             Commit::BeforeProcessing => "before-processing",

@@ -2,7 +2,7 @@
 //! topic's overrides, with Kafka's names, defaults (from the `Default` impls and release
 //! eras of `config`) and meanings; and Kafka's part of `hightide config`.
 
-use super::{render, string, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
+use super::{render, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
 use crate::config::kafka::{
     Acks, BrokerConfig, ConsumerConfig, OffsetReset, ProducerConfig, Release, TopicConfig,
     Truncation,
@@ -121,11 +121,8 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "How often a broker heartbeats to the controller (KRaft)."),
         millis!("broker.session.timeout.ms", broker_session_timeout_ms, 1, INT_MAX,
             "A broker whose heartbeats stop this long is fenced: it leaves every ISR and loses its leaderships."),
-        Key {
-            name: "replication.truncation",
-            meaning: "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101 with KIP-279's repeated rounds, Kafka 2.0+), \"leader-epoch-single-round\" (KIP-101 alone, 0.11 to 1.1) or \"high-watermark\" (before 0.11; can lose or diverge data). Not a Kafka key: it follows `kafka`, and is settable for experiments.",
-            kind: Kind::Other { set: set_truncation, show: show_truncation },
-        },
+        choice!("replication.truncation", replication_truncation: Truncation,
+            "How a follower finds where its log diverges from a new leader's: \"leader-epoch\" (KIP-101 with KIP-279's repeated rounds, Kafka 2.0+), \"leader-epoch-single-round\" (KIP-101 alone, 0.11 to 1.1) or \"high-watermark\" (before 0.11; can lose or diverge data). Not a Kafka key: it follows `kafka`, and is settable for experiments."),
         millis!("group.initial.rebalance.delay.ms", group_initial_rebalance_delay_ms, 0, INT_MAX,
             "How long the group coordinator holds an empty group's first rebalance for more members, again for each that joins (KIP-134)."),
         int!("offsets.topic.num.partitions", offsets_topic_num_partitions as u32, 1, INT_MAX,
@@ -136,29 +133,6 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "How long an offset commit waits for its record to be replicated before it fails (COORDINATOR_NOT_AVAILABLE)."),
     ],
 };
-
-fn set_truncation(config: &mut BrokerConfig, node: &Node) -> Result<(), Error> {
-    config.replication_truncation = match string("replication.truncation", node)? {
-        "leader-epoch" => Truncation::LeaderEpoch,
-        "leader-epoch-single-round" => Truncation::LeaderEpochSingleRound,
-        "high-watermark" => Truncation::HighWatermark,
-        other => {
-            return Err(Error::at(
-                &node.span,
-                format!("invalid `replication.truncation` `{other}`: expected \"leader-epoch\", \"leader-epoch-single-round\" or \"high-watermark\""),
-            ))
-        }
-    };
-    Ok(())
-}
-
-fn show_truncation(config: &BrokerConfig) -> String {
-    match config.replication_truncation {
-        Truncation::LeaderEpoch => "\"leader-epoch\"".to_owned(),
-        Truncation::LeaderEpochSingleRound => "\"leader-epoch-single-round\"".to_owned(),
-        Truncation::HighWatermark => "\"high-watermark\"".to_owned(),
-    }
-}
 
 pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
     name: "producer",
@@ -273,11 +247,8 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             INT_MAX,
             "How often an auto-committing member commits."
         ),
-        Key {
-            name: "auto.offset.reset",
-            meaning: "Where a member starts on a partition its group has no valid committed offset for: \"earliest\", \"latest\" or \"none\" (an error).",
-            kind: Kind::Other { set: set_offset_reset, show: |c| format!("\"{}\"", c.auto_offset_reset.name()) },
-        },
+        choice!("auto.offset.reset", auto_offset_reset: OffsetReset,
+            "Where a member starts on a partition its group has no valid committed offset for: \"earliest\", \"latest\" or \"none\" (an error)."),
         millis!(
             "session.timeout.ms",
             session_timeout_ms,
@@ -308,20 +279,6 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
         ),
     ],
 };
-
-fn set_offset_reset(config: &mut ConsumerConfig, node: &Node) -> Result<(), Error> {
-    let name = string("auto.offset.reset", node)?;
-    config.auto_offset_reset = OffsetReset::ALL
-        .into_iter()
-        .find(|reset| reset.name() == name)
-        .ok_or_else(|| {
-            Error::at(
-                &node.span,
-                format!("invalid `auto.offset.reset` `{name}`: expected \"earliest\", \"latest\" or \"none\""),
-            )
-        })?;
-    Ok(())
-}
 
 pub(crate) static TOPIC: Section<TopicConfig> = Section {
     name: "topic config",

@@ -62,7 +62,14 @@ pub(crate) enum Kind<T: 'static> {
         inherits: &'static str,
         set: fn(&mut T, bool),
     },
-    /// Anything else (enumerations, tables): its own reader and printer.
+    /// One of a few names, each naming one value of the field's enum (`names`, in the
+    /// order of `get`'s and `set`'s indexes).
+    Choice {
+        names: &'static [&'static str],
+        get: fn(&T) -> usize,
+        set: fn(&mut T, usize),
+    },
+    /// Anything else (numbers or names, tables): its own reader and printer.
     Other {
         set: fn(&mut T, &Node) -> Result<(), Error>,
         show: fn(&T) -> String,
@@ -95,6 +102,21 @@ impl<T> Key<T> {
                 set(target, duration(self.name, node)?);
                 Ok(())
             }
+            Kind::Choice { names, set, .. } => {
+                let name = string(self.name, node)?;
+                let index = names.iter().position(|n| *n == name).ok_or_else(|| {
+                    Error::at(
+                        &node.span,
+                        format!(
+                            "invalid `{}` `{name}`: expected {}",
+                            self.name,
+                            one_of(names)
+                        ),
+                    )
+                })?;
+                set(target, index);
+                Ok(())
+            }
             Kind::Other { set, .. } => set(target, node),
         }
     }
@@ -107,8 +129,19 @@ impl<T> Key<T> {
             Kind::Bool { get, .. } => get(value).to_string(),
             Kind::Duration { get, .. } => format!("\"{}\"", format_duration(get(value))),
             Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } => inherited(inherits),
+            Kind::Choice { names, get, .. } => format!("\"{}\"", names[get(value)]),
             Kind::Other { show, .. } => show(value),
         }
+    }
+}
+
+/// `"a", "b" or "c"`
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -198,6 +231,34 @@ macro_rules! boolean {
     };
 }
 
+/// A key naming one value of an enum with `ALL` and `name()`.
+macro_rules! choice {
+    ($name:literal, $field:ident: $ty:ident, $meaning:literal) => {
+        Key {
+            name: $name,
+            meaning: $meaning,
+            kind: Kind::Choice {
+                names: &{
+                    let mut names = [""; $ty::ALL.len()];
+                    let mut i = 0;
+                    while i < names.len() {
+                        names[i] = $ty::ALL[i].name();
+                        i += 1;
+                    }
+                    names
+                },
+                get: |c| {
+                    $ty::ALL
+                        .iter()
+                        .position(|v| *v == c.$field)
+                        .expect("ALL holds every value")
+                },
+                set: |c, i| c.$field = $ty::ALL[i],
+            },
+        }
+    };
+}
+
 macro_rules! duration {
     ($name:literal, $field:ident, $meaning:literal) => {
         Key {
@@ -224,36 +285,10 @@ pub(crate) static DISK: Section<DiskConfig> = Section {
         duration!("dirty_expire", dirty_expire,
             "Pages dirty at least this long are written back when the flusher runs (dirty_expire_centisecs)."),
         duration!("fsync_latency", fsync_latency, "How long an fsync takes."),
-        Key {
-            name: "power_loss",
-            meaning: "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector.",
-            kind: Kind::Other { set: set_power_loss, show: show_power_loss },
-        },
+        choice!("power_loss", power_loss: PowerLossModel,
+            "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector."),
     ],
 };
-
-fn set_power_loss(config: &mut DiskConfig, node: &Node) -> Result<(), Error> {
-    config.power_loss = match string("power_loss", node)? {
-        "drop-unflushed" => PowerLossModel::DropUnflushed,
-        "random-writeback" => PowerLossModel::RandomWriteback,
-        "torn-tail" => PowerLossModel::TornTail,
-        other => {
-            return Err(Error::at(
-                &node.span,
-                format!("invalid `power_loss` `{other}`: expected \"drop-unflushed\", \"random-writeback\" or \"torn-tail\""),
-            ))
-        }
-    };
-    Ok(())
-}
-
-fn show_power_loss(config: &DiskConfig) -> String {
-    match config.power_loss {
-        PowerLossModel::DropUnflushed => "\"drop-unflushed\"".to_owned(),
-        PowerLossModel::RandomWriteback => "\"random-writeback\"".to_owned(),
-        PowerLossModel::TornTail => "\"torn-tail\"".to_owned(),
-    }
-}
 
 pub(crate) fn default_network() -> Network {
     Network {
@@ -372,11 +407,8 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
             meaning: "The consumers' group.id: they join it, share the topic's partitions and commit offsets; unset: each reads every partition and commits nothing.",
             kind: Kind::Other { set: set_group, show: |_| "unset".to_owned() },
         },
-        Key {
-            name: "commit",
-            meaning: "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once).",
-            kind: Kind::Other { set: set_commit, show: |w| format!("\"{}\"", w.commit.name()) },
-        },
+        choice!("commit", commit: Commit,
+            "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once)."),
         duration!("processing", processing, "Simulated work per record, between the poll that returned it and the commit."),
     ],
 };
@@ -390,20 +422,6 @@ fn set_group(workload: &mut Workload, node: &Node) -> Result<(), Error> {
         ));
     }
     workload.group = Some(group.to_owned());
-    Ok(())
-}
-
-fn set_commit(workload: &mut Workload, node: &Node) -> Result<(), Error> {
-    let name = string("commit", node)?;
-    workload.commit = Commit::ALL
-        .into_iter()
-        .find(|commit| commit.name() == name)
-        .ok_or_else(|| {
-            Error::at(
-                &node.span,
-                format!("invalid `commit` `{name}`: expected \"auto\", \"before-processing\" or \"after-processing\""),
-            )
-        })?;
     Ok(())
 }
 
