@@ -1257,3 +1257,51 @@ fn consumer_group_keys_and_their_rules() {
     .to_string()
     .contains("invalid `auto.offset.reset` `first`"));
 }
+
+/// A key that names one value of an enum: every name sets its value, and anything else
+/// is refused at its line and column with every name it could have been.
+#[test]
+fn a_one_of_names_key_takes_each_name_and_refuses_others_where_they_stand() {
+    let set = |section: &str, line: &str| {
+        let scenario = ok(&format!("{MINIMAL}[{section}]\n{line}\n"));
+        scenario.variants[0].settings.clone()
+    };
+    for (name, value) in [
+        ("leader-epoch", Truncation::LeaderEpoch),
+        (
+            "leader-epoch-single-round",
+            Truncation::LeaderEpochSingleRound,
+        ),
+        ("high-watermark", Truncation::HighWatermark),
+    ] {
+        let s = set(
+            "broker",
+            &format!("\"replication.truncation\" = \"{name}\""),
+        );
+        assert_eq!(s.broker.replication_truncation, value);
+    }
+    for (name, value) in [
+        ("drop-unflushed", PowerLossModel::DropUnflushed),
+        ("random-writeback", PowerLossModel::RandomWriteback),
+        ("torn-tail", PowerLossModel::TornTail),
+    ] {
+        assert_eq!(
+            set("disk", &format!("power_loss = \"{name}\""))
+                .disk
+                .power_loss,
+            value
+        );
+    }
+    assert_eq!(
+        err(&format!("{MINIMAL}[broker]\n\"replication.truncation\" = \"epoch\"\n")).to_string(),
+        "s.toml:6:28: invalid `replication.truncation` `epoch`: expected \"leader-epoch\", \"leader-epoch-single-round\" or \"high-watermark\""
+    );
+    assert_eq!(
+        err(&format!("{MINIMAL}[disk]\npower_loss = \"all\"\n")).to_string(),
+        "s.toml:6:14: invalid `power_loss` `all`: expected \"drop-unflushed\", \"random-writeback\" or \"torn-tail\""
+    );
+    assert_eq!(
+        err(&format!("{MINIMAL}[disk]\npower_loss = 1\n")).to_string(),
+        "s.toml:6:14: `power_loss` must be a string, found an integer"
+    );
+}
