@@ -155,7 +155,7 @@ impl System for Kafka {
 
     fn give_up_after(&self) -> Duration {
         let producer = &self.settings.producer;
-        producer.delivery_timeout_ms + producer.request_timeout_ms
+        producer.delivery_timeout + producer.request_timeout
     }
 
     fn consume(&mut self, phase: &mut Phase<'_, '_>) -> Result<Option<GroupFinal>, RunError> {
@@ -235,7 +235,7 @@ fn consume(
     progress: &GroupProgress,
 ) -> Result<bool, RunError> {
     let began = phase.elapsed();
-    let limit = began + settings.consumer.session_timeout_ms + CONSUME_LIMIT;
+    let limit = began + settings.consumer.session_timeout + CONSUME_LIMIT;
     let topic = &settings.workload.topic;
     let partitions = settings
         .cluster

@@ -422,7 +422,7 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
     let _serial = serial();
     let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
         min_insync_replicas: 2,
-        replica_lag_time_max_ms: Duration::from_millis(2_000),
+        replica_lag_time_max: Duration::from_millis(2_000),
         ..BrokerConfig::default()
     });
     let cut = Rc::new(Cell::new(None));

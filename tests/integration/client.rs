@@ -163,8 +163,8 @@ fn config(idempotent: bool) -> ProducerConfig {
     ProducerConfig {
         acks: Acks::All,
         enable_idempotence: idempotent,
-        linger_ms: Duration::ZERO,
-        request_timeout_ms: Duration::from_millis(1_000),
+        linger: Duration::ZERO,
+        request_timeout: Duration::from_millis(1_000),
         ..ProducerConfig::default()
     }
 }
@@ -722,7 +722,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
     let ctx = ProducerContext {
         index: 1,
         config: ProducerConfig {
-            delivery_timeout_ms: Duration::from_millis(delivery_timeout_ms),
+            delivery_timeout: Duration::from_millis(delivery_timeout_ms),
             ..config(true)
         },
         topic: "t".to_string(),

@@ -1,7 +1,10 @@
-//! Kafka configuration with Kafka's names and defaults. Field `log_segment_bytes` is the
-//! key `log.segment.bytes`; the registry in `scenario::keys` maps one to the other and
-//! documents each key for `hightide config`. A `.ms` key keeps its name but holds a
-//! `Duration`: the unit is Kafka's spelling of the key, not the field's type.
+//! Kafka configuration with Kafka's names and defaults. A field is its key's name with the
+//! unit suffix dropped where its type carries the unit: `log_segment_bytes` is the key
+//! `log.segment.bytes`, `linger` (a `Duration`) is `linger.ms`. `_ms` in a Rust name always
+//! means an integer count of milliseconds. The topic keys `flush.ms` and `segment.ms`, which
+//! bare would say nothing, are named for the broker keys they override: `flush_interval`,
+//! `roll`. The registry in `scenario::keys` maps keys to fields and documents each key for
+//! `hightide config`.
 
 mod release;
 
@@ -71,7 +74,7 @@ impl Truncation {
 pub const NEVER: u64 = i64::MAX as u64;
 
 /// Kafka's "never" for a time: `Long.MAX_VALUE` milliseconds. Instants add it saturating.
-pub const NEVER_MS: Duration = Duration::from_millis(NEVER);
+pub const FOREVER: Duration = Duration::from_millis(NEVER);
 
 const fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
@@ -84,33 +87,33 @@ pub struct BrokerConfig {
     pub min_insync_replicas: u32,
     pub unclean_leader_election_enable: bool,
     pub log_flush_interval_messages: u64,
-    pub log_flush_interval_ms: Duration,
-    pub log_flush_scheduler_interval_ms: Duration,
-    pub log_flush_offset_checkpoint_interval_ms: Duration,
+    pub log_flush_interval: Duration,
+    pub log_flush_scheduler_interval: Duration,
+    pub log_flush_offset_checkpoint_interval: Duration,
     pub log_segment_bytes: u64,
-    pub log_roll_ms: Duration,
+    pub log_roll: Duration,
     pub log_index_interval_bytes: u64,
     pub log_retention_bytes: i64,
     /// `None`: `-1`, keep forever.
-    pub log_retention_ms: Option<Duration>,
-    pub log_retention_check_interval_ms: Duration,
-    pub replica_lag_time_max_ms: Duration,
-    pub replica_fetch_wait_max_ms: Duration,
+    pub log_retention: Option<Duration>,
+    pub log_retention_check_interval: Duration,
+    pub replica_lag_time_max: Duration,
+    pub replica_fetch_wait_max: Duration,
     pub replica_fetch_max_bytes: u64,
     pub replica_fetch_min_bytes: u64,
-    pub replica_fetch_backoff_ms: Duration,
-    pub replica_socket_timeout_ms: Duration,
-    pub replica_high_watermark_checkpoint_interval_ms: Duration,
-    pub broker_heartbeat_interval_ms: Duration,
-    pub broker_session_timeout_ms: Duration,
+    pub replica_fetch_backoff: Duration,
+    pub replica_socket_timeout: Duration,
+    pub replica_high_watermark_checkpoint_interval: Duration,
+    pub broker_heartbeat_interval: Duration,
+    pub broker_session_timeout: Duration,
     pub replication_truncation: Truncation,
     /// The group coordinator's first rebalance of an empty group waits this long for more
     /// members (KIP-134).
-    pub group_initial_rebalance_delay_ms: Duration,
+    pub group_initial_rebalance_delay: Duration,
     /// `__consumer_offsets`, made when a client first looks for a coordinator.
     pub offsets_topic_num_partitions: u32,
     pub offsets_topic_replication_factor: u32,
-    pub offsets_commit_timeout_ms: Duration,
+    pub offsets_commit_timeout: Duration,
     /// The release's rules that no key sets.
     pub rules: Rules,
 }
@@ -121,29 +124,29 @@ impl Default for BrokerConfig {
             min_insync_replicas: 1,
             unclean_leader_election_enable: false,
             log_flush_interval_messages: NEVER,
-            log_flush_interval_ms: NEVER_MS,
-            log_flush_scheduler_interval_ms: NEVER_MS,
-            log_flush_offset_checkpoint_interval_ms: ms(60_000),
+            log_flush_interval: FOREVER,
+            log_flush_scheduler_interval: FOREVER,
+            log_flush_offset_checkpoint_interval: ms(60_000),
             log_segment_bytes: 1 << 30,
-            log_roll_ms: ms(7 * 24 * 3_600_000),
+            log_roll: ms(7 * 24 * 3_600_000),
             log_index_interval_bytes: 4096,
             log_retention_bytes: -1,
-            log_retention_ms: Some(ms(7 * 24 * 3_600_000)),
-            log_retention_check_interval_ms: ms(300_000),
-            replica_lag_time_max_ms: ms(30_000),
-            replica_fetch_wait_max_ms: ms(500),
+            log_retention: Some(ms(7 * 24 * 3_600_000)),
+            log_retention_check_interval: ms(300_000),
+            replica_lag_time_max: ms(30_000),
+            replica_fetch_wait_max: ms(500),
             replica_fetch_max_bytes: 1_048_576,
             replica_fetch_min_bytes: 1,
-            replica_fetch_backoff_ms: ms(1_000),
-            replica_socket_timeout_ms: ms(30_000),
-            replica_high_watermark_checkpoint_interval_ms: ms(5_000),
-            broker_heartbeat_interval_ms: ms(2_000),
-            broker_session_timeout_ms: ms(9_000),
+            replica_fetch_backoff: ms(1_000),
+            replica_socket_timeout: ms(30_000),
+            replica_high_watermark_checkpoint_interval: ms(5_000),
+            broker_heartbeat_interval: ms(2_000),
+            broker_session_timeout: ms(9_000),
             replication_truncation: Truncation::LeaderEpoch,
-            group_initial_rebalance_delay_ms: ms(3_000),
+            group_initial_rebalance_delay: ms(3_000),
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
-            offsets_commit_timeout_ms: ms(5_000),
+            offsets_commit_timeout: ms(5_000),
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
@@ -161,12 +164,14 @@ pub struct TopicConfig {
     pub min_insync_replicas: Option<u32>,
     pub unclean_leader_election_enable: Option<bool>,
     pub flush_messages: Option<u64>,
-    pub flush_ms: Option<Duration>,
+    /// `flush.ms`.
+    pub flush_interval: Option<Duration>,
     pub segment_bytes: Option<u64>,
-    pub segment_ms: Option<Duration>,
+    /// `segment.ms`.
+    pub roll: Option<Duration>,
     pub retention_bytes: Option<i64>,
     /// `Some(None)`: `-1`, keep forever.
-    pub retention_ms: Option<Option<Duration>>,
+    pub retention: Option<Option<Duration>>,
     pub index_interval_bytes: Option<u64>,
 }
 
@@ -180,12 +185,12 @@ pub struct ProducerConfig {
     pub idempotence_max_in_flight: Option<u32>,
     pub retries: u32,
     pub max_in_flight_requests_per_connection: u32,
-    pub linger_ms: Duration,
+    pub linger: Duration,
     pub batch_size: u64,
-    pub delivery_timeout_ms: Duration,
-    pub request_timeout_ms: Duration,
-    pub retry_backoff_ms: Duration,
-    pub metadata_max_age_ms: Duration,
+    pub delivery_timeout: Duration,
+    pub request_timeout: Duration,
+    pub retry_backoff: Duration,
+    pub metadata_max_age: Duration,
 }
 
 impl Default for ProducerConfig {
@@ -196,12 +201,12 @@ impl Default for ProducerConfig {
             idempotence_max_in_flight: Some(5),
             retries: i32::MAX as u32,
             max_in_flight_requests_per_connection: 5,
-            linger_ms: ms(5),
+            linger: ms(5),
             batch_size: 16_384,
-            delivery_timeout_ms: ms(120_000),
-            request_timeout_ms: ms(30_000),
-            retry_backoff_ms: ms(100),
-            metadata_max_age_ms: ms(300_000),
+            delivery_timeout: ms(120_000),
+            request_timeout: ms(30_000),
+            retry_backoff: ms(100),
+            metadata_max_age: ms(300_000),
         }
     }
 }
@@ -251,22 +256,22 @@ impl ProducerConfig {
 /// release's own are in `release.rs`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConsumerConfig {
-    pub fetch_max_wait_ms: Duration,
+    pub fetch_max_wait: Duration,
     pub fetch_min_bytes: u64,
     pub max_partition_fetch_bytes: u64,
-    pub request_timeout_ms: Duration,
-    pub retry_backoff_ms: Duration,
-    /// Commit the positions of the last poll every `auto_commit_interval_ms`, from poll.
+    pub request_timeout: Duration,
+    pub retry_backoff: Duration,
+    /// Commit the positions of the last poll every `auto_commit_interval`, from poll.
     pub enable_auto_commit: bool,
-    pub auto_commit_interval_ms: Duration,
+    pub auto_commit_interval: Duration,
     /// Where a member starts on a partition its group has no valid committed offset for.
     pub auto_offset_reset: OffsetReset,
     /// The coordinator drops a member it has not heard a heartbeat from for this long.
-    pub session_timeout_ms: Duration,
-    pub heartbeat_interval_ms: Duration,
+    pub session_timeout: Duration,
+    pub heartbeat_interval: Duration,
     /// Longest between polls before the member leaves its group (KIP-62); also the
     /// rebalance timeout it joins with.
-    pub max_poll_interval_ms: Duration,
+    pub max_poll_interval: Duration,
     pub max_poll_records: u32,
     /// Commits carry the leader epoch of the record before the committed offset, so a
     /// member resuming there validates it against the log (KIP-320, Kafka 2.1); before,
@@ -278,17 +283,17 @@ pub struct ConsumerConfig {
 impl Default for ConsumerConfig {
     fn default() -> Self {
         ConsumerConfig {
-            fetch_max_wait_ms: ms(500),
+            fetch_max_wait: ms(500),
             fetch_min_bytes: 1,
             max_partition_fetch_bytes: 1_048_576,
-            request_timeout_ms: ms(30_000),
-            retry_backoff_ms: ms(100),
+            request_timeout: ms(30_000),
+            retry_backoff: ms(100),
             enable_auto_commit: true,
-            auto_commit_interval_ms: ms(5_000),
+            auto_commit_interval: ms(5_000),
             auto_offset_reset: OffsetReset::Latest,
-            session_timeout_ms: ms(45_000),
-            heartbeat_interval_ms: ms(3_000),
-            max_poll_interval_ms: ms(300_000),
+            session_timeout: ms(45_000),
+            heartbeat_interval: ms(3_000),
+            max_poll_interval: ms(300_000),
             max_poll_records: 500,
             commit_leader_epoch: true,
         }
@@ -326,13 +331,14 @@ impl OffsetReset {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LogConfig {
     pub segment_bytes: u64,
-    pub roll_ms: Duration,
+    /// Age at which the active segment is rolled even if it is not full.
+    pub roll: Duration,
     pub index_interval_bytes: u64,
     pub retention_bytes: i64,
     /// `None`: keep forever.
-    pub retention_ms: Option<Duration>,
+    pub retention: Option<Duration>,
     pub flush_interval_messages: u64,
-    pub flush_interval_ms: Duration,
+    pub flush_interval: Duration,
     /// Bugs a mutation test injected into the log (none in any real run).
     #[serde(skip)]
     pub bugs: Bugs,
@@ -348,16 +354,16 @@ impl LogConfig {
     pub fn resolve(broker: &BrokerConfig, topic: &TopicConfig) -> LogConfig {
         LogConfig {
             segment_bytes: topic.segment_bytes.unwrap_or(broker.log_segment_bytes),
-            roll_ms: topic.segment_ms.unwrap_or(broker.log_roll_ms),
+            roll: topic.roll.unwrap_or(broker.log_roll),
             index_interval_bytes: topic
                 .index_interval_bytes
                 .unwrap_or(broker.log_index_interval_bytes),
             retention_bytes: topic.retention_bytes.unwrap_or(broker.log_retention_bytes),
-            retention_ms: topic.retention_ms.unwrap_or(broker.log_retention_ms),
+            retention: topic.retention.unwrap_or(broker.log_retention),
             flush_interval_messages: topic
                 .flush_messages
                 .unwrap_or(broker.log_flush_interval_messages),
-            flush_interval_ms: topic.flush_ms.unwrap_or(broker.log_flush_interval_ms),
+            flush_interval: topic.flush_interval.unwrap_or(broker.log_flush_interval),
             bugs: Bugs::default(),
         }
     }

@@ -8,7 +8,7 @@
 //! Each step says what changed and where Kafka says so (a KIP, an issue, a release), so
 //! `hightide config --kafka X.Y` can print the history a number depends on.
 
-use super::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, Truncation, NEVER_MS};
+use super::{Acks, BrokerConfig, ConsumerConfig, ProducerConfig, Truncation, FOREVER};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -185,11 +185,11 @@ impl Era {
             release: Release::OLDEST,
             broker: BrokerConfig {
                 unclean_leader_election_enable: true,
-                replica_lag_time_max_ms: ms(10_000),
+                replica_lag_time_max: ms(10_000),
                 replication_truncation: Truncation::HighWatermark,
-                broker_session_timeout_ms: ms(6_000),
-                broker_heartbeat_interval_ms: ms(2_000),
-                group_initial_rebalance_delay_ms: Duration::ZERO,
+                broker_session_timeout: ms(6_000),
+                broker_heartbeat_interval: ms(2_000),
+                group_initial_rebalance_delay: Duration::ZERO,
                 rules: Rules {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
@@ -203,12 +203,12 @@ impl Era {
                 enable_idempotence: false,
                 idempotence_max_in_flight: None,
                 retries: 0,
-                linger_ms: Duration::ZERO,
-                delivery_timeout_ms: NEVER_MS,
+                linger: Duration::ZERO,
+                delivery_timeout: FOREVER,
                 ..ProducerConfig::default()
             },
             consumer: ConsumerConfig {
-                session_timeout_ms: ms(10_000),
+                session_timeout: ms(10_000),
                 commit_leader_epoch: false,
                 ..ConsumerConfig::default()
             },
@@ -241,7 +241,7 @@ pub static STEPS: &[Step] = &[
         since: v(0, 11),
         change: "The group coordinator delays an empty group's first rebalance by `group.initial.rebalance.delay.ms` (3000), again for each member that joins, up to the rebalance timeout",
         source: "KIP-134",
-        apply: |era| era.broker.group_initial_rebalance_delay_ms = ms(3_000),
+        apply: |era| era.broker.group_initial_rebalance_delay = ms(3_000),
     },
     Step {
         since: v(0, 11),
@@ -272,7 +272,7 @@ pub static STEPS: &[Step] = &[
         change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired after `linger.ms` + `request.timeout.ms`",
         source: "KIP-91",
         apply: |era| {
-            era.producer.delivery_timeout_ms = ms(120_000);
+            era.producer.delivery_timeout = ms(120_000);
             era.producer.retries = i32::MAX as u32;
         },
     },
@@ -287,9 +287,9 @@ pub static STEPS: &[Step] = &[
         change: "`replica.lag.time.max.ms` 10000 → 30000, and the ZooKeeper session (`zookeeper.session.timeout.ms`, `broker.session.timeout.ms` here) 6000 → 18000",
         source: "KIP-537",
         apply: |era| {
-            era.broker.replica_lag_time_max_ms = ms(30_000);
-            era.broker.broker_session_timeout_ms = ms(18_000);
-            era.broker.broker_heartbeat_interval_ms = ms(6_000);
+            era.broker.replica_lag_time_max = ms(30_000);
+            era.broker.broker_session_timeout = ms(18_000);
+            era.broker.broker_heartbeat_interval = ms(6_000);
         },
     },
     Step {
@@ -302,7 +302,7 @@ pub static STEPS: &[Step] = &[
         since: v(3, 0),
         change: "The consumer's `session.timeout.ms` defaults to 45000 (was 10000)",
         source: "KIP-735",
-        apply: |era| era.consumer.session_timeout_ms = ms(45_000),
+        apply: |era| era.consumer.session_timeout = ms(45_000),
     },
     Step {
         since: v(3, 0),
@@ -318,8 +318,8 @@ pub static STEPS: &[Step] = &[
         change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`",
         source: "KIP-833, KIP-631",
         apply: |era| {
-            era.broker.broker_session_timeout_ms = ms(9_000);
-            era.broker.broker_heartbeat_interval_ms = ms(2_000);
+            era.broker.broker_session_timeout = ms(9_000);
+            era.broker.broker_heartbeat_interval = ms(2_000);
             era.broker.rules.unclean_election_honoured = false;
         },
     },
@@ -339,7 +339,7 @@ pub static STEPS: &[Step] = &[
         since: v(4, 0),
         change: "`linger.ms` defaults to 5",
         source: "KIP-1030",
-        apply: |era| era.producer.linger_ms = ms(5),
+        apply: |era| era.producer.linger = ms(5),
     },
     Step {
         since: v(4, 1),
@@ -414,8 +414,8 @@ mod tests {
         );
         assert_eq!(era(2, 0).producer.retries, 0);
         assert_eq!(era(2, 1).producer.retries, i32::MAX as u32);
-        assert_eq!(era(2, 4).broker.replica_lag_time_max_ms, ms(10_000));
-        assert_eq!(era(2, 5).broker.replica_lag_time_max_ms, ms(30_000));
+        assert_eq!(era(2, 4).broker.replica_lag_time_max, ms(10_000));
+        assert_eq!(era(2, 5).broker.replica_lag_time_max, ms(30_000));
         assert!(!era(2, 7).broker.rules.diverging_epoch_in_fetch);
         assert!(era(2, 8).broker.rules.diverging_epoch_in_fetch);
         assert_eq!(era(2, 8).producer.acks, Acks::Leader);
@@ -424,14 +424,14 @@ mod tests {
         assert!(era(3, 0).producer.idempotent());
         assert!(era(3, 2).broker.rules.unclean_election_honoured);
         assert!(!era(3, 3).broker.rules.unclean_election_honoured);
-        assert_eq!(era(3, 2).broker.broker_session_timeout_ms, ms(18_000));
-        assert_eq!(era(3, 3).broker.broker_session_timeout_ms, ms(9_000));
+        assert_eq!(era(3, 2).broker.broker_session_timeout, ms(18_000));
+        assert_eq!(era(3, 3).broker.broker_session_timeout, ms(9_000));
         assert!(!era(3, 6).broker.rules.strict_min_isr);
         assert!(era(3, 7).broker.rules.strict_min_isr);
         assert!(!era(3, 8).broker.rules.unclean_election_honoured);
         assert!(era(3, 9).broker.rules.unclean_election_honoured);
-        assert_eq!(era(3, 9).producer.linger_ms, Duration::ZERO);
-        assert_eq!(era(4, 0).producer.linger_ms, ms(5));
+        assert_eq!(era(3, 9).producer.linger, Duration::ZERO);
+        assert_eq!(era(4, 0).producer.linger, ms(5));
         assert!(!era(4, 0).broker.rules.eligible_leader_replicas);
         assert!(era(4, 1).broker.rules.eligible_leader_replicas);
     }

@@ -62,7 +62,7 @@ pub async fn register(rm: &ReplicaManager) {
 pub async fn heartbeat_loop(rm: Rc<ReplicaManager>) {
     let fetchers = Rc::new(Fetchers::default());
     let mut connection: Option<Connection> = None;
-    let timeout = HEARTBEAT_LONG_POLL + rm.config.broker_heartbeat_interval_ms;
+    let timeout = HEARTBEAT_LONG_POLL + rm.config.broker_heartbeat_interval;
     while !rm.stopped.get() && !rm.offline.get() {
         if connection.as_ref().is_none_or(Connection::is_broken) {
             connection = Connection::connect(HostName::Controller, CONNECT_TIMEOUT)

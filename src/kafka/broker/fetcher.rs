@@ -170,10 +170,8 @@ async fn run(rm: Rc<ReplicaManager>, fetchers: Rc<Fetchers>, leader: BrokerId, s
             continue;
         }
         if connection.as_ref().is_none_or(Connection::is_broken) {
-            let connect = Connection::connect(
-                HostName::Broker(leader.0),
-                rm.config.replica_socket_timeout_ms,
-            );
+            let connect =
+                Connection::connect(HostName::Broker(leader.0), rm.config.replica_socket_timeout);
             connection = match set.unless_closed(connect).await {
                 None => return,
                 Some(Ok(connection)) => {
@@ -250,7 +248,7 @@ fn idle_wait(rm: &ReplicaManager, set: &FetchSet) -> std::time::Duration {
         .values()
         .filter_map(|f| f.delayed_until.filter(|&until| until > now))
         .min()
-        .map_or(rm.config.replica_fetch_backoff_ms, |until| until - now)
+        .map_or(rm.config.replica_fetch_backoff, |until| until - now)
 }
 
 /// This round's work, over the partitions not held back (all current, as the round
@@ -325,14 +323,14 @@ async fn fetch_round(
     let session = set.session.borrow_mut().build(&round.partitions);
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
-        max_wait_ms: rm.config.replica_fetch_wait_max_ms.as_millis() as u64,
+        max_wait_ms: rm.config.replica_fetch_wait_max.as_millis() as u64,
         min_bytes: rm.config.replica_fetch_min_bytes,
         session_id: session.session_id,
         session_epoch: session.session_epoch,
         partitions: session.partitions,
         forgotten: session.forgotten,
     });
-    let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
+    let call = connection.call(&request, rm.config.replica_socket_timeout);
     let answer = set.unless_closed(call).await;
     let all = || -> Vec<_> { round.asked().collect() };
     let response = match answer {
@@ -440,7 +438,7 @@ fn settle(
             }
         }
         Err(failure) => {
-            followed.delayed_until = Some(clock::now() + rm.config.replica_fetch_backoff_ms);
+            followed.delayed_until = Some(clock::now() + rm.config.replica_fetch_backoff);
             let error = failure.to_string();
             if followed.failing.as_deref() != Some(error.as_str()) {
                 rm.facts.record(Fact::FetchFailed {
@@ -564,7 +562,7 @@ async fn ask_epoch_end(
         current_leader_epoch,
         leader_epoch,
     });
-    let call = connection.call(&request, rm.config.replica_socket_timeout_ms);
+    let call = connection.call(&request, rm.config.replica_socket_timeout);
     match set.unless_closed(call).await {
         None => Err(Backoff::Gone),
         Some(Ok(Response::OffsetsForLeaderEpoch(response))) => match response.error {

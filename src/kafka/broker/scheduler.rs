@@ -2,7 +2,7 @@
 //! HW and recovery-point checkpoints, the time-based flush and retention.
 
 use super::replica_manager::ReplicaManager;
-use crate::config::kafka::NEVER_MS;
+use crate::config::kafka::FOREVER;
 use crate::kafka::storage::checkpoint;
 use crate::os::clock;
 use crate::types::{Offset, TopicPartition};
@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// Run `job` every `interval` until the broker stops. `NEVER_MS` disables the job.
+/// Run `job` every `interval` until the broker stops. `FOREVER` disables the job.
 async fn every<F, Fut>(rm: &ReplicaManager, interval: Duration, mut job: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    if interval >= NEVER_MS {
+    if interval >= FOREVER {
         return;
     }
     let interval = interval.max(Duration::from_millis(1));
@@ -32,7 +32,7 @@ where
 /// Kafka's `isr-expiration` job: every half of `replica.lag.time.max.ms`, each led
 /// partition drops followers that have not caught up for that long.
 pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
-    let lag = rm.config.replica_lag_time_max_ms;
+    let lag = rm.config.replica_lag_time_max;
     // Kafka halves it in whole milliseconds (`replicaLagTimeMaxMs / 2`).
     let half = Duration::from_millis(lag.as_millis() as u64 / 2);
     every(&rm, half, || async {
@@ -59,7 +59,7 @@ pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
 pub async fn hw_checkpoint(rm: Rc<ReplicaManager>) {
     every(
         &rm,
-        rm.config.replica_high_watermark_checkpoint_interval_ms,
+        rm.config.replica_high_watermark_checkpoint_interval,
         || write_hw_checkpoint(&rm),
     )
     .await;
@@ -76,11 +76,9 @@ pub async fn write_hw_checkpoint(rm: &ReplicaManager) {
 
 /// `log.flush.offset.checkpoint.interval.ms`: write recovery points and log start offsets.
 pub async fn recovery_point_checkpoint(rm: Rc<ReplicaManager>) {
-    every(
-        &rm,
-        rm.config.log_flush_offset_checkpoint_interval_ms,
-        || write_recovery_checkpoints(&rm),
-    )
+    every(&rm, rm.config.log_flush_offset_checkpoint_interval, || {
+        write_recovery_checkpoints(&rm)
+    })
     .await;
 }
 
@@ -119,13 +117,13 @@ async fn write(rm: &ReplicaManager, file: &str, offsets: &BTreeMap<TopicPartitio
 /// Kafka's `kafka-log-flusher`: every `log.flush.scheduler.interval.ms` (by default never),
 /// flush the logs not flushed for `flush.ms`.
 pub async fn flusher(rm: Rc<ReplicaManager>) {
-    every(&rm, rm.config.log_flush_scheduler_interval_ms, || async {
+    every(&rm, rm.config.log_flush_scheduler_interval, || async {
         let now = clock::now();
         let due: Vec<TopicPartition> = rm
             .partitions
             .borrow()
             .iter()
-            .filter(|(_, p)| p.log().time_since_flush(now) >= p.log().config().flush_interval_ms)
+            .filter(|(_, p)| p.log().time_since_flush(now) >= p.log().config().flush_interval)
             .map(|(tp, _)| tp.clone())
             .collect();
         for tp in due {
@@ -139,7 +137,7 @@ pub async fn flusher(rm: Rc<ReplicaManager>) {
 
 /// `log.retention.check.interval.ms`: delete whole segments past retention.
 pub async fn retention(rm: Rc<ReplicaManager>) {
-    every(&rm, rm.config.log_retention_check_interval_ms, || async {
+    every(&rm, rm.config.log_retention_check_interval, || async {
         let now = clock::now();
         let mut failed = None;
         for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {

@@ -139,7 +139,7 @@ impl Consumer {
 
     fn delay(&self, tp: &TopicPartition) {
         if let Some(position) = self.positions.borrow_mut().get_mut(tp) {
-            position.delayed_until = Some(clock::now() + self.ctx.config.retry_backoff_ms);
+            position.delayed_until = Some(clock::now() + self.ctx.config.retry_backoff);
         }
     }
 
@@ -205,7 +205,7 @@ async fn refresh_metadata(consumer: Rc<Consumer>) {
         }
         consumer.stale.set(false);
         if let Some(fresh) =
-            fetch_metadata(ctx.brokers, first_broker, ctx.config.request_timeout_ms).await
+            fetch_metadata(ctx.brokers, first_broker, ctx.config.request_timeout).await
         {
             consumer.metadata.borrow_mut().update(fresh);
         }
@@ -218,7 +218,7 @@ async fn refresh_metadata(consumer: Rc<Consumer>) {
             .any(|tp| consumer.metadata.borrow().leader(tp).is_none());
         if leaderless {
             consumer.stale.set(true);
-            tokio::time::sleep(ctx.config.retry_backoff_ms).await;
+            tokio::time::sleep(ctx.config.retry_backoff).await;
         }
     }
 }
@@ -289,8 +289,7 @@ async fn fetch_from(consumer: Rc<Consumer>, broker: BrokerId) {
         let asks = take_led(&consumer, broker);
         if asks.is_empty() {
             // Nothing led here (or all held back): wait for news, or for a backoff to end.
-            let _ =
-                tokio::time::timeout(config.retry_backoff_ms, consumer.refreshed.notified()).await;
+            let _ = tokio::time::timeout(config.retry_backoff, consumer.refreshed.notified()).await;
             continue;
         }
         if connection.as_ref().is_none_or(Connection::is_broken) {
@@ -315,7 +314,7 @@ async fn fetch_from(consumer: Rc<Consumer>, broker: BrokerId) {
 /// KIP-320: check with the leader, after every leader change, that each position is still
 /// on its log. Returns the partitions that may be fetched; the others are released.
 async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<Ask>) -> Vec<Ask> {
-    let timeout = consumer.ctx.config.request_timeout_ms;
+    let timeout = consumer.ctx.config.request_timeout;
     let mut ready = Vec::with_capacity(asks.len());
     for ask in asks {
         let last_fetched_epoch = {
@@ -383,7 +382,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     };
     let request = Request::Fetch(Fetch {
         replica: None,
-        max_wait_ms: ctx.config.fetch_max_wait_ms.as_millis() as u64,
+        max_wait_ms: ctx.config.fetch_max_wait.as_millis() as u64,
         min_bytes: ctx.config.fetch_min_bytes,
         session_id: 0,
         session_epoch: FINAL_EPOCH,
@@ -391,7 +390,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
         forgotten: Vec::new(),
     });
     // The broker may hold the fetch for `fetch.max.wait.ms` before answering.
-    let timeout = ctx.config.request_timeout_ms + ctx.config.fetch_max_wait_ms;
+    let timeout = ctx.config.request_timeout + ctx.config.fetch_max_wait;
     let answer = connection.call(&request, timeout).await;
     let response = match answer {
         Ok(Response::Fetch(response)) if response.partitions.len() == asks.len() => response,

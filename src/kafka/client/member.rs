@@ -122,9 +122,9 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         &spec.name,
         &HostName::Consumer(ctx.index).to_string(),
         vec![ctx.topic.clone()],
-        config.session_timeout_ms,
-        config.max_poll_interval_ms,
-        config.heartbeat_interval_ms,
+        config.session_timeout,
+        config.max_poll_interval,
+        config.heartbeat_interval,
     );
     let partitions = BTreeMap::from([(ctx.topic.clone(), ctx.partitions)]);
     let (consumer, tasks) = consumer::start(ctx, BTreeMap::new());
@@ -178,7 +178,7 @@ impl Link {
 async fn poll_loop(m: Rc<Member>) {
     let config = m.ctx().config.clone();
     let mut link = Link::default();
-    let mut next_auto_commit = clock::now() + config.auto_commit_interval_ms;
+    let mut next_auto_commit = clock::now() + config.auto_commit_interval;
     loop {
         m.last_poll.set(clock::now());
         ensure_active(&m, &mut link).await;
@@ -187,7 +187,7 @@ async fn poll_loop(m: Rc<Member>) {
             install(&m, &mut link, unplaced).await;
         }
         if m.spec.commit == Commit::Auto && clock::now() >= next_auto_commit {
-            next_auto_commit = clock::now() + config.auto_commit_interval_ms;
+            next_auto_commit = clock::now() + config.auto_commit_interval;
             commit_once(&m, &mut link).await;
         }
         reset_positions(&m).await;
@@ -363,7 +363,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
             Request::FindCoordinator { .. } => {
                 find_from = find_from % m.ctx().brokers.max(1) + 1;
                 let answer = link
-                    .call(BrokerId(find_from), &request, config.request_timeout_ms)
+                    .call(BrokerId(find_from), &request, config.request_timeout)
                     .await;
                 let found = match answer {
                     Some(Response::FindCoordinator { coordinator, .. }) => coordinator,
@@ -377,7 +377,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
             }
             Request::JoinGroup(_) => {
                 // The coordinator holds a join until the join phase ends.
-                let timeout = config.max_poll_interval_ms + config.request_timeout_ms;
+                let timeout = config.max_poll_interval + config.request_timeout;
                 match call_coordinator(link, coordinator, &request, timeout).await {
                     Some(Response::JoinGroup(answer)) => {
                         let change = m.membership.borrow_mut().joined(&answer);
@@ -390,7 +390,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
                 }
             }
             Request::SyncGroup(_) => {
-                let timeout = config.max_poll_interval_ms + config.request_timeout_ms;
+                let timeout = config.max_poll_interval + config.request_timeout;
                 match call_coordinator(link, coordinator, &request, timeout).await {
                     Some(Response::SyncGroup { error, assignment }) => {
                         let change =
@@ -509,7 +509,7 @@ async fn fetch_committed(
             find_coordinator(m, link).await;
             continue;
         }
-        match call_coordinator(link, coordinator, &request, config.request_timeout_ms).await {
+        match call_coordinator(link, coordinator, &request, config.request_timeout).await {
             Some(Response::OffsetFetch {
                 error: None,
                 offsets,
@@ -543,7 +543,7 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
         if let Some(Response::ListOffsets {
             error: None,
             offset,
-        }) = link.call(leader, &request, config.request_timeout_ms).await
+        }) = link.call(leader, &request, config.request_timeout).await
         {
             return Some(offset);
         }
@@ -555,7 +555,7 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
 /// The retry backoff, at least a millisecond: with `retry.backoff.ms` = 0 a loop of
 /// requests that fail without touching the network would never let time pass.
 async fn backoff(config: &crate::config::kafka::ConsumerConfig) {
-    tokio::time::sleep(config.retry_backoff_ms.max(Duration::from_millis(1))).await;
+    tokio::time::sleep(config.retry_backoff.max(Duration::from_millis(1))).await;
 }
 
 /// What a commit sends: each owned partition's consumed position.
@@ -599,7 +599,7 @@ async fn commit_sync(m: &Member, link: &mut Link) -> bool {
         }
         let request = commit_request(m, &offsets);
         let generation = m.membership.borrow().identity().1;
-        match call_coordinator(link, coordinator, &request, config.request_timeout_ms).await {
+        match call_coordinator(link, coordinator, &request, config.request_timeout).await {
             Some(Response::OffsetCommit { error: None }) => {
                 committed(m, &offsets);
                 return true;
@@ -639,7 +639,7 @@ async fn commit_once(m: &Member, link: &mut Link) {
     let config = &m.ctx().config;
     let coordinator = m.membership.borrow().coordinator();
     let request = commit_request(m, &offsets);
-    let answer = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
+    let answer = call_coordinator(link, coordinator, &request, config.request_timeout).await;
     if let Some(Response::OffsetCommit { error: None }) = answer {
         committed(m, &offsets);
     }
@@ -686,7 +686,7 @@ async fn find_coordinator(m: &Member, link: &mut Link) {
             group: m.spec.name.clone(),
         };
         let found = match link
-            .call(BrokerId(broker), &request, config.request_timeout_ms)
+            .call(BrokerId(broker), &request, config.request_timeout)
             .await
         {
             Some(Response::FindCoordinator { coordinator, .. }) => coordinator,
@@ -717,7 +717,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
         );
         match phase {
             Phase::Stable if !rejoining => {
-                if now - m.last_poll.get() > config.max_poll_interval_ms {
+                if now - m.last_poll.get() > config.max_poll_interval {
                     leave_group(&m, &mut link).await;
                     continue;
                 }
@@ -733,7 +733,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
                     let membership = m.membership.borrow();
                     (membership.coordinator(), membership.identity().1)
                 };
-                match call_coordinator(&mut link, coordinator, &request, config.request_timeout_ms)
+                match call_coordinator(&mut link, coordinator, &request, config.request_timeout)
                     .await
                 {
                     Some(Response::Heartbeat { error: None }) => {}
@@ -758,7 +758,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
                 }
             }
             Phase::Finding if in_generation => find_coordinator(&m, &mut link).await,
-            _ => tokio::time::sleep(config.heartbeat_interval_ms).await,
+            _ => tokio::time::sleep(config.heartbeat_interval).await,
         }
     }
 }
@@ -779,6 +779,6 @@ async fn leave_group(m: &Member, link: &mut Link) {
         };
         (request, membership.coordinator())
     };
-    let _ = call_coordinator(link, coordinator, &request, config.request_timeout_ms).await;
+    let _ = call_coordinator(link, coordinator, &request, config.request_timeout).await;
     m.rejoin.set(Some(ErrorCode::UnknownMemberId));
 }

@@ -137,7 +137,7 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
         .cloned()
         .collect();
     for connection in connections {
-        connection.flush(producer.config.request_timeout_ms).await;
+        connection.flush(producer.config.request_timeout).await;
     }
     tracing::info!(producer = %producer.name, "producer finished");
     finished.map_err(|e| e.to_string().into())
@@ -149,12 +149,12 @@ impl Producer {
         let idempotent = config.idempotent();
         let accumulator = RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
-            linger: config.linger_ms,
+            linger: config.linger,
             idempotent,
         });
         let policy = RetryPolicy {
             retries: config.retries,
-            delivery_timeout: config.delivery_timeout_ms,
+            delivery_timeout: config.delivery_timeout,
         };
         Producer {
             name: HostName::Producer(ctx.index).to_string().into(),
@@ -330,7 +330,7 @@ impl Producer {
                 }
                 state
                     .accumulator
-                    .reenqueue(batch, now, self.config.retry_backoff_ms);
+                    .reenqueue(batch, now, self.config.retry_backoff);
             }
             decision => self.complete(state, &batch, &decision),
         }
@@ -448,7 +448,7 @@ impl Producer {
         let request = Request::Produce(Produce {
             tp: self.tp(batch.partition),
             acks: self.config.acks,
-            timeout_ms: self.config.request_timeout_ms.as_millis() as u64,
+            timeout_ms: self.config.request_timeout.as_millis() as u64,
             batch: batch.encoded.clone().unwrap_or_default(),
         });
         let in_flight = match connection.send(request) {
@@ -471,7 +471,7 @@ impl Producer {
             state.accumulator.mute(batch.partition);
         }
         let producer = self.clone();
-        let timeout = self.config.request_timeout_ms;
+        let timeout = self.config.request_timeout;
         tokio::task::spawn_local(async move {
             let result = match in_flight.response(timeout).await {
                 Ok(Response::Produce(response)) => AttemptResult::Response {
@@ -542,9 +542,9 @@ async fn sender_loop(producer: Rc<Producer>) {
 
 /// Refresh metadata when asked (at most every `retry.backoff.ms`) and every `metadata.max.age.ms`.
 async fn metadata_loop(producer: Rc<Producer>) {
-    let backoff = producer.config.retry_backoff_ms;
-    let max_age = producer.config.metadata_max_age_ms;
-    let timeout = producer.config.request_timeout_ms;
+    let backoff = producer.config.retry_backoff;
+    let max_age = producer.config.metadata_max_age;
+    let timeout = producer.config.request_timeout;
     let mut wanted = true;
     loop {
         if !wanted {
@@ -591,7 +591,7 @@ async fn connect(producer: Rc<Producer>, broker: BrokerId) {
                 tracing::debug!(producer = %producer.name, %broker, error = %e, "connect failed");
                 state
                     .reconnect_at
-                    .insert(broker, now + producer.config.retry_backoff_ms);
+                    .insert(broker, now + producer.config.retry_backoff);
                 producer.request_metadata();
             }
         }
@@ -601,7 +601,7 @@ async fn connect(producer: Rc<Producer>, broker: BrokerId) {
 
 /// InitProducerId from any broker, retried until one answers.
 async fn init_producer_id(producer: Rc<Producer>) {
-    let timeout = producer.config.request_timeout_ms;
+    let timeout = producer.config.request_timeout;
     let mut broker = producer.state.borrow().next_broker;
     loop {
         let answer =
@@ -623,7 +623,7 @@ async fn init_producer_id(producer: Rc<Producer>) {
             return;
         }
         broker = broker % producer.brokers + 1;
-        tokio::time::sleep(producer.config.retry_backoff_ms).await;
+        tokio::time::sleep(producer.config.retry_backoff).await;
     }
 }
 

@@ -216,7 +216,7 @@ impl ControllerState {
             default_rules,
             unclean_election_honoured: config.rules.unclean_election_honoured,
             elr_enabled: config.rules.eligible_leader_replicas,
-            session_timeout: config.broker_session_timeout_ms,
+            session_timeout: config.broker_session_timeout,
             next_producer_id: snapshot.next_producer_id,
             bugs: Bugs::default(),
         }

@@ -534,7 +534,7 @@ impl Log {
             return false;
         }
         active.size_bytes() + batch_bytes as u64 > self.config.segment_bytes
-            || active.age(now) >= self.config.roll_ms
+            || active.age(now) >= self.config.roll
             || !active.fits(last_offset, batch_bytes)
     }
 
@@ -765,7 +765,7 @@ impl Log {
         let mut size = self.size_bytes();
         while let Some((head, next_base)) = self.deletable_head() {
             let below_start = next_base <= self.log_start_offset;
-            let expired = self.config.retention_ms.is_some_and(|retention| {
+            let expired = self.config.retention.is_some_and(|retention| {
                 head.max_timestamp != i64::MIN
                     && now.since_timestamp_ms(head.max_timestamp) > retention
             });

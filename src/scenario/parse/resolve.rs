@@ -166,12 +166,10 @@ fn producer_rules(
             ),
         ));
     }
-    let floor = producer
-        .linger_ms
-        .saturating_add(producer.request_timeout_ms);
-    let raised = producer.delivery_timeout_ms < floor && span_of("delivery.timeout.ms").is_none();
+    let floor = producer.linger.saturating_add(producer.request_timeout);
+    let raised = producer.delivery_timeout < floor && span_of("delivery.timeout.ms").is_none();
     if raised || !release.has_delivery_timeout() {
-        producer.delivery_timeout_ms = floor;
+        producer.delivery_timeout = floor;
     }
     Ok(())
 }

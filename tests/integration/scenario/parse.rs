@@ -150,29 +150,20 @@ fn the_example_parses_into_its_settings() {
     assert_eq!(s.broker.min_insync_replicas, 1);
     assert!(!s.broker.unclean_leader_election_enable);
     assert_eq!(s.broker.log_flush_interval_messages, NEVER);
-    assert_eq!(
-        s.broker.replica_lag_time_max_ms,
-        Duration::from_millis(10_000)
-    );
+    assert_eq!(s.broker.replica_lag_time_max, Duration::from_millis(10_000));
     assert_eq!(s.broker.log_segment_bytes, 1_048_576);
     assert_eq!(s.broker.replication_truncation, Truncation::LeaderEpoch);
     // Untouched broker keys keep Kafka's defaults.
-    assert_eq!(
-        s.broker.replica_fetch_wait_max_ms,
-        Duration::from_millis(500)
-    );
+    assert_eq!(s.broker.replica_fetch_wait_max, Duration::from_millis(500));
     assert_eq!(s.broker.log_index_interval_bytes, 4096);
     assert_eq!(s.producer.acks, Acks::Leader);
     assert!(!s.producer.enable_idempotence);
     assert_eq!(s.producer.retries, 5);
     assert_eq!(s.producer.max_in_flight_requests_per_connection, 5);
-    assert_eq!(s.producer.linger_ms, Duration::from_millis(5));
+    assert_eq!(s.producer.linger, Duration::from_millis(5));
     assert_eq!(s.producer.batch_size, 16_384);
-    assert_eq!(
-        s.producer.delivery_timeout_ms,
-        Duration::from_millis(30_000)
-    );
-    assert_eq!(s.producer.request_timeout_ms, Duration::from_millis(30_000));
+    assert_eq!(s.producer.delivery_timeout, Duration::from_millis(30_000));
+    assert_eq!(s.producer.request_timeout, Duration::from_millis(30_000));
     assert_eq!(s.consumer, Default::default());
     assert_eq!(s.workload.producers, 2);
     assert_eq!(s.workload.topic, "orders");
@@ -246,11 +237,11 @@ fn topic_config_dotted_keys_and_seed_forms() {
     let config = &s.cluster.topics[0].config;
     assert_eq!(config.min_insync_replicas, Some(2));
     assert_eq!(config.flush_messages, Some(1));
-    assert_eq!(config.retention_ms, Some(None), "-1: keep forever");
+    assert_eq!(config.retention, Some(None), "-1: keep forever");
     assert_eq!(config.unclean_leader_election_enable, Some(true));
     assert_eq!(config.segment_bytes, None);
     assert_eq!(
-        s.broker.log_flush_interval_ms,
+        s.broker.log_flush_interval,
         Duration::from_millis(1000),
         "unquoted dotted keys mean the Kafka key"
     );
@@ -312,7 +303,7 @@ fn kafka_producer_rules_between_keys() {
     .variants
     .remove(0)
     .settings;
-    assert_eq!(s.producer.delivery_timeout_ms, Duration::from_millis(1000));
+    assert_eq!(s.producer.delivery_timeout, Duration::from_millis(1000));
     let s = ok(&format!(
         "{MINIMAL}[producer]\n\"request.timeout.ms\" = 200000\n"
     ))
@@ -320,7 +311,7 @@ fn kafka_producer_rules_between_keys() {
     .remove(0)
     .settings;
     assert_eq!(
-        s.producer.delivery_timeout_ms,
+        s.producer.delivery_timeout,
         Duration::from_millis(200_005),
         "raised when left at its default"
     );
@@ -1000,7 +991,7 @@ fn set_on_the_command_line_wins_over_the_top_level_and_every_variant() {
         assert_eq!(s.duration, Duration::from_secs(10));
     }
     assert_eq!(
-        scenario.variants[1].settings.producer.linger_ms,
+        scenario.variants[1].settings.producer.linger,
         Duration::from_millis(7),
         "the rest of a variant stands"
     );
@@ -1215,14 +1206,12 @@ fn consumer_group_keys_and_their_rules() {
     assert_eq!(
         settings(&format!("{MINIMAL}{group}"))
             .consumer
-            .session_timeout_ms,
+            .session_timeout,
         Duration::from_secs(45)
     );
     let old = MINIMAL.replace("[cluster]\n", "[cluster]\nkafka = \"2.8\"\n");
     assert_eq!(
-        settings(&format!("{old}{group}"))
-            .consumer
-            .session_timeout_ms,
+        settings(&format!("{old}{group}")).consumer.session_timeout,
         Duration::from_secs(10)
     );
     let text = format!(

@@ -41,15 +41,15 @@ fn kafka_0_10_has_its_own_defaults_and_rules() {
     assert_eq!(s.cluster.kafka.to_string(), "0.10");
     assert_eq!(s.broker.replication_truncation, Truncation::HighWatermark);
     assert!(s.broker.unclean_leader_election_enable);
-    assert_eq!(s.broker.replica_lag_time_max_ms, Duration::from_secs(10));
+    assert_eq!(s.broker.replica_lag_time_max, Duration::from_secs(10));
     assert!(!s.broker.rules.strict_min_isr);
     assert!(!s.broker.rules.diverging_epoch_in_fetch);
     assert_eq!(s.producer.acks, Acks::Leader);
     assert_eq!(s.producer.retries, 0);
     assert!(!s.producer.idempotent());
-    assert_eq!(s.producer.linger_ms, Duration::ZERO);
+    assert_eq!(s.producer.linger, Duration::ZERO);
     // No delivery timeout before 2.1: a batch expires linger.ms + request.timeout.ms on.
-    assert_eq!(s.producer.delivery_timeout_ms, Duration::from_secs(30));
+    assert_eq!(s.producer.delivery_timeout, Duration::from_secs(30));
 }
 
 #[test]
@@ -63,7 +63,7 @@ fn keys_set_explicitly_win_over_the_release() {
     assert_eq!(s.producer.acks, Acks::All);
     assert_eq!(s.producer.retries, 3);
     assert_eq!(
-        s.broker.replica_lag_time_max_ms,
+        s.broker.replica_lag_time_max,
         Duration::from_secs(10),
         "what the file leaves alone stays 0.10's"
     );

@@ -20,12 +20,12 @@ fn tp() -> TopicPartition {
 fn small_config() -> LogConfig {
     LogConfig {
         segment_bytes: 600,
-        roll_ms: Duration::from_millis(5_000),
+        roll: Duration::from_millis(5_000),
         index_interval_bytes: 128,
         retention_bytes: 1_500,
-        retention_ms: Some(Duration::from_millis(20_000)),
+        retention: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
-        flush_interval_ms: hightide::config::kafka::NEVER_MS,
+        flush_interval: hightide::config::kafka::FOREVER,
         bugs: Default::default(),
     }
 }
@@ -635,7 +635,7 @@ fn segments_roll_when_the_next_batch_would_not_fit() {
 }
 
 #[test]
-fn segments_roll_after_roll_ms() {
+fn segments_roll_by_age() {
     let disk = Disk::new(DiskConfig::default(), 1);
     let mut log = open(&disk, small_config());
     log.append_as_leader(

@@ -64,9 +64,9 @@ impl Groups {
         Groups {
             coordinator: RefCell::new(Coordinator::new(
                 config.offsets_topic_num_partitions,
-                config.group_initial_rebalance_delay_ms,
+                config.group_initial_rebalance_delay,
             )),
-            commit_timeout: config.offsets_commit_timeout_ms,
+            commit_timeout: config.offsets_commit_timeout,
             loaded: RefCell::default(),
             waiting: RefCell::default(),
             changed: Notify::new(),
