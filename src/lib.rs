@@ -18,11 +18,13 @@
 //! sim                         the harness: world, runner, faults, seeds in parallel, trace;
 //!                             generic over `sim::system::System`
 //! scenario                    scenario files into plain data
-//! kafka                       Kafka's brokers, controller, clients, log, protocol, codec
-//! check                       anomaly counts from the history and the final state
-//! history                     the client history, the cluster's facts, the final state
+//! kafka                       Kafka's brokers, controller, clients, log, protocol, codec,
+//!                             and its teller (the checkers' examples in Kafka's words)
+//! check                       anomaly counts from the history and the final state, in
+//!                             terms every system shares; the `Teller` a system implements
+//! history                     the client history, each system's facts, the final state
 //! os                          the simulated machine: page-cache disk, clock
-//! types config                the shared vocabulary; Kafka's configuration
+//! types config                the shared vocabulary; each system's settings by release
 //! ```
 
 pub mod lab;
