@@ -56,7 +56,7 @@ impl Step {
 }
 
 /// The steps in time order (the sort is stable: facts of one instant keep the order they
-/// were recorded in), as `t=8.000s ...` lines; beyond [`STEPS_SHOWN`], a count.
+/// were recorded in), as `t=8.000s ...` lines; beyond `STEPS_SHOWN`, a count.
 pub fn lines(mut steps: Vec<Step>) -> Vec<String> {
     steps.sort_by_key(|s| s.time);
     steps.dedup();
