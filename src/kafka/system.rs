@@ -6,6 +6,7 @@
 
 use crate::check::Teller;
 use crate::config::kafka::{Bugs, TopicConfig};
+use crate::config::workload::ArrivalProcess;
 use crate::history::facts::{FactLog, Facts};
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::History;
@@ -409,7 +410,11 @@ fn add_clients(
             config: settings.producer.clone(),
             topic: workload.topic.clone(),
             partitions,
-            rate: workload.rate,
+            arrivals: ArrivalProcess::new(
+                workload.arrivals,
+                workload.rate,
+                derive_seed(seed, &format!("producer-{n} arrivals")),
+            ),
             keys: workload.keys,
             value_bytes: workload.value_bytes,
             brokers: settings.cluster.brokers,

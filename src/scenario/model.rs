@@ -124,8 +124,9 @@ pub struct Topic {
 pub struct Workload {
     pub producers: u32,
     pub topic: String,
-    /// Sends per simulated second, per producer.
+    /// Sends per simulated second, per producer: a mean, the instants drawn by `arrivals`.
     pub rate: u32,
+    pub arrivals: Arrivals,
     /// Stop after this many sends in all; `None`: send until `duration`.
     pub messages: Option<u64>,
     /// Distinct keys; 0 = null keys (sticky partitioner).
@@ -141,6 +142,7 @@ pub struct Workload {
 }
 
 pub use crate::config::kafka::Commit;
+pub use crate::config::workload::Arrivals;
 
 #[derive(Clone, Debug)]
 pub struct Network {
@@ -148,10 +150,12 @@ pub struct Network {
     pub latency_max: Duration,
 }
 
-/// A scripted fault: `action` at simulated time `at`.
+/// A scripted fault: `action` at simulated time `at`, or, with a `jitter`, at an instant
+/// the seed draws within `at ± jitter`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {
     pub at: Duration,
+    pub jitter: Duration,
     pub action: FaultAction,
 }
 

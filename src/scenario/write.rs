@@ -261,6 +261,9 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
     for fault in faults {
         let mut table = Table::new();
         table.insert("at", value(format_duration(fault.at)));
+        if !fault.jitter.is_zero() {
+            table.insert("jitter", value(format_duration(fault.jitter)));
+        }
         table.insert("action", value(fault.action.kind().name()));
         if let Some(target) = fault.action.target() {
             table.insert("target", value(target_value(target)));

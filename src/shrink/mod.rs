@@ -23,6 +23,7 @@ use crate::sim::system::RunError;
 use crate::systems;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// How far to go.
 #[derive(Clone, Debug)]
@@ -123,7 +124,19 @@ pub fn shrink(
         });
     };
     let settings = &variant.settings;
-    let mut units: Vec<Vec<Fault>> = settings.faults.iter().map(|f| vec![f.clone()]).collect();
+    // A fault with a jitter is pinned at the instant this seed drew for it: the same run,
+    // and a file that reads as what happened.
+    let mut units: Vec<Vec<Fault>> = settings
+        .faults
+        .iter()
+        .map(|f| {
+            vec![Fault {
+                at: faults::instant(f, seed),
+                jitter: Duration::ZERO,
+                action: f.action.clone(),
+            }]
+        })
+        .collect();
     if let Some(nemesis) = &settings.nemesis {
         units.extend(faults::nemesis_episodes(
             nemesis,

@@ -13,7 +13,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::time::Duration;
 
-/// Every fault of a run, sorted by time (scripted faults first among equals, in file order).
+/// Every fault of a run, sorted by time (scripted faults first among equals, in file
+/// order), each scripted fault with a jitter at the instant this seed draws for it.
 pub fn schedule(
     scripted: &[Fault],
     nemesis: Option<&Nemesis>,
@@ -21,12 +22,36 @@ pub fn schedule(
     duration: Duration,
     seed: u64,
 ) -> Vec<Fault> {
-    let mut faults = scripted.to_vec();
+    let mut faults: Vec<Fault> = scripted
+        .iter()
+        .map(|fault| Fault {
+            at: instant(fault, seed),
+            jitter: Duration::ZERO,
+            action: fault.action.clone(),
+        })
+        .collect();
     if let Some(nemesis) = nemesis {
         faults.extend(nemesis_episodes(nemesis, brokers, duration, seed).concat());
     }
     faults.sort_by_key(|fault| fault.at);
     faults
+}
+
+/// When a scripted fault fires on `seed`: at `at`, or at a millisecond drawn uniformly
+/// within `at ± jitter` (not before the start). Each fault draws from its own stream,
+/// named by what it is, so removing or moving another fault (as the shrinker does) leaves
+/// its instant where it was.
+pub fn instant(fault: &Fault, seed: u64) -> Duration {
+    if fault.jitter.is_zero() {
+        return fault.at;
+    }
+    let label = format!("jitter {}ms {}", fault.at.as_millis(), fault.action);
+    let mut rng = StdRng::seed_from_u64(super::derive_seed(seed, &label));
+    let lo = fault.at.saturating_sub(fault.jitter).as_millis() as u64;
+    let hi = (fault.at + fault.jitter).as_millis() as u64;
+    let at = Duration::from_millis(rng.random_range(lo..=hi));
+    debug_assert!(at + fault.jitter >= fault.at && at <= fault.at + fault.jitter);
+    at
 }
 
 /// An exponentially distributed delay with the given mean, at millisecond resolution.
@@ -119,16 +144,22 @@ pub fn nemesis_episodes(
             ),
         };
         let until = at + exponential(&mut rng, nemesis.recover);
-        let mut episode = vec![Fault { at, action: fault }];
+        let mut episode = vec![Fault {
+            at,
+            jitter: Duration::ZERO,
+            action: fault,
+        }];
         if until < duration {
             episode.push(Fault {
                 at: until,
+                jitter: Duration::ZERO,
                 action: undo,
             });
             // A broker whose log dir went offline stopped itself: bring it back too.
             if matches!(action, NemesisAction::FsyncError | NemesisAction::DiskFull) {
                 episode.push(Fault {
                     at: until,
+                    jitter: Duration::ZERO,
                     action: FaultAction::Restart(host(victim)),
                 });
             }
@@ -296,11 +327,52 @@ mod tests {
     fn faults_are_time_ordered_and_within_the_run() {
         let scripted = vec![Fault {
             at: Duration::from_secs(10),
+            jitter: Duration::ZERO,
             action: FaultAction::Heal,
         }];
         let all = schedule(&scripted, Some(&nemesis()), 3, Duration::from_secs(60), 1);
         assert!(all.windows(2).all(|w| w[0].at <= w[1].at));
         assert!(all.iter().all(|f| f.at < Duration::from_secs(60)));
         assert!(all.contains(&scripted[0]));
+    }
+
+    #[test]
+    fn a_jittered_fault_fires_within_its_window_at_an_instant_of_its_own_per_seed() {
+        let fault = |at: u64, jitter: u64, action: FaultAction| Fault {
+            at: Duration::from_millis(at),
+            jitter: Duration::from_millis(jitter),
+            action,
+        };
+        let kill = fault(8_000, 500, FaultAction::Kill(host(HostName::Broker(1))));
+        let instants: Vec<Duration> = (0..200).map(|seed| instant(&kill, seed)).collect();
+        assert!(instants
+            .iter()
+            .all(|at| (7_500..=8_500).contains(&(at.as_millis() as u64))));
+        let distinct: std::collections::BTreeSet<_> = instants.iter().collect();
+        assert!(distinct.len() > 100, "{} distinct instants", distinct.len());
+        assert!(instants.iter().any(|at| at.as_millis() < 7_700));
+        assert!(instants.iter().any(|at| at.as_millis() > 8_300));
+        // Another fault in the schedule does not move it; a fault without jitter is exact.
+        let heal = fault(3_000, 0, FaultAction::Heal);
+        let alone = schedule(
+            std::slice::from_ref(&kill),
+            None,
+            3,
+            Duration::from_secs(60),
+            9,
+        );
+        let with = schedule(
+            &[heal.clone(), kill.clone()],
+            None,
+            3,
+            Duration::from_secs(60),
+            9,
+        );
+        assert_eq!(alone[0].at, instant(&kill, 9));
+        assert_eq!(with[1].at, alone[0].at);
+        assert_eq!(with[0].at, heal.at);
+        // Near the start, the window is cut at zero.
+        let early = fault(100, 500, FaultAction::Heal);
+        assert!((0..40).all(|seed| instant(&early, seed) <= Duration::from_millis(600)));
     }
 }

@@ -2,6 +2,7 @@
 //! and what the broker received when a request times out.
 
 use hightide::config::kafka::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::config::workload::{ArrivalProcess, Arrivals};
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
@@ -137,7 +138,7 @@ fn run(
         config,
         topic: "t".to_string(),
         partitions: 1,
-        rate: 100,
+        arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
         brokers: 1,
@@ -469,7 +470,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         config: config(false),
         topic: "t".to_string(),
         partitions: 1,
-        rate: 100,
+        arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
         brokers: 2,
@@ -727,7 +728,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         },
         topic: "t".to_string(),
         partitions: 1,
-        rate,
+        arrivals: ArrivalProcess::new(Arrivals::Periodic, rate, 0),
         keys: 0,
         value_bytes: 32,
         brokers: 1,

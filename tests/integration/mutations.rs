@@ -33,29 +33,32 @@ fn counts(variant: &Variant, bugs: Bugs, seed: u64) -> (Counts, Vec<String>) {
     (outcome.verdict.counts, failures)
 }
 
-/// On every seed: the bug makes each of `flagged` positive and fails the scenario's
-/// expectations; without it they are 0 and the expectations hold.
+/// Without the bug, each of `flagged` is 0 and the expectations hold on every seed; with
+/// it, some seed makes each of `flagged` positive and fails the expectations, as one
+/// failing seed fails the file. (Sends arrive at seeded instants, so a bug whose window a
+/// fault must hit, such as a read above the HW just before a leader dies, is caught on the
+/// seeds that hit it, not on all of them.)
 fn caught(variant: &Variant, bugs: Bugs, flagged: &[Count]) {
+    let mut caught_on = Vec::new();
     for seed in SEEDS {
         let (clean, clean_failures) = counts(variant, Bugs::default(), seed);
-        let (buggy, failures) = counts(variant, bugs, seed);
         for &count in flagged {
             assert_eq!(
                 clean.get(count),
                 0,
                 "seed {seed} without the bug: {clean:?}"
             );
-            assert!(
-                buggy.get(count) > 0,
-                "seed {seed}: {bugs:?} went unnoticed by {count:?}: {buggy:?}"
-            );
         }
         assert!(clean_failures.is_empty(), "seed {seed}: {clean_failures:?}");
-        assert!(
-            !failures.is_empty(),
-            "seed {seed}: the verdict passed {bugs:?}"
-        );
+        let (buggy, failures) = counts(variant, bugs, seed);
+        if flagged.iter().all(|&count| buggy.get(count) > 0) && !failures.is_empty() {
+            caught_on.push(seed);
+        }
     }
+    assert!(
+        !caught_on.is_empty(),
+        "{bugs:?} went unnoticed by {flagged:?} on seeds {SEEDS:?}"
+    );
 }
 
 #[test]

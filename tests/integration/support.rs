@@ -29,6 +29,7 @@ acks = 1
 
 [workload]
 rate = 500
+arrivals = "periodic"   # every seed in the same phase: seeds 1 and 2 both lose
 
 [[faults]]
 at = "0s"

@@ -16,6 +16,7 @@
 //! and `idempotence`; this file only moves batches between them and the network.
 
 use crate::config::kafka::{Acks, ProducerConfig};
+use crate::config::workload::ArrivalProcess;
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::kafka::client::accumulator::{
@@ -51,8 +52,8 @@ pub struct ProducerContext {
     pub config: ProducerConfig,
     pub topic: String,
     pub partitions: u32,
-    /// Sends per simulated second.
-    pub rate: u32,
+    /// When the application sends, as offsets from the producer's start.
+    pub arrivals: ArrivalProcess,
     /// Distinct keys (`key-<n % keys>`); 0: null keys and the sticky partitioner.
     pub keys: u32,
     pub value_bytes: u32,
@@ -492,16 +493,12 @@ impl Producer {
     }
 }
 
-/// The application: one send every `1/rate` s until `stop_at` or the budget runs out.
+/// The application: a send at each of its arrival instants until `stop_at` or the budget
+/// runs out.
 async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
-    if ctx.rate == 0 {
-        return;
-    }
-    let interval = Duration::from_secs(1) / ctx.rate;
     let start = clock::now();
-    let mut next = start;
-    loop {
-        clock::sleep_until(next).await;
+    for offset in ctx.arrivals.clone() {
+        clock::sleep_until(start + offset).await;
         if clock::now() >= ctx.stop_at {
             return;
         }
@@ -509,7 +506,6 @@ async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
             return;
         };
         producer.send(id);
-        next += interval;
     }
 }
 

@@ -7,7 +7,7 @@
 //! shares (`[disk]`, `[network]`, `[workload]`); each system's own sections live in a file
 //! of their own (`kafka.rs`).
 
-use super::model::{Commit, Network, Workload};
+use super::model::{Arrivals, Commit, Network, Workload};
 use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
@@ -369,6 +369,7 @@ pub(crate) fn default_workload() -> Workload {
         producers: 1,
         topic: String::new(),
         rate: 100,
+        arrivals: Arrivals::Poisson,
         messages: None,
         keys: 0,
         value_bytes: 64,
@@ -392,7 +393,9 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
             meaning: "The topic the producers write and the consumers read; unset: the only topic of [cluster].",
             kind: Kind::Other { set: set_topic, show: |_| "the only topic".to_owned() },
         },
-        int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer."),
+        int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer, on average."),
+        choice!("arrivals", arrivals: Arrivals,
+            "When a producer sends, drawn from the seed: \"poisson\" independent sends at the mean rate (each seed meets a fault in another phase of the load), \"periodic\" one every 1/rate s from a seeded start (every seed meets it in about the same phase)."),
         Key {
             name: "messages",
             meaning: "Stop after this many sends in all; unset: send until `duration`.",

@@ -70,7 +70,7 @@ pub(super) fn read_fault_sets(node: &Node) -> Result<BTreeMap<String, Vec<Parsed
 }
 
 pub(super) const FAULT_FIELDS: &[&str] = &[
-    "at", "action", "target", "groups", "between", "latency", "file", "bytes",
+    "at", "jitter", "action", "target", "groups", "between", "latency", "file", "bytes",
 ];
 
 fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
@@ -91,6 +91,10 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         .get("at")
         .ok_or_else(|| Error::at(&node.span, format!("missing `at` in {context}")))?;
     let at = keys::duration("at", &at_entry.value)?;
+    let jitter = match fields.get("jitter") {
+        Some(entry) => keys::duration("jitter", &entry.value)?,
+        None => Duration::ZERO,
+    };
     let action_entry = fields
         .get("action")
         .ok_or_else(|| Error::at(&node.span, format!("missing `action` in {context}")))?;
@@ -107,7 +111,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
     };
     let takes = kind.fields();
     for (name, entry) in &fields {
-        if *name != "at" && *name != "action" && !takes.contains(name) {
+        if !["at", "jitter", "action"].contains(name) && !takes.contains(name) {
             let takes = if takes.is_empty() {
                 "it takes only `at`".to_owned()
             } else {
@@ -232,6 +236,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
     Ok(ParsedFault {
         fault: Fault {
             at,
+            jitter,
             action: fault_action,
         },
         at_span: at_entry.value.span.clone(),

@@ -5,7 +5,8 @@
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::kafka::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
-use hightide::scenario::model::{FaultAction, NemesisAction, Scenario, Target};
+use hightide::scenario::model::{Arrivals, FaultAction, NemesisAction, Scenario, Target};
+use hightide::scenario::write::{standalone, Standalone};
 use hightide::scenario::{
     config_reference, load, parse, parse_seeds, parse_with, Overrides, ScenarioError,
 };
@@ -1293,4 +1294,48 @@ fn a_one_of_names_key_takes_each_name_and_refuses_others_where_they_stand() {
         err(&format!("{MINIMAL}[disk]\npower_loss = 1\n")).to_string(),
         "s.toml:6:14: `power_loss` must be a string, found an integer"
     );
+}
+
+/// `arrivals` picks how sends arrive (Poisson unless asked), and a fault's `jitter` is
+/// read with its `at`, for any action, and written back by the scenario writer.
+#[test]
+fn arrivals_and_fault_jitter_are_read_checked_and_written_back() {
+    let settings = |text: &str| ok(text).variants[0].settings.clone();
+    assert_eq!(settings(MINIMAL).workload.arrivals, Arrivals::Poisson);
+    let periodic = settings(&format!("{MINIMAL}[workload]\narrivals = \"periodic\"\n"));
+    assert_eq!(periodic.workload.arrivals, Arrivals::Periodic);
+    assert_eq!(
+        err(&format!("{MINIMAL}[workload]\narrivals = \"bursty\"\n")).to_string(),
+        "s.toml:6:12: invalid `arrivals` `bursty`: expected \"poisson\" or \"periodic\""
+    );
+    let jittered = format!(
+        "{MINIMAL}[[faults]]\nat = \"8s\"\njitter = \"500ms\"\naction = \"kill\"\ntarget = \"broker-1\"\n"
+    );
+    let faults = settings(&jittered).faults;
+    assert_eq!(faults[0].at, Duration::from_secs(8));
+    assert_eq!(faults[0].jitter, Duration::from_millis(500));
+    assert_eq!(
+        err(&format!(
+            "{MINIMAL}[[faults]]\nat = \"8s\"\njitter = 5\naction = \"heal\"\n"
+        ))
+        .to_string(),
+        "s.toml:7:10: `jitter` must be a duration with a unit, like \"250ms\" or \"10s\", found an integer"
+    );
+    let scenario = ok(&jittered);
+    let variant = &scenario.variants[0];
+    let written = standalone(&Standalone {
+        text: &jittered,
+        variant: &variant.name,
+        original: &variant.settings,
+        settings: &variant.settings,
+        sets: &[],
+        expect: &[],
+        expect_some: &[],
+        name: "jittered",
+        seed: 1,
+        header: &[],
+    })
+    .expect("writes");
+    assert!(written.contains("jitter = \"500ms\""), "{written}");
+    assert_eq!(settings(&written).faults, variant.settings.faults);
 }

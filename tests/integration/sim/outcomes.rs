@@ -82,6 +82,7 @@ acks = "all"
 producers = 1
 topic = "orders"
 rate = 500
+arrivals = "periodic"   # sends in flight at 10 s on this seed: the case under test
 
 [disk]
 power_loss = "torn-tail"
