@@ -197,3 +197,43 @@ fn each_variant_dumps_its_disks_into_its_own_folder() {
         "staging removed"
     );
 }
+
+/// A producer sends at the instants its seed draws (Poisson arrivals): two seeds invoke
+/// their sends at different times, one seed always at the same ones; with `arrivals =
+/// "periodic"` every seed sends every 1/rate s from the start.
+#[test]
+fn each_seed_sends_at_its_own_instants_unless_the_load_is_periodic() {
+    let text = |arrivals: &str| {
+        format!(
+            "name = \"arrivals\"\nduration = \"1s\"\nheal = \"1s\"\n[cluster]\nbrokers = 1\n\
+             topics = [{{ name = \"orders\", partitions = 1, replication_factor = 1 }}]\n\
+             [workload]\nrate = 100\narrivals = \"{arrivals}\"\n"
+        )
+    };
+    let invokes = |arrivals: &str, seed: u64| -> Vec<Duration> {
+        let scenario = scenario::parse(&text(arrivals), Path::new("arrivals.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let outcome =
+            systems::run(&scenario.variants[0], seed, &RunOptions::default()).expect("run");
+        outcome
+            .history
+            .iter()
+            .filter(|e| matches!(e.op, Op::Invoke { .. }))
+            .map(|e| e.time.since_start())
+            .collect()
+    };
+    let (one, two) = (invokes("poisson", 1), invokes("poisson", 2));
+    assert_ne!(one, two);
+    assert_eq!(one, invokes("poisson", 1));
+    for sends in [&one, &two] {
+        assert!(
+            (60..=140).contains(&sends.len()),
+            "{} sends in 1 s",
+            sends.len()
+        );
+    }
+    let periodic = invokes("periodic", 1);
+    assert_eq!(periodic, invokes("periodic", 2));
+    let every_10ms: Vec<Duration> = (0..100).map(|i| Duration::from_millis(10 * i)).collect();
+    assert_eq!(periodic, every_10ms);
+}
