@@ -239,3 +239,38 @@ lost = 0
         .scenario_file(&scenario, &[], Path::new("x.toml"))
         .is_err());
 }
+
+/// A fault with a jitter is shrunk from the instant its seed drew: the shrunk file has
+/// that instant (or an earlier one the shrink moved it to) and no jitter.
+#[test]
+fn a_jittered_fault_is_shrunk_from_the_instant_its_seed_drew() {
+    let text = crate::support::ACKS_1_POWER_LOSS.replace(
+        "at = \"3s\"\naction = \"power-loss\"",
+        "at = \"3s\"\njitter = \"400ms\"\naction = \"power-loss\"",
+    );
+    let scenario = hightide::parse("jittered.toml", &text).unwrap();
+    let variant = &scenario.variants[0];
+    // The first seed whose drawn instant loses something (most do: acks=1, a slow link).
+    let seed = (1..=10)
+        .find(|&seed| lost(variant, seed) > 0)
+        .expect("a losing seed");
+    let drawn = faults::instant(&variant.settings.faults[1], seed);
+    assert_ne!(
+        drawn,
+        std::time::Duration::from_secs(3),
+        "the seed draws the instant"
+    );
+    let shrunk = hightide::shrink(&scenario, "jittered", seed, &options()).unwrap();
+    let faults = &shrunk.variant.settings.faults;
+    assert!(faults.iter().all(|f| f.jitter.is_zero()), "{faults:?}");
+    let power_loss = faults
+        .iter()
+        .find(|f| f.action.to_string().starts_with("power-loss"))
+        .expect("the power loss is the cause");
+    assert!(
+        power_loss.at <= drawn,
+        "{:?} after {drawn:?}",
+        power_loss.at
+    );
+    assert!(!holds(&shrunk.goal, lost(&shrunk.variant, seed)));
+}
