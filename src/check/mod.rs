@@ -251,8 +251,20 @@ impl<'a> Pass<'a> {
             counts.moved += 1;
             examples.add(Count::Moved, || teller.moved(send, index, copies));
         }
-        if let Some(first) = copies.iter().find(|c| Some(c.part) == part) {
-            self.reorder.push(send.id, first.part, offset, first.offset);
+        // A message's position is where its acknowledgement put it, as Jepsen reads a
+        // log: a retry that landed late and was the one acknowledged sits there, even if an
+        // unacknowledged earlier copy survived. Without that copy, its first in the
+        // partition.
+        let placed = if at_the_ack {
+            Some(offset)
+        } else {
+            copies
+                .iter()
+                .find(|c| Some(c.part) == part)
+                .map(|c| c.offset)
+        };
+        if let (Some(part), Some(now)) = (part, placed) {
+            self.reorder.push(send.id, part, offset, now);
         }
     }
 }

@@ -2,8 +2,11 @@
 //!
 //! Definition. For each producer P and partition T, take P's acked sends whose ack named
 //! T and that have a copy in T in the final read; order them by P's send sequence (the
-//! order of P's `send` calls); let `o_i` be the offset of the first copy of the `i`-th
-//! in T. `reordered` is the number of inversions: pairs `i < j` with `o_i > o_j`. A batch
+//! order of P's `send` calls); let `o_i` be the position of the `i`-th in T: the offset
+//! its acknowledgement named when a copy is there (a retry that landed late and was the
+//! one acknowledged is where the producer was told it is, even if an earlier copy of it
+//! survived), else the offset of its first copy in T. `reordered` is the number of
+//! inversions: pairs `i < j` with `o_i > o_j`. A batch
 //! of `m` messages retried behind `k` later ones thus counts `m * k`: the number of pairs a
 //! consumer sees in the wrong order. Examples are descents (adjacent pairs in send order
 //! that are inverted); every inverted sequence has one.
@@ -22,7 +25,8 @@ pub struct Placed {
     /// Partition index in the final state.
     pub part: usize,
     pub acked: Offset,
-    /// The offset of the first copy in the final read.
+    /// Its position in the final read: the acknowledged offset when a copy is there,
+    /// else its first copy's.
     pub now: Offset,
 }
 

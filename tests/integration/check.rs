@@ -240,6 +240,36 @@ fn a_retried_batch_behind_a_later_send_is_reordered_once_per_inverted_pair() {
     );
 }
 
+/// A send whose first request landed but whose retry was the one acknowledged, after a
+/// later send: its position is where the acknowledgement put it (as Jepsen reads a log),
+/// so the pair is reordered, and the earlier copy is a duplicate.
+#[test]
+fn a_retry_acknowledged_behind_a_later_send_is_reordered_though_its_first_copy_is_not() {
+    let tp = orders(0);
+    let history = HistoryBuilder::new()
+        .send(id(1, 1), &tp)
+        .acked_at(12)
+        .send(id(1, 2), &tp)
+        .acked_at(11)
+        .build();
+    let read = vec![
+        record(10, id(1, 1)),
+        record(11, id(1, 2)),
+        record(12, id(1, 1)),
+    ];
+    let verdict = check(&history, &final_state([partition(tp, read)]));
+    assert_eq!(
+        (
+            verdict.counts.reordered,
+            verdict.counts.duplicates,
+            verdict.counts.out_of_order
+        ),
+        (1, 1, 1),
+        "{:?}",
+        verdict.counts
+    );
+}
+
 #[test]
 fn a_read_of_a_record_later_rolled_back_is_dirty() {
     let tp = orders(0);
