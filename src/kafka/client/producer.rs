@@ -4,7 +4,8 @@
 //! ok (with the offset), a fail (nothing written) or an info (unknown).
 //!
 //! Tasks, all on the host's LocalSet around one shared `State`:
-//! - the application loop (`run_producer`): one send per `1/rate` s into the accumulator;
+//! - the application loop (`run_producer`): a send into the accumulator at each instant of
+//!   its arrival process (`config::workload`);
 //! - the sender: drains ready batches to leaders' connections, at most
 //!   `max.in.flight.requests.per.connection` requests per connection, and expires batches
 //!   past `delivery.timeout.ms`;

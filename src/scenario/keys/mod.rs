@@ -395,7 +395,7 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
         },
         int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer, on average."),
         choice!("arrivals", arrivals: Arrivals,
-            "When a producer sends, drawn from the seed: \"poisson\" independent sends at the mean rate (each seed meets a fault in another phase of the load), \"periodic\" one every 1/rate s from a seeded start (every seed meets it in about the same phase)."),
+            "When a producer sends, drawn from the seed: \"poisson\" independent sends at the mean rate (each seed meets a fault in another phase of the load), \"periodic\" one every 1/rate s from the producer's start (every seed in the same phase)."),
         Key {
             name: "messages",
             meaning: "Stop after this many sends in all; unset: send until `duration`.",
