@@ -38,6 +38,8 @@ pub struct ArrivalProcess {
     kind: Arrivals,
     /// The mean gap, `1/rate` s.
     period: Duration,
+    /// The gaps' distribution, for Poisson arrivals: exponential at `rate` per second.
+    exp: Exp<f64>,
     rng: StdRng,
     /// The offset of the next send.
     next: Duration,
@@ -51,6 +53,7 @@ impl ArrivalProcess {
         let mut process = ArrivalProcess {
             kind,
             period,
+            exp: Exp::new(1.0 / period.as_secs_f64()).expect("a positive rate"),
             rng: StdRng::seed_from_u64(seed),
             next: Duration::ZERO,
         };
@@ -65,11 +68,7 @@ impl ArrivalProcess {
     fn gap(&mut self) -> Duration {
         match self.kind {
             Arrivals::Periodic => self.period,
-            Arrivals::Poisson => {
-                let rate = 1.0 / self.period.as_secs_f64();
-                let exp = Exp::new(rate).expect("a positive rate");
-                Duration::from_secs_f64(exp.sample(&mut self.rng))
-            }
+            Arrivals::Poisson => Duration::from_secs_f64(self.exp.sample(&mut self.rng)),
         }
     }
 }

@@ -30,6 +30,19 @@ impl<'a> Teller<'a> {
             chronicle: Chronicle::new(facts),
         }
     }
+
+    fn groups<'t, 'p>(
+        &'t self,
+        history: &'t [Event],
+        processings: &'p [Processing<'t>],
+    ) -> groups::Teller<'t, 'p> {
+        groups::Teller {
+            history,
+            chronicle: &self.chronicle,
+            facts: self.facts.events(),
+            processings,
+        }
+    }
 }
 
 impl Tell for Teller<'_> {
@@ -100,20 +113,5 @@ impl Tell for Teller<'_> {
 
     fn reprocessed(&self, history: &[Event], processings: &[Processing], repeat: &Repeat) -> Told {
         self.groups(history, processings).reprocessed(repeat)
-    }
-}
-
-impl<'a> Teller<'a> {
-    fn groups<'t, 'p>(
-        &'t self,
-        history: &'t [Event],
-        processings: &'p [Processing<'t>],
-    ) -> groups::Teller<'t, 'p> {
-        groups::Teller {
-            history,
-            chronicle: &self.chronicle,
-            facts: self.facts.events(),
-            processings,
-        }
     }
 }
