@@ -417,6 +417,7 @@ fn add_clients(
             ),
             keys: workload.keys,
             value_bytes: workload.value_bytes,
+            bugs: settings.bugs,
             brokers: settings.cluster.brokers,
             history: history.clone(),
             facts: facts.clone(),

@@ -155,6 +155,8 @@ struct DiskState {
     fsync_error: bool,
     /// A mutation test's bug: fsync succeeds and makes nothing durable.
     fsync_lies: bool,
+    /// A mutation test's bug: a power loss loses nothing.
+    cache_survives_power_loss: bool,
     full: bool,
     slow: Duration,
     /// When the flusher next wakes; `writeback` is called every tick and must stay cheap.
@@ -516,6 +518,7 @@ impl Disk {
                 durable_names: BTreeMap::new(),
                 fsync_error: false,
                 fsync_lies: false,
+                cache_survives_power_loss: false,
                 full: false,
                 slow: Duration::ZERO,
                 next_writeback,
@@ -673,6 +676,12 @@ impl Disk {
         self.state.borrow_mut().fsync_lies = true;
     }
 
+    /// From now on a power loss keeps the page cache: a bug a mutation test injects to prove
+    /// that the lessons about unflushed writes depend on losing them.
+    pub fn inject_cache_that_survives_power_loss(&self) {
+        self.state.borrow_mut().cache_survives_power_loss = true;
+    }
+
     /// fsync of a directory after the simulated fsync latency (use inside hosts).
     pub async fn fsync_dir(&self, dir: &str) -> Result<(), DiskError> {
         sleep(self.fsync_delay()).await;
@@ -702,7 +711,10 @@ impl Disk {
 
     /// The machine lost power: the page cache is lost per the power-loss model (seeded).
     pub fn power_loss(&self) {
-        self.state.borrow_mut().power_loss();
+        let mut state = self.state.borrow_mut();
+        if !state.cache_survives_power_loss {
+            state.power_loss();
+        }
     }
 
     /// Corrupt: NotFound if no file matches (or the glob is invalid).

@@ -306,6 +306,9 @@ pub fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
     if settings.bugs.fsync_returns_early {
         disk.inject_lying_fsync();
     }
+    if settings.bugs.power_loss_keeps_page_cache {
+        disk.inject_cache_that_survives_power_loss();
+    }
     disk
 }
 

@@ -387,6 +387,14 @@ fn a_lagging_replica_out_of_the_isr_is_under_replicated_not_divergent() {
         examples(&verdict, Count::UnderReplicated),
         vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1; its broker is down); against the leader broker-1's LEO 3, HW 3"]
     );
+    // A leader's log read only up to a batch that fails its CRC, below the HW: its LEO is
+    // not what the harness read.
+    state.partitions[0].replicas[0].log_end_offset = Offset(2);
+    let verdict = check(&[], &state);
+    assert_eq!(
+        examples(&verdict, Count::UnderReplicated),
+        vec!["orders/0: 1 of 3 replicas out of the ISR after healing: broker-3 (LEO 1; its broker is down); against the leader broker-1's log, whose batches check out only up to offset 2, HW 3"]
+    );
 }
 
 #[test]
@@ -670,10 +678,12 @@ fn sends_the_final_read_did_not_reach_are_unknown_not_lost() {
         .send(c, &tp)
         .acked_at(2)
         .build();
-    // The read got offset 0 of HW 3, then ran out of time.
-    let p = partition(tp, vec![record(0, a)])
+    // The read got offset 0 of HW 3, then ran out of time; the replicas hold all three.
+    let whole = vec![record(0, a), record(1, b), record(2, c)];
+    let p = partition(tp.clone(), vec![record(0, a)])
         .high_watermark(3)
-        .unreadable();
+        .unreadable()
+        .replicas((1..=3).map(|b| in_isr(b, whole.clone())).collect());
     let verdict = check(&history, &final_state([p]));
     assert_eq!(
         verdict.counts,
@@ -689,6 +699,17 @@ fn sends_the_final_read_did_not_reach_are_unknown_not_lost() {
     assert_eq!(
         examples(&verdict, Count::Unreadable),
         vec!["orders/0: the final read read up to offset 0 of log start 0 to HW 3 (leader broker-1) before time ran out; the acknowledged sends it did not reach are unknown, not lost"]
+    );
+    // The leader's log reads only as far as the final read got: a batch there does not
+    // decode, and every fetch stops at it.
+    let p = partition(tp, vec![record(0, a)])
+        .high_watermark(3)
+        .unreadable()
+        .replica(in_isr(1, vec![record(0, a)]));
+    let verdict = check(&history, &final_state([p]));
+    assert_eq!(
+        examples(&verdict, Count::Unreadable),
+        vec!["orders/0: the final read read up to offset 0 of log start 0 to HW 3 (leader broker-1), where the leader's log holds a corrupt batch that every fetch stops at; the acknowledged sends it did not reach are unknown, not lost"]
     );
 }
 

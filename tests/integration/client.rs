@@ -1,7 +1,7 @@
 //! The producer against a scripted fake broker on a turmoil network: what the history says
 //! and what the broker received when a request times out.
 
-use hightide::config::kafka::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::config::kafka::{Acks, Bugs, ConsumerConfig, ProducerConfig};
 use hightide::config::workload::{ArrivalProcess, Arrivals};
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
@@ -141,6 +141,7 @@ fn run(
         arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
+        bugs: Bugs::default(),
         brokers: 1,
         history: history.clone(),
         facts: Facts::default(),
@@ -473,6 +474,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
+        bugs: Bugs::default(),
         brokers: 2,
         history: history.clone(),
         facts: Facts::default(),
@@ -731,6 +733,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         arrivals: ArrivalProcess::new(Arrivals::Periodic, rate, 0),
         keys: 0,
         value_bytes: 32,
+        bugs: Bugs::default(),
         brokers: 1,
         history: history.clone(),
         facts: Facts::default(),

@@ -204,3 +204,108 @@ fn a_member_that_commits_its_fetch_position_leaves_records_unprocessed() {
     let after = variant("consumer-commits.toml", "after-processing");
     caught(&after, bugs, &[Count::Unprocessed]);
 }
+
+/// The expectations `cargo test` checks of `file` (every variant on its `test_seeds`)
+/// that fail with `bugs` injected, each with its seed and variant: empty if the file
+/// passes.
+fn file_failures(file: &str, bugs: Bugs) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(file);
+    let scenario = scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let mut failures = Vec::new();
+    for variant in &scenario.variants {
+        let mut variant = variant.clone();
+        variant.settings.bugs = bugs;
+        let mut counts = Vec::new();
+        for &seed in &scenario.test_seeds {
+            let outcome = systems::run(&variant, seed, &RunOptions::default()).expect("the run");
+            for failure in check::evaluate(&variant.expect, &outcome.verdict.counts) {
+                failures.push(format!("seed {seed} {}: {failure}", variant.name));
+            }
+            counts.push(outcome.verdict.counts);
+        }
+        for failure in check::evaluate_some(&variant.expect_some, counts.iter()) {
+            failures.push(format!("{}: expect_some {failure}", variant.name));
+        }
+    }
+    failures
+}
+
+/// One row of the file × mutation table in docs/checkers.md: each catalog file, and the
+/// bug its lesson is about, which must make the file fail under `cargo test`. (Without
+/// the bug each file passes: that is `tests/scenarios.rs`.)
+macro_rules! lessons {
+    ($($test:ident: $file:literal => $bug:ident,)*) => {
+        /// (file, bug, the bug alone).
+        const LESSONS: &[(&str, &str, fn() -> Bugs)] =
+            &[$(($file, stringify!($bug), || Bugs { $bug: true, ..Bugs::default() })),*];
+        $(
+            #[test]
+            fn $test() {
+                let failures = file_failures($file, Bugs { $bug: true, ..Bugs::default() });
+                assert!(!failures.is_empty(), "{} passes with {}", $file, stringify!($bug));
+            }
+        )*
+    };
+}
+
+lessons! {
+    lesson_of_bit_rot: "bit-rot.toml" => follower_skips_crc,
+    lesson_of_consumer_commits: "consumer-commits.toml" => commit_fetch_position,
+    lesson_of_controlled_shutdown: "controlled-shutdown.toml" => shutdown_without_marker,
+    lesson_of_coordinator_failover: "coordinator-failover.toml" => coordinator_skips_load,
+    lesson_of_corrupt_tail: "corrupt-tail.toml" => skip_crc_on_recovery,
+    lesson_of_fenced_follower: "fenced-follower.toml" => keep_fenced_in_isr,
+    lesson_of_fsync_vs_os_flusher: "fsync-vs-os-flusher.toml" => fsync_returns_early,
+    lesson_of_group_rewind: "group-rewind.toml" => skip_position_validation,
+    lesson_of_idempotent_retries: "idempotent-retries.toml" => ignore_sequences,
+    lesson_of_kafka_releases: "kafka-releases.toml" => ack_at_append,
+    lesson_of_kill_vs_power_loss: "kill-vs-power-loss.toml" => power_loss_keeps_page_cache,
+    lesson_of_kip_101_divergence: "kip-101-divergence.toml" => skip_follower_truncation,
+    lesson_of_kip_101: "kip-101.toml" => skip_follower_truncation,
+    lesson_of_kip_279: "kip-279.toml" => skip_follower_truncation,
+    lesson_of_lagging_follower: "lagging-follower.toml" => never_shrink_isr,
+    lesson_of_last_replica_standing: "last-replica-standing.toml" => clean_election_outside_isr,
+    lesson_of_leader_cut_from_followers: "leader-cut-from-followers.toml" => hw_on_leader_leo,
+    lesson_of_leader_failure: "leader-failure.toml" => ack_at_append,
+    lesson_of_leader_kills: "leader-kills.toml" => read_beyond_hw,
+    lesson_of_min_insync_replicas: "min-insync-replicas.toml" => ignore_min_insync_replicas,
+    lesson_of_nemesis: "nemesis.toml" => hw_on_leader_leo,
+    lesson_of_quickstart: "quickstart.toml" => ack_at_append,
+    lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
+    lesson_of_unclean_election: "unclean-election.toml" => clean_election_outside_isr,
+}
+
+/// Every catalog file has a row, and docs/checkers.md's table shows each row.
+#[test]
+fn every_catalog_file_has_a_lesson_in_the_table() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = hightide::lab::scenario_files(&root.join("scenarios")).expect("the catalog");
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let rows: Vec<&str> = LESSONS.iter().map(|&(file, ..)| file).collect();
+    assert_eq!(rows, names, "one row per catalog file, in file order");
+    let docs = std::fs::read_to_string(root.join("docs/checkers.md")).expect("docs/checkers.md");
+    for (file, bug, _) in LESSONS {
+        let row = format!("| `{file}` | `{bug}` |");
+        assert!(docs.contains(&row), "docs/checkers.md has no row {row}");
+    }
+}
+
+/// The table's evidence: what each file's row makes fail (`cargo test --test integration
+/// lesson_table -- --ignored --nocapture`).
+#[test]
+#[ignore = "prints the evidence for docs/checkers.md; the lesson_of_* tests assert it"]
+fn lesson_table() {
+    for (file, bug, bugs) in LESSONS {
+        let failures = file_failures(file, bugs());
+        println!(
+            "| `{file}` | `{bug}` | {} | {} |",
+            failures.len(),
+            failures.first().map_or("PASSES", |f| f.as_str())
+        );
+    }
+}

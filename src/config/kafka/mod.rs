@@ -440,6 +440,24 @@ pub struct Bugs {
     /// A group member commits its fetch position, past records fetched and not yet
     /// processed, instead of the position after the last record it processed.
     pub commit_fetch_position: bool,
+    /// A follower appends what its leader sent without checking the batches' CRCs.
+    pub follower_skips_crc: bool,
+    /// A controlled shutdown writes no clean-shutdown marker, so the next start recovers.
+    pub shutdown_without_marker: bool,
+    /// A group member fetches from its position after a leader change without asking the
+    /// new leader where its last epoch ends (no KIP-320 validation).
+    pub skip_position_validation: bool,
+    /// A leader never removes a lagging follower from the ISR.
+    pub never_shrink_isr: bool,
+    /// The brokers take `min.insync.replicas` to be 1, whatever it is set to.
+    pub ignore_min_insync_replicas: bool,
+    /// A new group coordinator starts without reading back the offsets partition.
+    pub coordinator_skips_load: bool,
+    /// A power loss keeps the page cache, as a process crash does.
+    pub power_loss_keeps_page_cache: bool,
+    /// The producer puts a retried batch behind the newer ones queued for its partition,
+    /// where Kafka's `RecordAccumulator.reenqueue` puts it in front.
+    pub retries_enqueue_at_back: bool,
 }
 
 /// `[workload] commit`: when a group member commits what it polled.

@@ -259,7 +259,7 @@ async fn shut_down(rm: &ReplicaManager) {
     }
     scheduler::write_hw_checkpoint(rm).await;
     scheduler::write_recovery_checkpoints(rm).await;
-    if rm.offline.get() {
+    if rm.offline.get() || rm.bugs.shutdown_without_marker {
         return;
     }
     let disk = &rm.disk;

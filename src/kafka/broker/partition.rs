@@ -419,7 +419,7 @@ impl Partition {
         now: SimTime,
         lag_time_max: Duration,
     ) -> Option<Vec<BrokerId>> {
-        if !self.is_leader() || self.pending_isr.is_some() {
+        if !self.is_leader() || self.pending_isr.is_some() || self.bugs.never_shrink_isr {
             return None;
         }
         let proposal = isr::shrink_proposal(

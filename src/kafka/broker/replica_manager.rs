@@ -183,6 +183,9 @@ impl ReplicaManager {
     }
 
     pub fn min_insync_replicas(&self, topic: &str) -> u32 {
+        if self.bugs.ignore_min_insync_replicas {
+            return 1;
+        }
         self.topic_config(topic)
             .min_insync_replicas
             .unwrap_or(self.config.min_insync_replicas)

@@ -110,6 +110,10 @@ pub struct AccumulatorConfig {
     pub batch_size_bytes: usize,
     pub linger: Duration,
     pub idempotent: bool,
+    /// A mutation test's bug ([`Bugs::retries_enqueue_at_back`]).
+    ///
+    /// [`Bugs::retries_enqueue_at_back`]: crate::config::kafka::Bugs::retries_enqueue_at_back
+    pub retries_at_back: bool,
 }
 
 #[derive(Debug)]
@@ -262,6 +266,7 @@ impl RecordAccumulator {
                         .is_none_or(|s| s.base_sequence > seq.base_sequence)
                 })
                 .unwrap_or(queue.len()),
+            _ if self.config.retries_at_back => queue.len(),
             _ => 0,
         };
         queue.insert(position, batch);
@@ -346,6 +351,7 @@ mod tests {
             batch_size_bytes,
             linger,
             idempotent,
+            retries_at_back: false,
         })
     }
 

@@ -322,7 +322,12 @@ async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<As
             let Some(position) = ask.position(&positions) else {
                 continue;
             };
-            if position.validated == Some(ask.epoch) {
+            let skip = consumer
+                .ctx
+                .group
+                .as_ref()
+                .is_some_and(|g| g.bugs.skip_position_validation);
+            if position.validated == Some(ask.epoch) || skip {
                 ready.push(ask);
                 continue;
             }

@@ -16,7 +16,7 @@
 //! The decisions (readiness, outcomes, retries, sequences) are in `accumulator`, `outcome`
 //! and `idempotence`; this file only moves batches between them and the network.
 
-use crate::config::kafka::{Acks, ProducerConfig};
+use crate::config::kafka::{Acks, Bugs, ProducerConfig};
 use crate::config::workload::ArrivalProcess;
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
@@ -58,6 +58,8 @@ pub struct ProducerContext {
     /// Distinct keys (`key-<n % keys>`); 0: null keys and the sticky partitioner.
     pub keys: u32,
     pub value_bytes: u32,
+    /// Bugs a mutation test injected (none in any real run).
+    pub bugs: Bugs,
     pub brokers: u32,
     pub history: History,
     /// Where the producer records its retries, for the checkers' explanations.
@@ -153,6 +155,7 @@ impl Producer {
             batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
             linger: config.linger,
             idempotent,
+            retries_at_back: ctx.bugs.retries_enqueue_at_back,
         });
         let policy = RetryPolicy {
             retries: config.retries,

@@ -464,8 +464,18 @@ impl Log {
     ) -> Result<Offset, StorageError> {
         let mut checked: Vec<(usize, BatchHeader)> = Vec::new();
         let mut expected = self.log_end_offset;
-        for item in record::batches(batches) {
-            let (position, header, _) =
+        let mut validated = record::batches(batches)
+            .map(|item| item.map(|(position, header, _)| (position, header)));
+        let mut unchecked;
+        let items: &mut dyn Iterator<Item = Result<_, record::RecordError>> =
+            if self.config.bugs.follower_skips_crc {
+                unchecked = unchecked_batches(batches).into_iter();
+                &mut unchecked
+            } else {
+                &mut validated
+            };
+        for item in items {
+            let (position, header) =
                 item.map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
             if header.base_offset != expected {
                 return Err(StorageError::InvalidRecord(format!(
@@ -884,6 +894,34 @@ pub fn read_records(
         out.push((offset, epoch, record.to_owned()));
     })?;
     Ok(out)
+}
+
+/// A mutation test's bug: the batches of a fetch answer by their headers alone, CRCs
+/// unchecked.
+fn unchecked_batches(bytes: &[u8]) -> Vec<Result<(usize, BatchHeader), record::RecordError>> {
+    let mut items = Vec::new();
+    let mut position = 0;
+    while position < bytes.len() {
+        let available = bytes.len() - position;
+        match record::parse_header(&bytes[position..]) {
+            Ok(header) if header.size_bytes() <= available => {
+                items.push(Ok((position, header)));
+                position += header.size_bytes();
+            }
+            Ok(header) => {
+                items.push(Err(record::RecordError::Truncated {
+                    needed: header.size_bytes(),
+                    available,
+                }));
+                break;
+            }
+            Err(e) => {
+                items.push(Err(e));
+                break;
+            }
+        }
+    }
+    items
 }
 
 /// [`read_records`], handing each record to `visit` as a view into the segment's bytes.

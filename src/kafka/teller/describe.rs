@@ -387,8 +387,21 @@ pub fn unreadable(partition: &PartitionFinal) -> String {
         Some(last) => format!("read up to offset {last}"),
         None => "read nothing".to_string(),
     };
+    // The harness reads the leader's log up to its first batch that does not decode (a bad
+    // CRC, a broken header): if the final read stopped there too, that batch stopped it.
+    let next = last.map_or(partition.log_start_offset, Offset::next);
+    let corrupt = partition.replicas.iter().any(|r| {
+        Some(r.broker) == partition.leader
+            && r.log_end_offset == next
+            && next < partition.high_watermark
+    });
+    let why = if corrupt {
+        ", where the leader's log holds a corrupt batch that every fetch stops at".to_string()
+    } else {
+        " before time ran out".to_string()
+    };
     format!(
-        "{}: the final read {got} of log start {} to HW {} ({leader}) before time ran out; the acknowledged sends it did not reach are unknown, not lost",
+        "{}: the final read {got} of log start {} to HW {} ({leader}){why}; the acknowledged sends it did not reach are unknown, not lost",
         partition.tp, partition.log_start_offset, partition.high_watermark
     )
 }
@@ -403,7 +416,12 @@ pub fn under_replicated(
         .iter()
         .find(|r| Some(r.broker) == partition.leader)
         .map(|r| r.log_end_offset);
+    // The harness reads a replica's log as a reader would, up to its first batch that
+    // fails its CRC: below the HW, that is where a follower's fetches stop too.
     let leader = match (partition.leader, leader_leo) {
+        (Some(leader), Some(leo)) if leo < partition.high_watermark => {
+            format!("the leader {leader}'s log, whose batches check out only up to offset {leo}")
+        }
         (Some(leader), Some(leo)) => format!("the leader {leader}'s LEO {leo}"),
         _ => "no leader".to_string(),
     };
