@@ -140,6 +140,32 @@ fn a_broker_that_ignores_sequence_numbers_duplicates_retried_batches() {
     );
 }
 
+/// Idempotence keeps retries in send order twice over: the producer puts a retried batch
+/// back in sequence order, and the leader refuses a sequence that skips one. Either
+/// alone restores the order the other lost; only both broken reorder the retries.
+#[test]
+fn idempotence_reorders_only_with_both_of_its_order_rules_broken() {
+    let idempotent = variant("idempotent-retries.toml", "idempotent");
+    let producer_only = Bugs {
+        reenqueue_ignores_sequence: true,
+        ..Bugs::default()
+    };
+    let broker_only = Bugs {
+        ignore_sequences: true,
+        ..Bugs::default()
+    };
+    for seed in SEEDS {
+        assert_eq!(counts(&idempotent, producer_only, seed).0.reordered, 0);
+        assert_eq!(counts(&idempotent, broker_only, seed).0.reordered, 0);
+    }
+    let both = Bugs {
+        reenqueue_ignores_sequence: true,
+        ignore_sequences: true,
+        ..Bugs::default()
+    };
+    caught(&idempotent, both, &[Count::Reordered]);
+}
+
 #[test]
 fn a_recovery_that_checks_no_crc_serves_corrupt_bytes() {
     let bugs = Bugs {
@@ -273,6 +299,7 @@ lessons! {
     lesson_of_min_insync_replicas: "min-insync-replicas.toml" => ignore_min_insync_replicas,
     lesson_of_nemesis: "nemesis.toml" => hw_on_leader_leo,
     lesson_of_quickstart: "quickstart.toml" => ack_at_append,
+    lesson_of_retried_ack_moved: "retried-ack-moved.toml" => ack_at_append,
     lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
     lesson_of_unclean_election: "unclean-election.toml" => clean_election_outside_isr,
 }

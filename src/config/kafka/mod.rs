@@ -458,6 +458,9 @@ pub struct Bugs {
     /// The producer puts a retried batch behind the newer ones queued for its partition,
     /// where Kafka's `RecordAccumulator.reenqueue` puts it in front.
     pub retries_enqueue_at_back: bool,
+    /// An idempotent producer puts a retried batch at the front of its partition's queue,
+    /// as one without idempotence does, instead of in sequence order.
+    pub reenqueue_ignores_sequence: bool,
 }
 
 /// `[workload] commit`: when a group member commits what it polled.

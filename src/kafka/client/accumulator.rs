@@ -114,6 +114,10 @@ pub struct AccumulatorConfig {
     ///
     /// [`Bugs::retries_enqueue_at_back`]: crate::config::kafka::Bugs::retries_enqueue_at_back
     pub retries_at_back: bool,
+    /// A mutation test's bug ([`Bugs::reenqueue_ignores_sequence`]).
+    ///
+    /// [`Bugs::reenqueue_ignores_sequence`]: crate::config::kafka::Bugs::reenqueue_ignores_sequence
+    pub reenqueue_ignores_sequence: bool,
 }
 
 #[derive(Debug)]
@@ -259,7 +263,7 @@ impl RecordAccumulator {
         batch.retry_at = Some(now + backoff);
         let queue = self.queues.entry(batch.partition).or_default();
         let position = match (self.config.idempotent, batch.sequence) {
-            (true, Some(seq)) => queue
+            (true, Some(seq)) if !self.config.reenqueue_ignores_sequence => queue
                 .iter()
                 .position(|b| {
                     b.sequence
@@ -352,6 +356,7 @@ mod tests {
             linger,
             idempotent,
             retries_at_back: false,
+            reenqueue_ignores_sequence: false,
         })
     }
 

@@ -156,6 +156,7 @@ impl Producer {
             linger: config.linger,
             idempotent,
             retries_at_back: ctx.bugs.retries_enqueue_at_back,
+            reenqueue_ignores_sequence: ctx.bugs.reenqueue_ignores_sequence,
         });
         let policy = RetryPolicy {
             retries: config.retries,
