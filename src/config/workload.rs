@@ -31,6 +31,30 @@ impl Arrivals {
     }
 }
 
+/// `[workload] on_error`: what the application records when Kafka's send callback gets an
+/// exception.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnError {
+    /// What the error proves: "not written" only where no attempt can have written the
+    /// batch, unknown otherwise (a timeout, NOT_ENOUGH_REPLICAS_AFTER_APPEND), as Jepsen
+    /// records it.
+    WhatItProves,
+    /// Every exception taken as "not written", as many applications log it.
+    NotWritten,
+}
+
+impl OnError {
+    pub const ALL: [OnError; 2] = [OnError::WhatItProves, OnError::NotWritten];
+
+    /// As a scenario file writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            OnError::WhatItProves => "what-it-proves",
+            OnError::NotWritten => "not-written",
+        }
+    }
+}
+
 /// One producer's send instants, as offsets from its start: an iterator that never ends
 /// (the producer stops at the end of the load or of its budget).
 #[derive(Clone, Debug)]

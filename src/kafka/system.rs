@@ -417,6 +417,7 @@ fn add_clients(
             ),
             keys: workload.keys,
             value_bytes: workload.value_bytes,
+            on_error: workload.on_error,
             bugs: settings.bugs,
             brokers: settings.cluster.brokers,
             history: history.clone(),

@@ -127,6 +127,7 @@ pub struct Workload {
     /// Sends per simulated second, per producer: a mean, the instants drawn by `arrivals`.
     pub rate: u32,
     pub arrivals: Arrivals,
+    pub on_error: OnError,
     /// Stop after this many sends in all; `None`: send until `duration`.
     pub messages: Option<u64>,
     /// Distinct keys; 0 = null keys (sticky partitioner).
@@ -142,7 +143,7 @@ pub struct Workload {
 }
 
 pub use crate::config::kafka::Commit;
-pub use crate::config::workload::Arrivals;
+pub use crate::config::workload::{Arrivals, OnError};
 
 #[derive(Clone, Debug)]
 pub struct Network {

@@ -2,7 +2,7 @@
 //! and what the broker received when a request times out.
 
 use hightide::config::kafka::{Acks, Bugs, ConsumerConfig, ProducerConfig};
-use hightide::config::workload::{ArrivalProcess, Arrivals};
+use hightide::config::workload::{ArrivalProcess, Arrivals, OnError};
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
@@ -141,6 +141,7 @@ fn run(
         arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
+        on_error: OnError::WhatItProves,
         bugs: Bugs::default(),
         brokers: 1,
         history: history.clone(),
@@ -474,6 +475,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
+        on_error: OnError::WhatItProves,
         bugs: Bugs::default(),
         brokers: 2,
         history: history.clone(),
@@ -733,6 +735,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         arrivals: ArrivalProcess::new(Arrivals::Periodic, rate, 0),
         keys: 0,
         value_bytes: 32,
+        on_error: OnError::WhatItProves,
         bugs: Bugs::default(),
         brokers: 1,
         history: history.clone(),

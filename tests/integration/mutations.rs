@@ -301,6 +301,7 @@ lessons! {
     lesson_of_quickstart: "quickstart.toml" => ack_at_append,
     lesson_of_retried_ack_moved: "retried-ack-moved.toml" => ack_at_append,
     lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
+    lesson_of_timeouts_are_not_failures: "timeouts-are-not-failures.toml" => timeout_proves_not_written,
     lesson_of_unclean_election: "unclean-election.toml" => clean_election_outside_isr,
 }
 

@@ -461,6 +461,8 @@ pub struct Bugs {
     /// An idempotent producer puts a retried batch at the front of its partition's queue,
     /// as one without idempotence does, instead of in sequence order.
     pub reenqueue_ignores_sequence: bool,
+    /// The producer takes a request that timed out for one that wrote nothing.
+    pub timeout_proves_not_written: bool,
 }
 
 /// `[workload] commit`: when a group member commits what it polled.

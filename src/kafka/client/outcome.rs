@@ -147,6 +147,24 @@ pub fn may_have_written(result: &AttemptResult) -> bool {
     }
 }
 
+/// The unknown outcome of acks=0: sent, never answered. Kafka completes it as a success.
+pub const SENT_AND_FORGOTTEN: &str = "acks=0";
+/// DUPLICATE_SEQUENCE_NUMBER: Kafka completes the batch as a success without an offset.
+const WRITTEN_BEFORE: &str = "DUPLICATE_SEQUENCE_NUMBER: written before, offset unknown";
+
+/// What an application that takes every exception as "not written" records (`[workload]
+/// on_error = "not-written"`): Kafka's send callback gets an exception for every batch
+/// the producer gives up on, whether or not an attempt may have written it, so each such
+/// unknown outcome becomes a failure. The two unknowns Kafka completes as successes stay.
+pub fn taken_as_not_written(decision: Decision) -> Decision {
+    match decision {
+        Decision::Info(reason) if reason != SENT_AND_FORGOTTEN && reason != WRITTEN_BEFORE => {
+            Decision::Fail(reason)
+        }
+        other => other,
+    }
+}
+
 /// The decision for one attempt's result.
 pub fn decide(
     result: &AttemptResult,
@@ -171,9 +189,7 @@ pub fn decide(
         AttemptResult::Response {
             error: Some(ErrorCode::DuplicateSequenceNumber),
             ..
-        } => {
-            Decision::Info("DUPLICATE_SEQUENCE_NUMBER: written before, offset unknown".to_string())
-        }
+        } => Decision::Info(WRITTEN_BEFORE.to_string()),
         AttemptResult::Response {
             error: Some(error), ..
         } => {
@@ -207,6 +223,24 @@ pub fn expired(maybe_written: bool) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_application_taking_exceptions_as_not_written_keeps_kafka_s_successes() {
+        let info = |reason: &str| Decision::Info(reason.to_string());
+        assert_eq!(
+            taken_as_not_written(info("request timed out (request.timeout.ms)")),
+            Decision::Fail("request timed out (request.timeout.ms)".to_string())
+        );
+        for success in [SENT_AND_FORGOTTEN, WRITTEN_BEFORE] {
+            assert_eq!(taken_as_not_written(info(success)), info(success));
+        }
+        let ok = Decision::Ok {
+            base_offset: Offset(7),
+        };
+        assert_eq!(taken_as_not_written(ok.clone()), ok);
+        let fail = Decision::Fail("NOT_ENOUGH_REPLICAS".to_string());
+        assert_eq!(taken_as_not_written(fail.clone()), fail);
+    }
 
     const POLICY: RetryPolicy = RetryPolicy {
         retries: 3,

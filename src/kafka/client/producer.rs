@@ -17,7 +17,7 @@
 //! and `idempotence`; this file only moves batches between them and the network.
 
 use crate::config::kafka::{Acks, Bugs, ProducerConfig};
-use crate::config::workload::ArrivalProcess;
+use crate::config::workload::{ArrivalProcess, OnError};
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::kafka::client::accumulator::{
@@ -58,6 +58,7 @@ pub struct ProducerContext {
     /// Distinct keys (`key-<n % keys>`); 0: null keys and the sticky partitioner.
     pub keys: u32,
     pub value_bytes: u32,
+    pub on_error: OnError,
     /// Bugs a mutation test injected (none in any real run).
     pub bugs: Bugs,
     pub brokers: u32,
@@ -93,6 +94,11 @@ struct Producer {
     partitions: u32,
     keys: u32,
     value_bytes: usize,
+    on_error: OnError,
+    /// A mutation test's bug ([`Bugs::timeout_proves_not_written`]).
+    ///
+    /// [`Bugs::timeout_proves_not_written`]: crate::config::kafka::Bugs::timeout_proves_not_written
+    timeout_proves_not_written: bool,
     brokers: u32,
     history: History,
     facts: Facts,
@@ -167,6 +173,8 @@ impl Producer {
             topic: TopicPartition::new(&ctx.topic, 0).topic,
             partitions: ctx.partitions.max(1),
             keys: ctx.keys,
+            on_error: ctx.on_error,
+            timeout_proves_not_written: ctx.bugs.timeout_proves_not_written,
             value_bytes: ctx.value_bytes as usize,
             brokers: ctx.brokers.max(1),
             history: ctx.history.clone(),
@@ -266,6 +274,14 @@ impl Producer {
 
     /// Record the final outcome of every message of `batch`.
     fn complete(&self, state: &mut State, batch: &ProducerBatch, decision: &Decision) {
+        let told;
+        let decision = match self.on_error {
+            OnError::WhatItProves => decision,
+            OnError::NotWritten => {
+                told = outcome::taken_as_not_written(decision.clone());
+                &told
+            }
+        };
         let tp = self.tp(batch.partition);
         for (i, record) in batch.records.iter().enumerate() {
             let id = record.id;
@@ -317,7 +333,14 @@ impl Producer {
             created: batch.created,
             earlier_unresolved,
         };
-        let decision = decide(&result, &progress, &self.policy, now);
+        let decision = match decide(&result, &progress, &self.policy, now) {
+            Decision::Info(reason)
+                if self.timeout_proves_not_written && result == AttemptResult::TimedOut =>
+            {
+                Decision::Fail(reason)
+            }
+            decision => decision,
+        };
         batch.maybe_written |= may_have_written(&result);
         if outcome::refreshes_metadata(&result) {
             self.request_metadata();
@@ -469,7 +492,8 @@ impl Producer {
         if self.config.acks == Acks::None {
             // Send and forget: the answer, if any, is not waited for.
             drop(in_flight);
-            self.complete(state, &batch, &Decision::Info("acks=0".to_string()));
+            let sent = Decision::Info(outcome::SENT_AND_FORGOTTEN.to_string());
+            self.complete(state, &batch, &sent);
             return true;
         }
         state.in_flight += 1;

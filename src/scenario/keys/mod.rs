@@ -7,7 +7,7 @@
 //! shares (`[disk]`, `[network]`, `[workload]`); each system's own sections live in a file
 //! of their own (`kafka.rs`).
 
-use super::model::{Arrivals, Commit, Network, Workload};
+use super::model::{Arrivals, Commit, Network, OnError, Workload};
 use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
@@ -370,6 +370,7 @@ pub(crate) fn default_workload() -> Workload {
         topic: String::new(),
         rate: 100,
         arrivals: Arrivals::Poisson,
+        on_error: OnError::WhatItProves,
         messages: None,
         keys: 0,
         value_bytes: 64,
@@ -396,6 +397,8 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
         int!("rate", rate as u32, 1, 1_000_000, "Sends per simulated second, per producer, on average."),
         choice!("arrivals", arrivals: Arrivals,
             "When a producer sends, drawn from the seed: \"poisson\" independent sends at the mean rate (each seed meets a fault in another phase of the load), \"periodic\" one every 1/rate s from the producer's start (every seed in the same phase)."),
+        choice!("on_error", on_error: OnError,
+            "What the application records when a send ends in an exception: \"what-it-proves\" not written only where no attempt can have written it, unknown otherwise (a timeout); \"not-written\" every exception taken as not written, as many applications log it."),
         Key {
             name: "messages",
             meaning: "Stop after this many sends in all; unset: send until `duration`.",

@@ -5,7 +5,7 @@
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::kafka::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
-use hightide::scenario::model::{Arrivals, FaultAction, NemesisAction, Scenario, Target};
+use hightide::scenario::model::{Arrivals, FaultAction, NemesisAction, OnError, Scenario, Target};
 use hightide::scenario::write::{standalone, Standalone};
 use hightide::scenario::{
     config_reference, load, parse, parse_seeds, parse_with, Overrides, ScenarioError,
@@ -1293,6 +1293,21 @@ fn a_one_of_names_key_takes_each_name_and_refuses_others_where_they_stand() {
     assert_eq!(
         err(&format!("{MINIMAL}[disk]\npower_loss = 1\n")).to_string(),
         "s.toml:6:14: `power_loss` must be a string, found an integer"
+    );
+}
+
+/// `on_error` says what the application records of a send that ended in an exception.
+#[test]
+fn on_error_is_read_and_checked() {
+    let settings = |text: &str| ok(text).variants[0].settings.clone();
+    assert_eq!(settings(MINIMAL).workload.on_error, OnError::WhatItProves);
+    let naive = settings(&format!(
+        "{MINIMAL}[workload]\non_error = \"not-written\"\n"
+    ));
+    assert_eq!(naive.workload.on_error, OnError::NotWritten);
+    assert_eq!(
+        err(&format!("{MINIMAL}[workload]\non_error = \"failed\"\n")).to_string(),
+        "s.toml:6:12: invalid `on_error` `failed`: expected \"what-it-proves\" or \"not-written\""
     );
 }
 
