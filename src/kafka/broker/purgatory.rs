@@ -121,6 +121,11 @@ mod tests {
             waiting().try_complete(view(10, 1), SimTime::ZERO),
             Some(Some(ErrorCode::NotEnoughReplicasAfterAppend))
         );
+        assert_eq!(
+            waiting().try_complete(view(10, 2), SimTime::ZERO),
+            Some(None),
+            "an ISR of exactly min.insync.replicas acknowledges"
+        );
     }
 
     #[test]

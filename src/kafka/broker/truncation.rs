@@ -255,6 +255,25 @@ mod tests {
         );
     }
 
+    /// A follower with an empty epoch cache has no epoch of its own to match (its cache
+    /// answers undefined): it cuts at the leader's end, as Kafka's
+    /// `getOffsetTruncationState` does for a follower that did not track epochs.
+    #[test]
+    fn follower_without_epochs_truncates_to_the_leaders_end() {
+        let undefined = EpochEndOffset {
+            epoch: Epoch::NONE,
+            end_offset: Offset::NONE,
+        };
+        let leader = end_for(&[(0, 0), (2, 6)], 1, 12);
+        assert_eq!(
+            leader_epoch_truncation(leader, Some(undefined), Offset(9), Offset(4)),
+            TruncationState {
+                offset: Offset(6),
+                completed: true
+            }
+        );
+    }
+
     #[test]
     fn leader_reports_divergence_on_fetch() {
         let leader = [(0, 0), (2, 6)];
@@ -273,5 +292,14 @@ mod tests {
         );
         // Epoch 0 ends at 6 on the leader, the follower is at 8 with epoch-0 data.
         assert!(diverging_epoch(end_for(&leader, 0, 12), Epoch(0), Offset(8)).is_some());
+        // Follower at offset 5 whose last record is of epoch 1: below the end of the
+        // leader's epoch 0, yet of an epoch the leader never had.
+        assert_eq!(
+            diverging_epoch(end_for(&leader, 1, 12), Epoch(1), Offset(5)),
+            Some(EpochEndOffset {
+                epoch: Epoch(0),
+                end_offset: Offset(6)
+            })
+        );
     }
 }
