@@ -187,6 +187,11 @@ mod tests {
         assert_eq!(pairs(&c), [(0, 0), (2, 10), (3, 10), (5, 12)]);
         assert_eq!(c.latest_epoch(), Some(Epoch(5)));
         assert_eq!(LeaderEpochCache::default().latest_epoch(), None);
+        // An undefined epoch or offset never enters, not even an empty cache.
+        let mut empty = LeaderEpochCache::default();
+        assert!(!empty.assign(Epoch::NONE, Offset(0)));
+        assert!(!empty.assign(Epoch(0), Offset::NONE));
+        assert_eq!(empty.entries(), []);
     }
 
     #[test]

@@ -289,6 +289,10 @@ mod tests {
     fn ahead_is_less_than_half_the_sequence_space_forward() {
         assert!(is_ahead(5, 6) && is_ahead(i32::MAX, 0) && is_ahead(i32::MAX - 1, 3));
         assert!(!is_ahead(6, 5) && !is_ahead(0, i32::MAX) && !is_ahead(4, 4));
+        assert!(
+            is_ahead(0, (1 << 30) - 1) && !is_ahead(0, 1 << 30),
+            "half is not less"
+        );
     }
 
     #[test]
