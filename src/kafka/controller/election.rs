@@ -267,6 +267,23 @@ mod tests {
         );
     }
 
+    /// The trace's `leader election` line says which rule chose the leader: five words,
+    /// one per outcome.
+    #[test]
+    fn each_kind_of_election_has_its_own_word_in_the_trace() {
+        let b = BrokerId(1);
+        let kinds = [
+            Election::Clean(b),
+            Election::Eligible(b),
+            Election::LastKnownLeader(b),
+            Election::Unclean(b),
+            Election::Offline,
+        ]
+        .map(Election::kind);
+        let distinct: std::collections::BTreeSet<_> = kinds.iter().collect();
+        assert_eq!(distinct.len(), kinds.len(), "{kinds:?}");
+    }
+
     #[test]
     fn clean_is_preferred_over_unclean_even_when_unclean_is_enabled() {
         let replicas = ids(&[1, 2, 3]);

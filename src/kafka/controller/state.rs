@@ -955,6 +955,31 @@ mod tests {
         assert_eq!(partition(&old, 0).leader, Some(BrokerId(1)));
     }
 
+    /// The trace's `broker fenced` line says why: three causes, three words.
+    #[test]
+    fn each_fence_cause_has_its_own_word_in_the_trace() {
+        let names = [
+            FenceCause::SessionTimeout,
+            FenceCause::NewIncarnation,
+            FenceCause::ControlledShutdown,
+        ]
+        .map(FenceCause::name);
+        let distinct: BTreeSet<_> = names.iter().collect();
+        assert_eq!(distinct.len(), names.len(), "{names:?}");
+    }
+
+    /// Each producer id is handed out once, none is -1 (`ProducerId::NONE`, which marks a
+    /// batch as not idempotent), and a restarted controller goes on from its snapshot.
+    #[test]
+    fn producer_ids_count_up_from_zero_across_a_restart() {
+        let config = kafka_4_0();
+        let mut state = ControllerState::new(&config, 3, &[], at(0));
+        let ids: Vec<ProducerId> = (0..3).map(|_| state.allocate_producer_id()).collect();
+        assert_eq!(ids, [ProducerId(0), ProducerId(1), ProducerId(2)]);
+        let mut restarted = ControllerState::restore(&config, 3, &[], state.snapshot(), at(0));
+        assert_eq!(restarted.allocate_producer_id(), ProducerId(3));
+    }
+
     #[test]
     fn a_new_cluster_follows_the_placement() {
         let state = cluster(3, &[&[1, 2, 3], &[2, 3, 1]], None);
@@ -1006,6 +1031,33 @@ mod tests {
             state.is_fenced(BrokerId(1), Incarnation(1)),
             "the old incarnation stays fenced"
         );
+    }
+
+    /// A heartbeat from a newer incarnation stands for its registration, still on its way:
+    /// the old process is fenced and the new one registered. One from an older incarnation
+    /// changes nothing and is answered "fenced".
+    #[test]
+    fn a_heartbeat_from_a_new_incarnation_registers_it_and_an_older_one_is_fenced() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let outcome = state.heartbeat(BrokerId(1), Incarnation(2), at(100));
+        assert!(!outcome.fenced);
+        assert_eq!(
+            outcome.changes.first(),
+            Some(&Change::Fenced {
+                broker: BrokerId(1),
+                cause: FenceCause::NewIncarnation
+            })
+        );
+        assert_eq!(
+            outcome.changes.last(),
+            Some(&Change::Registered {
+                broker: BrokerId(1),
+                incarnation: Incarnation(2)
+            })
+        );
+        let stale = state.heartbeat(BrokerId(1), Incarnation(1), at(200));
+        assert!(stale.fenced);
+        assert_eq!(stale.changes, []);
     }
 
     #[test]
