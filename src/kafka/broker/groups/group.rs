@@ -605,6 +605,7 @@ mod tests {
         assert_eq!((leader.1.generation, follower.1.generation), (1, 1));
         assert_eq!(leader.0, "consumer-1-1");
         assert_eq!(leader.1.leader, leader.0);
+        assert_eq!(group.leader(), Some(leader.0.as_str()));
         assert_eq!(
             leader.1.members.len(),
             2,
@@ -714,6 +715,51 @@ mod tests {
             group.heartbeat(&leader, 1, at(35_100)),
             Err(GroupError::IllegalGeneration)
         );
+    }
+
+    /// The coordinator sleeps until `next_deadline`: the first session expiry of a member
+    /// not waiting on an answer, or the end of the join phase.
+    #[test]
+    fn the_next_deadline_is_the_first_session_expiry_or_the_end_of_the_join_phase() {
+        let mut group = Group::new(DELAY);
+        assert_eq!(group.next_deadline(), SimTime::LAST);
+        group.join(request(None, "consumer-1"), at(0));
+        assert_eq!(
+            group.next_deadline(),
+            at(3_000),
+            "the join phase; the member waits on its answer, so its session does not run"
+        );
+        assert_eq!(joined(&group.tick(at(3_000))).len(), 1);
+        assert_eq!(group.state(), State::CompletingRebalance);
+        assert_eq!(group.next_deadline(), at(3_000) + SESSION);
+    }
+
+    /// Kafka's `doCommitOffsets`: a commit from outside any group (no member, a negative
+    /// generation) is taken only while the group is empty; anyone else must be a member.
+    #[test]
+    fn a_commit_from_outside_the_group_is_taken_only_while_it_is_empty() {
+        let empty = Group::new(DELAY);
+        assert_eq!(empty.accepts_commit("", -1), Ok(()));
+        for (member, generation) in [("", 0), ("consumer-1-1", -1), ("consumer-1-1", 0)] {
+            assert_eq!(
+                empty.accepts_commit(member, generation),
+                Err(GroupError::UnknownMemberId),
+                "{member:?} in generation {generation}"
+            );
+        }
+        let (group, _) = two_members();
+        assert_eq!(
+            group.accepts_commit("", -1),
+            Err(GroupError::UnknownMemberId)
+        );
+    }
+
+    /// Kafka's stored group names its protocol only while it has members.
+    #[test]
+    fn the_stored_group_names_its_protocol_only_with_members() {
+        let (group, _) = two_members();
+        assert_eq!(group.stored(at(3_100)).protocol.as_deref(), Some("range"));
+        assert_eq!(Group::new(DELAY).stored(at(0)).protocol, None);
     }
 
     #[test]
