@@ -160,6 +160,8 @@ impl Group {
         self.generation
     }
 
+    /// Only the tests ask: the leader is told in its JoinGroup answer.
+    #[cfg(test)]
     pub fn leader(&self) -> Option<&str> {
         self.leader.as_deref()
     }
