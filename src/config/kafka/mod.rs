@@ -152,6 +152,7 @@ impl Default for BrokerConfig {
                 diverging_epoch_in_fetch: true,
                 unclean_election_honoured: true,
                 eligible_leader_replicas: true,
+                kraft_controller: true,
             },
         }
     }

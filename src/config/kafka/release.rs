@@ -166,6 +166,12 @@ pub struct Rules {
     /// shutdown loses its eligibility (4.1 by default; in 4.0 off unless the
     /// `eligible.leader.replicas.version` feature is raised).
     pub eligible_leader_replicas: bool,
+    /// The controller is KRaft's (3.3, KIP-833). It handles a controlled shutdown as a
+    /// fencing (`generateLeaderAndIsrUpdates`): a partition whose only in-sync replica is
+    /// shutting down is left without a leader (or gets an unclean one where allowed), and
+    /// the broker stops at once. ZooKeeper's controller left such a broker leading, and the
+    /// broker retried its controlled shutdown before stopping anyway.
+    pub kraft_controller: bool,
 }
 
 /// A release's defaults and rules: the broker's, the producer's and the consumer's.
@@ -195,6 +201,7 @@ impl Era {
                     diverging_epoch_in_fetch: false,
                     unclean_election_honoured: true,
                     eligible_leader_replicas: false,
+                    kraft_controller: false,
                 },
                 ..BrokerConfig::default()
             },
@@ -315,12 +322,13 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(3, 3),
-        change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`",
+        change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`; a controlled shutdown leaves a partition whose only in-sync replica is stopping without a leader, where ZooKeeper's controller kept the broker leading",
         source: "KIP-833, KIP-631",
         apply: |era| {
             era.broker.broker_session_timeout = ms(9_000);
             era.broker.broker_heartbeat_interval = ms(2_000);
             era.broker.rules.unclean_election_honoured = false;
+            era.broker.rules.kraft_controller = true;
         },
     },
     Step {

@@ -77,6 +77,10 @@ pub enum Fact {
         tp: TopicPartition,
         broker: BrokerId,
     },
+    /// A broker's log dir went offline on a storage error (a failed write or fsync, a full
+    /// disk, a checkpoint it cannot read): the broker halts, as Kafka's does when its only
+    /// log dir fails.
+    LogDirOffline { broker: BrokerId, error: String },
     /// A follower's fetch from its leader failed, with an error other than the previous
     /// round's: what keeps a replica out of the ISR, recorded once per change.
     FetchFailed {
@@ -108,6 +112,7 @@ impl Fact {
             Fact::Recovery { .. } => Some(Tally::Recovery),
             Fact::NoLeader { .. }
             | Fact::LogMissing { .. }
+            | Fact::LogDirOffline { .. }
             | Fact::LeaderStarted { .. }
             | Fact::Appended { .. }
             | Fact::Acknowledged { .. }

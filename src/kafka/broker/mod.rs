@@ -188,9 +188,9 @@ async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
             return Err(());
         }
     }
-    let recovery_points = read_checkpoint(rm, checkpoint::RECOVERY_POINT);
-    let hws = read_checkpoint(rm, checkpoint::REPLICATION);
-    let log_starts = read_checkpoint(rm, checkpoint::LOG_START);
+    let recovery_points = read_checkpoint(rm, checkpoint::RECOVERY_POINT)?;
+    let hws = read_checkpoint(rm, checkpoint::REPLICATION)?;
+    let log_starts = read_checkpoint(rm, checkpoint::LOG_START)?;
     tracing::info!(broker = rm.id.0, clean_shutdown, "loading logs");
     for dir in disk.list_dirs("") {
         let Some(tp) = parse_dir_name(&dir) else {
@@ -232,12 +232,15 @@ async fn start_up(rm: &ReplicaManager) -> Result<(), ()> {
     Ok(())
 }
 
-/// A checkpoint file; an unreadable one counts as missing (recover from offset 0).
-fn read_checkpoint(rm: &ReplicaManager, file: &str) -> BTreeMap<TopicPartition, Offset> {
-    checkpoint::read_offsets(&rm.disk, file).unwrap_or_else(|e| {
-        tracing::warn!(broker = rm.id.0, file, error = %e, "unreadable checkpoint ignored");
-        BTreeMap::new()
-    })
+/// A checkpoint file (a missing one is empty). An unreadable one takes the log dir offline,
+/// so the broker halts: Kafka reads every checkpoint through `CheckpointFileWithFailureHandler`,
+/// which marks the dir offline before `LogManager.loadLogs` can fall back to offset 0, and a
+/// broker whose only log dir is offline exits ("all log dirs ... have failed").
+fn read_checkpoint(
+    rm: &ReplicaManager,
+    file: &str,
+) -> Result<BTreeMap<TopicPartition, Offset>, ()> {
+    checkpoint::read_offsets(&rm.disk, file).map_err(|e| rm.storage_failed(file, &e))
 }
 
 /// `<topic>-<partition>`; the topic may itself contain `-`.

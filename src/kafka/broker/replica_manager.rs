@@ -214,6 +214,10 @@ impl ReplicaManager {
     pub fn storage_failed(&self, context: &str, error: &dyn std::fmt::Display) {
         if !self.offline.replace(true) {
             tracing::error!(broker = self.id.0, %context, %error, "log dir offline: storage error");
+            self.facts.record(Fact::LogDirOffline {
+                broker: self.id,
+                error: format!("{context}: {error}"),
+            });
         }
         // Callers may hold the partitions borrowed; then `run` wakes the waiters instead.
         if let Ok(partitions) = self.partitions.try_borrow() {
@@ -237,7 +241,7 @@ impl ReplicaManager {
             StorageError::DuplicateSequence => ErrorCode::DuplicateSequenceNumber,
             StorageError::InvalidRecord(_) => ErrorCode::CorruptMessage,
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
-            StorageError::Disk(_) | StorageError::Corrupt(_) => {
+            StorageError::Disk(_) | StorageError::Corrupt(_) | StorageError::Checkpoint { .. } => {
                 self.storage_failed(&tp.to_string(), &error);
                 ErrorCode::KafkaStorageError
             }

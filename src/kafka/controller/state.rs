@@ -140,6 +140,8 @@ pub struct ControllerState {
     unclean_election_honoured: bool,
     /// KIP-966's eligible leader replicas (Kafka 4.1).
     elr_enabled: bool,
+    /// KRaft's controller (3.3): see `Rules::kraft_controller`.
+    kraft_controller: bool,
     session_timeout: Duration,
     next_producer_id: ProducerId,
     /// Bugs a mutation test injected (none in any real run).
@@ -208,6 +210,10 @@ impl ControllerState {
                 (tp.topic.to_string(), TopicRules::of(config, topic_config))
             })
             .collect();
+        assert!(
+            config.rules.kraft_controller || !config.rules.eligible_leader_replicas,
+            "eligible leader replicas need KRaft's controller"
+        );
         ControllerState {
             metadata: snapshot.metadata,
             last_heartbeat,
@@ -216,6 +222,7 @@ impl ControllerState {
             default_rules,
             unclean_election_honoured: config.rules.unclean_election_honoured,
             elr_enabled: config.rules.eligible_leader_replicas,
+            kraft_controller: config.rules.kraft_controller,
             session_timeout: config.broker_session_timeout,
             next_producer_id: snapshot.next_producer_id,
             bugs: Bugs::default(),
@@ -432,10 +439,11 @@ impl ControllerState {
                 .filter(|&b| b != broker)
                 .collect();
             if current.leader == Some(broker) {
-                // A hand-off is always clean: unclean election is for lost leaders only.
-                // Without a clean successor the broker stays leader until it gives up;
-                // with ELR it leaves the ISR anyway, for the ELR, and the controller elects
-                // as it would for a lost leader (Kafka 4.1 lets it stop at once).
+                // A hand-off is clean where it can be. Without a clean successor,
+                // ZooKeeper's controller keeps the broker leading until it gives up; KRaft's
+                // handles it as a fencing: the broker leaves the ISR (with ELR, for the
+                // ELR; without, except as its last member) and the controller elects as it
+                // would for a lost leader, uncleanly where allowed, or leaves none.
                 let election = elect(
                     &current.replicas,
                     &others,
@@ -455,7 +463,14 @@ impl ControllerState {
                             &mut changes,
                         )
                     }
-                    _ if self.elr_enabled => self.change_isr(&tp, others, true, None, &mut changes),
+                    _ if self.kraft_controller => {
+                        let isr = if others.is_empty() && !self.elr_enabled {
+                            vec![broker]
+                        } else {
+                            others
+                        };
+                        self.change_isr(&tp, isr, true, None, &mut changes);
+                    }
                     _ => remaining += 1,
                 }
             } else if !others.is_empty() {
@@ -937,6 +952,8 @@ mod tests {
         let p = partition(&state, 0);
         assert_eq!((p.leader, p.isr.clone()), (Some(BrokerId(1)), ids(&[1])));
 
+        // Without ELR the partition is left without a leader; its ISR keeps broker-1, the
+        // only replica that may lead it again.
         let mut old = cluster_with(
             &BrokerConfig {
                 min_insync_replicas: 2,
@@ -951,8 +968,9 @@ mod tests {
         let outcome = old
             .controlled_shutdown(BrokerId(1), Incarnation(1))
             .expect("shutdown");
-        assert_eq!(outcome.remaining, 1);
-        assert_eq!(partition(&old, 0).leader, Some(BrokerId(1)));
+        assert_eq!(outcome.remaining, 0);
+        let p = partition(&old, 0);
+        assert_eq!((p.leader, p.isr, p.elr), (None, ids(&[1]), vec![]));
     }
 
     /// The trace's `broker fenced` line says why: three causes, three words.
@@ -1367,9 +1385,13 @@ mod tests {
         assert!(state.heartbeat(BrokerId(1), Incarnation(1), at(10)).fenced);
     }
 
+    /// ZooKeeper's controller keeps a sole in-sync leader leading through its controlled
+    /// shutdown; KRaft's leaves the partition without a leader, or, where unclean election
+    /// is on, elects outside the ISR at once.
     #[test]
-    fn controlled_shutdown_of_a_sole_isr_member_keeps_its_leadership() {
-        let mut state = cluster(2, &[&[1, 2]], None);
+    fn controlled_shutdown_of_a_sole_isr_member_by_controller() {
+        let zookeeper = Release::parse("3.2").expect("known").era().broker;
+        let mut state = cluster_with(&zookeeper, 2, &[&[1, 2]], None);
         state
             .alter_partition(&alter(&state, 0, 1, &[1]))
             .expect("shrink");
@@ -1383,6 +1405,21 @@ mod tests {
             state.controlled_shutdown(BrokerId(1), Incarnation(0)).err(),
             Some(ErrorCode::StaleBrokerEpoch)
         );
+
+        for (unclean, leader) in [(false, None), (true, Some(BrokerId(2)))] {
+            let mut state = cluster(2, &[&[1, 2]], Some(unclean));
+            state
+                .alter_partition(&alter(&state, 0, 1, &[1]))
+                .expect("shrink");
+            let outcome = state
+                .controlled_shutdown(BrokerId(1), Incarnation(1))
+                .expect("shutdown");
+            assert_eq!(outcome.remaining, 0);
+            let p = partition(&state, 0);
+            let isr = leader.map_or(ids(&[1]), |l| vec![l]);
+            assert_eq!((p.leader, p.isr), (leader, isr), "unclean {unclean}");
+            assert!(state.is_fenced(BrokerId(1), Incarnation(1)));
+        }
     }
 
     #[derive(Clone, Debug)]

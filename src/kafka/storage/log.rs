@@ -46,7 +46,7 @@ use std::time::Duration;
 
 use crate::config::kafka::LogConfig;
 use crate::kafka::record::{self, BatchHeader, Record, RecordView};
-use crate::kafka::storage::checkpoint::LEADER_EPOCH;
+use crate::kafka::storage::checkpoint::{self, CheckpointError, LEADER_EPOCH};
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;
 use crate::kafka::storage::producer_state::{ProducerStateManager, SequenceCheck};
 use crate::kafka::storage::recovery::{self, ScanMode, SegmentBounds, SegmentScan};
@@ -61,6 +61,11 @@ pub enum StorageError {
     Disk(#[from] DiskError),
     #[error("corrupt log: {0}")]
     Corrupt(String),
+    #[error("cannot read {file}: {error}")]
+    Checkpoint {
+        file: String,
+        error: CheckpointError,
+    },
     #[error("offset {offset} is out of range [{log_start_offset}, {log_end_offset}]")]
     OffsetOutOfRange {
         offset: Offset,
@@ -338,20 +343,25 @@ impl Log {
     /// Load the epoch cache from its checkpoint and make it agree with the recovered log:
     /// entries from the first re-validated offset on are dropped and re-derived from the
     /// batches there (a deferred checkpoint write may have missed them, or a power loss
-    /// undone a truncation it recorded). Rebuilt from every batch if unreadable.
+    /// undone a truncation it recorded). A missing or empty checkpoint is an empty cache,
+    /// as in Kafka, which does not re-derive the epochs of batches below the recovery point;
+    /// an unreadable one fails the load (Kafka's `LeaderEpochFileCache` throws
+    /// `KafkaStorageException` and takes the log dir offline).
     fn load_epochs(&mut self, headers: &LoadedHeaders) -> Result<(), StorageError> {
         let path = self.epoch_checkpoint_path();
-        let loaded = self
-            .disk
-            .read_all(&path)
-            .ok()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
-            .and_then(|text| LeaderEpochCache::from_checkpoint(&text).ok());
-        let before = loaded.as_ref().map(LeaderEpochCache::to_checkpoint);
-        let (mut epochs, replay) = match loaded {
-            Some(cache) => (cache, &headers.scanned),
-            None => (LeaderEpochCache::default(), &headers.all),
+        let unreadable = |error| StorageError::Checkpoint {
+            file: path.clone(),
+            error,
         };
+        let loaded = checkpoint::read_text(&self.disk, &path)
+            .and_then(|text| {
+                text.map(|t| LeaderEpochCache::from_checkpoint(&t))
+                    .transpose()
+            })
+            .map_err(unreadable)?;
+        let before = loaded.as_ref().map(LeaderEpochCache::to_checkpoint);
+        let mut epochs = loaded.unwrap_or_default();
+        let replay = &headers.scanned;
         epochs.truncate_from_end(
             headers
                 .scanned_from

@@ -9,6 +9,7 @@ use crate::history::facts::kafka::Fact as KafkaFact;
 use crate::history::facts::{Fact, FactEvent};
 use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
+use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Offset, TopicPartition};
 use std::fmt::Write;
 
@@ -432,10 +433,12 @@ pub fn under_replicated(
                 "{} (LEO {}; {})",
                 r.broker,
                 r.log_end_offset,
-                if r.running {
+                if r.running && partition.leader.is_none() {
+                    "no leader to fetch from".to_string()
+                } else if r.running {
                     last_fetch(&partition.tp, r.broker, facts)
                 } else {
-                    "its broker is down".to_string()
+                    broker_down(r.broker, facts)
                 }
             )
         })
@@ -476,13 +479,42 @@ fn last_fetch(tp: &TopicPartition, broker: BrokerId, facts: &[FactEvent]) -> Str
     }
 }
 
-pub fn offline(partition: &PartitionFinal) -> String {
+/// Why a broker is down at the end: its log dir went offline at each start (it halts),
+/// or a fault stopped it.
+fn broker_down(broker: BrokerId, facts: &[FactEvent]) -> String {
+    let halts: Vec<(SimTime, &String)> = facts
+        .iter()
+        .filter_map(|e| match &e.fact {
+            Fact::Kafka(KafkaFact::LogDirOffline { broker: b, error }) if *b == broker => {
+                Some((e.time, error))
+            }
+            _ => None,
+        })
+        .collect();
+    match halts.last() {
+        Some((_, error)) => {
+            let at: Vec<String> = halts.iter().map(|&(t, _)| time(t)).collect();
+            format!(
+                "its broker is down: it halted at {}, its log dir offline: {error}",
+                at.join(", ")
+            )
+        }
+        None => "its broker is down".to_string(),
+    }
+}
+
+pub fn offline(partition: &PartitionFinal, facts: &[FactEvent]) -> String {
     let replicas: Vec<String> = partition
         .replicas
         .iter()
         .map(|r| {
             let isr = if r.in_isr { "in ISR" } else { "not in ISR" };
-            format!("{} (LEO {}, {isr})", r.broker, r.log_end_offset)
+            let up = if r.running {
+                "its broker is up".to_string()
+            } else {
+                broker_down(r.broker, facts)
+            };
+            format!("{} (LEO {}, {isr}; {up})", r.broker, r.log_end_offset)
         })
         .collect();
     let replicas = if replicas.is_empty() {
@@ -490,8 +522,19 @@ pub fn offline(partition: &PartitionFinal) -> String {
     } else {
         replicas.join(", ")
     };
+    let since = facts
+        .iter()
+        .rev()
+        .find(|e| matches!(&e.fact, Fact::Kafka(KafkaFact::NoLeader { tp }) if *tp == partition.tp))
+        .map(|e| {
+            format!(
+                " (since {}, when the controller found no replica it may elect)",
+                time(e.time)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "{} has no leader after the heal phase; replicas: {replicas}",
+        "{} has no leader after the heal phase{since}; replicas: {replicas}",
         partition.tp
     )
 }

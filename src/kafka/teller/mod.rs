@@ -85,7 +85,7 @@ impl Tell for Teller<'_> {
     }
 
     fn offline(&self, partition: &PartitionFinal) -> Told {
-        describe::offline(partition).into()
+        describe::offline(partition, self.facts.events()).into()
     }
 
     fn unreadable(&self, partition: &PartitionFinal) -> Told {

@@ -401,6 +401,11 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                 "log-missing",
                 format!("{b} found no log of {tp}: its directory never reached the disk, so it starts empty"),
             ),
+            Fact::Kafka(KafkaFact::LogDirOffline { broker: b, error }) => (
+                broker(*b),
+                "log-dir-offline",
+                format!("{b}'s log dir went offline ({error}): the broker halts"),
+            ),
             Fact::Kafka(KafkaFact::FetchFailed {
                 tp,
                 broker: b,

@@ -26,6 +26,7 @@
     "truncation": ["#9467bd", "follower truncation"],
     "recovery": ["#8c564b", "log recovery"],
     "log-missing": ["#d62728", "log missing after restart"],
+    "log-dir-offline": ["#d62728", "log dir offline: the broker halts"],
     "fetch-failed": ["#ff7f0e", "fetches failing"],
     "fetch-resumed": ["#2ca02c", "fetches resumed"],
   };

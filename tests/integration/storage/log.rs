@@ -776,6 +776,44 @@ fn epoch_checkpoint_change_is_flushed_with_the_log() {
         .contains(&"t-0/leader-epoch-checkpoint".to_string()));
 }
 
+/// Kafka reads an empty leader-epoch-checkpoint as no entries, and one it cannot parse
+/// fails the load (the broker takes its log dir offline): it is never silently rebuilt.
+#[test]
+fn an_unreadable_epoch_checkpoint_fails_the_load_and_an_empty_one_is_empty() {
+    let disk = Disk::new(DiskConfig::default(), 1);
+    let mut log = open(&disk, LogConfig::default());
+    log.append_as_leader(batch(0, 3, SimTime::ZERO), Epoch(2), SimTime::ZERO)
+        .expect("append");
+    flush(&disk, &mut log);
+    drop(log);
+    let checkpoint = "t-0/leader-epoch-checkpoint";
+    let reopen = || {
+        Log::open(
+            &disk,
+            &tp(),
+            LogConfig::default(),
+            Offset(3),
+            Offset(0),
+            true,
+            SimTime::ZERO,
+        )
+    };
+    assert_eq!(
+        reopen().expect("open").epochs().latest_epoch(),
+        Some(Epoch(2))
+    );
+
+    disk.write(checkpoint, 0, b"0\n1\n2 x\n").expect("rot");
+    assert!(matches!(
+        reopen(),
+        Err(StorageError::Checkpoint { ref file, .. }) if file == checkpoint
+    ));
+
+    disk.set_len(checkpoint, 0).expect("empty");
+    let log = reopen().expect("an empty checkpoint opens");
+    assert_eq!(log.epochs().latest_epoch(), None);
+}
+
 /// A missing or torn index must not be trusted even after a clean shutdown.
 #[test]
 fn clean_open_rebuilds_a_torn_index() {
