@@ -286,6 +286,7 @@ lessons! {
     lesson_of_fsync_vs_os_flusher: "fsync-vs-os-flusher.toml" => fsync_returns_early,
     lesson_of_group_rewind: "group-rewind.toml" => skip_position_validation,
     lesson_of_idempotent_retries: "idempotent-retries.toml" => ignore_sequences,
+    lesson_of_isr_of_one: "isr-of-one.toml" => clean_election_outside_isr,
     lesson_of_kafka_releases: "kafka-releases.toml" => ack_at_append,
     lesson_of_kill_vs_power_loss: "kill-vs-power-loss.toml" => power_loss_keeps_page_cache,
     lesson_of_kip_101_divergence: "kip-101-divergence.toml" => skip_follower_truncation,
