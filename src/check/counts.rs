@@ -131,6 +131,12 @@ counts! {
         truncated: Truncated,
         /// Logs opened after an unclean stop, which recovery scanned.
         recoveries: Recoveries,
+        /// Batches a producer put back to send again, after a retriable error or a
+        /// request timeout.
+        retries: Retries,
+        /// Batch attempts whose request got no answer within the producer's request
+        /// timeout (`request.timeout.ms`), retried or not.
+        request_timeouts: RequestTimeouts,
     }
     deliveries {
         /// Attempted ids with at least one copy in the final read.
@@ -162,7 +168,7 @@ mod tests {
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
              \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
-             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
     }
 
@@ -192,13 +198,15 @@ mod tests {
             isr_expands: 21,
             truncated: 22,
             recoveries: 23,
-            delivered: 24,
-            missing: 25,
-            unresolved: 26,
-            out_of_order: 27,
+            retries: 24,
+            request_timeouts: 25,
+            delivered: 26,
+            missing: 27,
+            unresolved: 28,
+            out_of_order: 29,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=27).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=29).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,

@@ -304,6 +304,8 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
             Tally::InSyncExpand => counts.isr_expands += 1,
             Tally::Truncated(records) => counts.truncated += records,
             Tally::Recovery => counts.recoveries += 1,
+            Tally::Retry => counts.retries += 1,
+            Tally::RequestTimeout => counts.request_timeouts += 1,
         }
     }
 }

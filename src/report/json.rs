@@ -31,6 +31,9 @@ struct RunLine {
     events: u64,
     /// The variant's `[expect_some]`, as `lost > 0`.
     expect_some: Vec<String>,
+    /// The counts the variant's expectations name, whose rows the tables show.
+    #[serde(default)]
+    named: Vec<String>,
     examples: Vec<ExampleLine>,
     /// Only on a run that consumed as a group, so that other runs' lines stay as they were.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -73,6 +76,11 @@ pub fn run_json(report: &RunReport) -> serde_json::Value {
         ack_latency_histogram_us: report.stats.histogram.entries().collect(),
         events: report.stats.events,
         expect_some: report.expect_some.iter().map(ToString::to_string).collect(),
+        named: report
+            .named
+            .iter()
+            .map(|&c| count_name(c).to_owned())
+            .collect(),
         examples: report
             .verdict
             .examples
@@ -140,6 +148,11 @@ pub fn run_from_json(value: serde_json::Value) -> Result<RunReport, String> {
         },
         failures: line.failures,
         expect_some,
+        named: line
+            .named
+            .iter()
+            .map(|name| count(name))
+            .collect::<Result<Vec<_>, String>>()?,
         trace_hash: u64::from_str_radix(&line.trace_hash, 16)
             .map_err(|_| format!("trace_hash `{}` is not 16 hex digits", line.trace_hash))?,
         sim_time: from_millis(line.sim_time_ms),

@@ -4,8 +4,8 @@
 pub use crate::check::ANOMALIES;
 
 use super::latency::HistoryStats;
-use crate::check::Expectation;
 use crate::check::{count_name, Count, Counts, SomeTally, Verdict};
+use crate::check::{Comparison, Expectation, DEFAULT_ZERO};
 use crate::config::kafka::Release;
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
@@ -26,6 +26,9 @@ pub struct RunReport {
     pub failures: Vec<String>,
     /// The variant's `[expect_some]`: judged across seeds by [`Summary`].
     pub expect_some: Vec<Expectation>,
+    /// The counts the variant's expectations name (not the default zeros every scenario
+    /// holds): the side-by-side table shows their rows whatever their values.
+    pub named: Vec<Count>,
     pub trace_hash: u64,
     /// Simulated time of the whole run, workload and heal.
     pub sim_time: Duration,
@@ -44,6 +47,7 @@ impl RunReport {
             verdict: outcome.verdict.clone(),
             failures: outcome.failures.clone(),
             expect_some: variant.expect_some.clone(),
+            named: named_counts(variant),
             trace_hash: outcome.trace_hash,
             sim_time: outcome.sim_time,
             wall_time: outcome.wall_time,
@@ -59,6 +63,26 @@ impl RunReport {
     pub fn counts(&self) -> &Counts {
         &self.verdict.counts
     }
+}
+
+/// The counts `variant`'s expectations name, in `Count::ALL` order. A default zero
+/// (`moved == 0`, ...) counts as named only if the file wrote another rule for it.
+fn named_counts(variant: &Variant) -> Vec<Count> {
+    let default = |e: &Expectation| {
+        DEFAULT_ZERO.contains(&e.count) && e.comparison == Comparison::Eq && e.value == 0
+    };
+    let named: Vec<Count> = variant
+        .expect
+        .iter()
+        .filter(|e| !default(e))
+        .chain(&variant.expect_some)
+        .map(|e| e.count)
+        .collect();
+    Count::ALL
+        .iter()
+        .copied()
+        .filter(|c| named.contains(c))
+        .collect()
 }
 
 /// A trace hash as printed everywhere: 16 hex digits.
@@ -146,49 +170,92 @@ pub fn run_details(report: &RunReport, stories: Stories) -> String {
     text
 }
 
-/// Rows of the side-by-side table: a label and the cell of one run.
-type Row = (&'static str, fn(&RunReport) -> String);
+/// Rows of the side-by-side table: the count of a cell, or a label and how to write it.
+#[derive(Clone, Copy)]
+enum Row {
+    Count(Count),
+    Other(&'static str, fn(&RunReport) -> String),
+}
 
-/// The counts' rows of the side-by-side table.
-const COUNT_ROWS: [Row; 13] = [
-    ("attempted", |r| r.counts().attempted.to_string()),
-    ("acked", |r| r.counts().acked.to_string()),
-    ("lost", |r| r.counts().lost.to_string()),
-    ("moved", |r| r.counts().moved.to_string()),
-    ("duplicates", |r| r.counts().duplicates.to_string()),
-    ("unexpected", |r| r.counts().unexpected.to_string()),
-    ("reordered", |r| r.counts().reordered.to_string()),
-    ("out of order", |r| r.counts().out_of_order.to_string()),
-    ("dirty_reads", |r| r.counts().dirty_reads.to_string()),
-    ("divergent", |r| r.counts().divergent.to_string()),
-    ("offline", |r| r.counts().offline.to_string()),
-    ("missing", |r| r.counts().missing.to_string()),
-    ("unresolved", |r| r.counts().unresolved.to_string()),
+/// Rows every table shows: what became of the sends, and the anomalies every scenario
+/// is checked for.
+const ALWAYS: [Count; 15] = [
+    Count::Attempted,
+    Count::Acked,
+    Count::Failed,
+    Count::Indeterminate,
+    Count::Lost,
+    Count::Moved,
+    Count::Duplicates,
+    Count::Unexpected,
+    Count::Reordered,
+    Count::OutOfOrder,
+    Count::DirtyReads,
+    Count::Divergent,
+    Count::Offline,
+    Count::Missing,
+    Count::Unresolved,
+];
+
+/// Anomalies shown when some run has one, or the scenario names them.
+const WHEN_SEEN: [Count; 3] = [
+    Count::FalseFailures,
+    Count::UnderReplicated,
+    Count::Unreadable,
 ];
 
 /// Rows shown when some run of the table consumed as a group.
-const GROUP_ROWS: [Row; 2] = [
-    ("unprocessed", |r| r.counts().unprocessed.to_string()),
-    ("reprocessed", |r| r.counts().reprocessed.to_string()),
+const GROUP_ROWS: [Count; 2] = [Count::Unprocessed, Count::Reprocessed];
+
+/// What the cluster and the clients did: shown when the runs differ in it, or the
+/// scenario names it.
+const WHEN_DIFFERENT: [Count; 8] = [
+    Count::Elections,
+    Count::UncleanElections,
+    Count::IsrShrinks,
+    Count::IsrExpands,
+    Count::Truncated,
+    Count::Recoveries,
+    Count::Retries,
+    Count::RequestTimeouts,
 ];
 
 /// The rows after the counts.
 const RUN_ROWS: [Row; 3] = [
-    ("ack p99 ms", |r| {
+    Row::Other("ack p99 ms", |r| {
         if r.counts().acked == 0 {
             "n/a".to_string()
         } else {
             format!("{:.1}", r.stats.latency.p99_ms)
         }
     }),
-    ("result", |r| verdict_text(r.pass()).to_string()),
-    ("trace", |r| hash_text(r.trace_hash)),
+    Row::Other("result", |r| verdict_text(r.pass()).to_string()),
+    Row::Other("trace", |r| hash_text(r.trace_hash)),
 ];
 
+impl Row {
+    /// A count's label is its `[expect]` name, but for the one that is not a key.
+    fn label(self) -> &'static str {
+        match self {
+            Row::Count(Count::OutOfOrder) => "out of order",
+            Row::Count(count) => count_name(count),
+            Row::Other(label, _) => label,
+        }
+    }
+
+    fn cell(self, report: &RunReport) -> String {
+        match self {
+            Row::Count(count) => report.counts().get(count).to_string(),
+            Row::Other(_, cell) => cell(report),
+        }
+    }
+}
+
 /// Several variants of one seed, a column each, so that the one setting that differs
-/// shows as the one column that differs.
+/// shows as the one column that differs. Every outcome a lesson compares has its row:
+/// the ones every run has, the rarer ones where they happen, differ or are named.
 pub fn side_by_side(reports: &[&RunReport]) -> String {
-    const LABEL_WIDTH: usize = 12;
+    const LABEL_WIDTH: usize = 17;
     let widths: Vec<usize> = reports.iter().map(|r| r.variant.len().max(16)).collect();
     let mut text = format!(
         "{:<LABEL_WIDTH$}",
@@ -201,20 +268,33 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
         let _ = write!(text, "  {:>width$}", report.variant);
     }
     text.push('\n');
+    let named = |count: Count| reports.iter().any(|r| r.named.contains(&count));
+    let seen = |count: Count| named(count) || reports.iter().any(|r| r.counts().get(count) > 0);
+    let differ = |count: Count| {
+        named(count)
+            || reports
+                .windows(2)
+                .any(|w| w[0].counts().get(count) != w[1].counts().get(count))
+    };
     // The release is a row only when it is one of the things that differ.
-    let kafka_row: Row = ("kafka", |r| r.kafka.to_string());
+    let kafka_row = Row::Other("kafka", |r| r.kafka.to_string());
     let releases_differ = reports.windows(2).any(|w| w[0].kafka != w[1].kafka);
     let group = reports.iter().any(|r| r.verdict.group);
+    let counts = ALWAYS
+        .into_iter()
+        .chain(WHEN_SEEN.into_iter().filter(|&c| seen(c)))
+        .chain(GROUP_ROWS.into_iter().filter(|_| group))
+        .chain(WHEN_DIFFERENT.into_iter().filter(|&c| differ(c)))
+        .map(Row::Count);
     let rows = releases_differ
         .then_some(kafka_row)
         .into_iter()
-        .chain(COUNT_ROWS)
-        .chain(GROUP_ROWS.into_iter().filter(|_| group))
+        .chain(counts)
         .chain(RUN_ROWS);
-    for (label, cell) in rows {
-        let _ = write!(text, "{label:<LABEL_WIDTH$}");
+    for row in rows {
+        let _ = write!(text, "{:<LABEL_WIDTH$}", row.label());
         for (report, width) in reports.iter().zip(&widths) {
-            let _ = write!(text, "  {:>width$}", cell(report));
+            let _ = write!(text, "  {:>width$}", row.cell(report));
         }
         text.push('\n');
     }
@@ -269,6 +349,8 @@ struct VariantTotals {
     lost: u64,
     worst: u64,
     duplicates: u64,
+    failed: u64,
+    indeterminate: u64,
     /// Totals over the runs whose workload consumed as a group (`group`).
     group: bool,
     unprocessed: u64,
@@ -313,6 +395,8 @@ impl Summary {
                     lost: 0,
                     worst: 0,
                     duplicates: 0,
+                    failed: 0,
+                    indeterminate: 0,
                     group: false,
                     unprocessed: 0,
                     reprocessed: 0,
@@ -337,6 +421,8 @@ impl Summary {
         totals.lost += counts.lost;
         totals.worst = totals.worst.max(counts.lost);
         totals.duplicates += counts.duplicates;
+        totals.failed += counts.failed;
+        totals.indeterminate += counts.indeterminate;
         totals.group |= report.verdict.group;
         totals.unprocessed += counts.unprocessed;
         totals.reprocessed += counts.reprocessed;
@@ -424,9 +510,10 @@ impl Summary {
         self.table() + &self.verdict()
     }
 
-    /// A row per variant: runs passed, acknowledged messages lost, duplicates, throughput
-    /// and ack latency; with a consumer group, what the group never processed and what it
-    /// processed twice, in total.
+    /// A row per variant: runs passed, acknowledged messages lost, duplicates, sends that
+    /// failed or were left indeterminate (when any were), throughput and ack latency;
+    /// with a consumer group, what the group never processed and what it processed twice,
+    /// in total.
     pub fn table(&self) -> String {
         let width = self
             .variants
@@ -436,10 +523,14 @@ impl Summary {
             .unwrap_or(0)
             .max(7);
         let group = self.variants.iter().any(|v| v.group);
+        let unacked = self.variants.iter().any(|v| v.failed + v.indeterminate > 0);
         let mut text = format!(
             "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}",
             "variant", "passed", "lost total", "lost avg", "worst", "duplicates",
         );
+        if unacked {
+            let _ = write!(text, "  {:>8}  {:>13}", "failed", "indeterminate");
+        }
         if group {
             let _ = write!(text, "  {:>11}  {:>11}", "unprocessed", "reprocessed");
         }
@@ -465,6 +556,9 @@ impl Summary {
                 acknowledged(v.worst.to_string()),
                 v.duplicates,
             );
+            if unacked {
+                let _ = write!(text, "  {:>8}  {:>13}", v.failed, v.indeterminate);
+            }
             if group {
                 let _ = write!(text, "  {:>11}  {:>11}", v.unprocessed, v.reprocessed);
             }

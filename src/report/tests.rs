@@ -25,6 +25,8 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
     let counts = Counts {
         attempted: 10_000,
         acked: 9_900,
+        failed: 60,
+        indeterminate: 40,
         lost,
         delivered: 10_000 - lost,
         missing: lost,
@@ -67,6 +69,7 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
                 value: 0,
             }]
         },
+        named: if strict { vec![] } else { vec![Count::Lost] },
         trace_hash: 0x3f2a_9c0d_11e2_b4f7,
         sim_time: Duration::from_secs(60),
         wall_time: Duration::from_millis(830),
@@ -121,13 +124,76 @@ fn the_table_has_group_rows_only_when_a_run_of_it_consumed_as_a_group() {
     ]);
     let lines: Vec<&str> = grouped.lines().collect();
     assert!(
-        lines.contains(&"unprocessed                  0                 0"),
+        lines.contains(&"unprocessed                       0                 0"),
         "{grouped}"
     );
     assert!(
-        lines.contains(&"reprocessed                  0                 7"),
+        lines.contains(&"reprocessed                       0                 7"),
         "{grouped}"
     );
+}
+
+/// What became of the sends is always in the table; a rare anomaly where a run has it or
+/// the scenario names it; what the cluster and clients did where the runs differ in it or
+/// the scenario names it.
+#[test]
+fn the_table_shows_each_outcome_where_it_happens_differs_or_is_named() {
+    let rows = |reports: &[&RunReport]| -> Vec<String> {
+        side_by_side(reports)
+            .lines()
+            .skip(1)
+            .map(|l| l.split("  ").next().unwrap_or_default().to_string())
+            .collect()
+    };
+    let (a, mut b) = (run("acks-1", 4, 0, 9), run("acks-all", 4, 0, 9));
+    let plain = rows(&[&a, &b]);
+    for always in ["failed", "indeterminate", "lost", "unresolved"] {
+        assert!(plain.iter().any(|r| r == always), "{always}: {plain:?}");
+    }
+    for hidden in [
+        "under_replicated",
+        "elections",
+        "retries",
+        "request_timeouts",
+    ] {
+        assert!(!plain.iter().any(|r| r == hidden), "{hidden}: {plain:?}");
+    }
+
+    // Equal in both columns: a fact stays hidden; an anomaly shows once seen.
+    b.verdict.counts.elections = 1;
+    b.verdict.counts.unreadable = 1;
+    let mut elected = a.clone();
+    elected.verdict.counts.elections = 1;
+    let seen = rows(&[&elected, &b]);
+    assert!(!seen.iter().any(|r| r == "elections"), "{seen:?}");
+    assert!(seen.iter().any(|r| r == "unreadable"), "{seen:?}");
+    // Different: shown.
+    let differ = rows(&[&a, &b]);
+    assert!(differ.iter().any(|r| r == "elections"), "{differ:?}");
+    // Named by the scenario: shown whatever the values.
+    let mut named = a.clone();
+    named.named = vec![Count::Retries, Count::FalseFailures];
+    let shown = rows(&[&named, &a]);
+    assert!(shown.iter().any(|r| r == "retries"), "{shown:?}");
+    assert!(shown.iter().any(|r| r == "false_failures"), "{shown:?}");
+}
+
+/// The summary's failed and indeterminate columns appear only when some variant has any.
+#[test]
+fn the_summary_shows_unacknowledged_sends_only_when_there_are_some() {
+    let mut clean = run("acks-all", 1, 0, 9);
+    clean.verdict.counts.failed = 0;
+    clean.verdict.counts.indeterminate = 0;
+    let header = |reports: &[RunReport]| {
+        Summary::of(reports)
+            .table()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(!header(&[clean.clone()]).contains("failed"));
+    assert!(header(&[clean, run("acks-1", 1, 0, 9)]).contains("failed  indeterminate"));
 }
 
 #[test]
@@ -139,13 +205,16 @@ fn variants_of_one_seed_stand_side_by_side_and_a_failing_one_shows_why() {
     ];
     let text = runs_text(&reports);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "seed 4                  acks-1          acks-all");
+    assert_eq!(
+        lines[0],
+        "seed 4                       acks-1          acks-all"
+    );
     assert!(
-        lines.contains(&"lost                         0                 2"),
+        lines.contains(&"lost                              0                 2"),
         "{text}"
     );
     assert!(
-        lines.contains(&"result                    PASS              FAIL"),
+        lines.contains(&"result                         PASS              FAIL"),
         "{text}"
     );
     assert!(lines.contains(&"  acks-all:"), "{text}");
@@ -176,15 +245,15 @@ fn the_summary_totals_each_variant_and_judges_expect_some_across_seeds() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
         lines[0],
-        "variant     passed  lost total  lost avg   worst  duplicates   acked/s      p99 ms"
+        "variant     passed  lost total  lost avg   worst  duplicates    failed  indeterminate   acked/s      p99 ms"
     );
     assert_eq!(
         lines[1],
-        "acks-1         2/2           0       0.0       0           0       495         9.0"
+        "acks-1         2/2           0       0.0       0           0       120             80       495         9.0"
     );
     assert_eq!(
         lines[2],
-        "acks-all       1/2           4       2.0       4           0       495        20.0"
+        "acks-all       1/2           4       2.0       4           0       120             80       495        20.0"
     );
     assert_eq!(
         lines[3],

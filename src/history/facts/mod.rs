@@ -28,6 +28,9 @@ pub enum Fact {
         last: MessageId,
         error: String,
     },
+    /// A producer's request carrying a batch for `tp` got no answer within its request
+    /// timeout (whether the batch is then retried or given up).
+    RequestTimedOut { producer: u32, tp: TopicPartition },
     /// The harness injected a fault (the scenario's action, its targets resolved to the
     /// hosts it struck), or lifted every fault for the heal phase.
     Fault { what: String, hosts: Vec<HostName> },
@@ -44,7 +47,9 @@ impl Fact {
     pub fn tally(&self) -> Option<Tally> {
         match self {
             Fact::Kafka(fact) => fact.tally(),
-            Fact::Retried { .. } | Fact::Fault { .. } => None,
+            Fact::Retried { .. } => Some(Tally::Retry),
+            Fact::RequestTimedOut { .. } => Some(Tally::RequestTimeout),
+            Fact::Fault { .. } => None,
         }
     }
 
@@ -52,7 +57,7 @@ impl Fact {
     pub fn kafka(&self) -> Option<&kafka::Fact> {
         match self {
             Fact::Kafka(fact) => Some(fact),
-            Fact::Retried { .. } | Fact::Fault { .. } => None,
+            Fact::Retried { .. } | Fact::RequestTimedOut { .. } | Fact::Fault { .. } => None,
         }
     }
 }
@@ -71,6 +76,10 @@ pub enum Tally {
     Truncated(u64),
     /// A server opened its log after an unclean stop, so recovery scanned it.
     Recovery,
+    /// A producer put a batch back to send again.
+    Retry,
+    /// A producer's request got no answer in time.
+    RequestTimeout,
 }
 
 /// One fact and when it happened.

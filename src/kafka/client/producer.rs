@@ -341,6 +341,12 @@ impl Producer {
             }
             decision => decision,
         };
+        if result == AttemptResult::TimedOut {
+            self.facts.record(Fact::RequestTimedOut {
+                producer: self.index,
+                tp: self.tp(batch.partition),
+            });
+        }
         batch.maybe_written |= may_have_written(&result);
         if outcome::refreshes_metadata(&result) {
             self.request_metadata();

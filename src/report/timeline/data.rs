@@ -428,6 +428,7 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
             Fact::Kafka(KafkaFact::Appended { .. })
             | Fact::Kafka(KafkaFact::Acknowledged { .. })
             | Fact::Retried { .. }
+            | Fact::RequestTimedOut { .. }
             | Fact::Fault { .. } => continue,
         };
         out.push(Marker {
