@@ -1,7 +1,8 @@
 //! The final read indexed two ways: by message id (to follow a send) and by partition and
-//! offset (to check what a consumer read during the run).
+//! offset (to check what a consumer read during the run). A record is a copy of a message
+//! only if its value is exactly the one the message was sent with; the others are corrupt.
 
-use crate::history::final_state::{FinalState, PartitionFinal};
+use crate::history::final_state::{FinalState, PartitionFinal, ReadRecord};
 use crate::history::MessageId;
 use crate::types::{Offset, TopicPartition};
 use std::collections::BTreeMap;
@@ -18,16 +19,19 @@ pub struct Located {
 pub struct FinalIndex<'a> {
     partitions: &'a [PartitionFinal],
     tp_index: BTreeMap<&'a TopicPartition, usize>,
-    /// Sorted by (id, partition, offset).
+    /// The copies of messages, sorted by (id, partition, offset).
     by_id: Vec<Located>,
-    /// Per partition, sorted by offset: the id each record carries.
+    /// Per partition, sorted by offset: the id each record's value starts with.
     by_offset: Vec<Vec<(Offset, Option<MessageId>)>>,
-    /// (partition index, record index) of records without a parseable id.
-    unparsed: Vec<(usize, usize)>,
+    /// (partition index, record index) of records that are no message's copy.
+    corrupt: Vec<(usize, usize)>,
+    /// The size of every value sent (`[workload] value_bytes`).
+    value_bytes: usize,
 }
 
 impl<'a> FinalIndex<'a> {
-    pub fn new(state: &'a FinalState) -> FinalIndex<'a> {
+    /// `value_bytes`: the size of every value the producers sent.
+    pub fn new(state: &'a FinalState, value_bytes: usize) -> FinalIndex<'a> {
         let partitions = state.partitions.as_slice();
         let mut tp_index = BTreeMap::new();
         for (i, p) in partitions.iter().enumerate() {
@@ -36,20 +40,19 @@ impl<'a> FinalIndex<'a> {
         let records: usize = partitions.iter().map(|p| p.read.len()).sum();
         let mut by_id = Vec::with_capacity(records);
         let mut by_offset = Vec::with_capacity(partitions.len());
-        let mut unparsed = Vec::new();
+        let mut corrupt = Vec::new();
         for (part, p) in partitions.iter().enumerate() {
             let mut here = Vec::with_capacity(p.read.len());
             for (i, record) in p.read.iter().enumerate() {
-                let id = record.id;
-                match id {
+                match record.copy_of(value_bytes) {
                     Some(id) => by_id.push(Located {
                         id,
                         part,
                         offset: record.offset,
                     }),
-                    None => unparsed.push((part, i)),
+                    None => corrupt.push((part, i)),
                 }
-                here.push((record.offset, id));
+                here.push((record.offset, record.id));
             }
             here.sort_by_key(|&(offset, _)| offset);
             by_offset.push(here);
@@ -60,8 +63,13 @@ impl<'a> FinalIndex<'a> {
             tp_index,
             by_id,
             by_offset,
-            unparsed,
+            corrupt,
+            value_bytes,
         }
+    }
+
+    pub fn value_bytes(&self) -> usize {
+        self.value_bytes
     }
 
     pub fn by_id(&self) -> &[Located] {
@@ -81,18 +89,18 @@ impl<'a> FinalIndex<'a> {
     }
 
     /// What the final read holds at `tp`@`offset`: `None` if no record, `Some(None)` for a
-    /// record without a parseable id.
+    /// record without a parseable id, else the id its value starts with, corrupt or not.
     pub fn at(&self, tp: &TopicPartition, offset: Offset) -> Option<Option<MessageId>> {
         let records = &self.by_offset[self.partition_index(tp)?];
         let i = records.binary_search_by_key(&offset, |&(o, _)| o).ok()?;
         Some(records[i].1)
     }
 
-    /// Final-read records whose value carries no id: (partition index, offset, value).
-    pub fn unparsed(&self) -> impl Iterator<Item = (usize, Offset, &'a [u8])> + '_ {
-        self.unparsed.iter().map(|&(part, i)| {
-            let record = &self.partitions[part].read[i];
-            (part, record.offset, record.unparsed().unwrap_or_default())
-        })
+    /// Final-read records that are no message's copy, with their partition's index: their
+    /// value carries no id, or is not the value its id was sent with.
+    pub fn corrupt(&self) -> impl Iterator<Item = (usize, &'a ReadRecord)> + '_ {
+        self.corrupt
+            .iter()
+            .map(|&(part, i)| (part, &self.partitions[part].read[i]))
     }
 }

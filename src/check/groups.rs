@@ -205,9 +205,12 @@ pub(crate) mod tests {
     use crate::types::{BrokerId, Offset, TopicPartition};
     use std::ops::Range;
 
+    /// The size of the fixtures' values.
+    pub(crate) const VALUE_BYTES: usize = 20;
+
     /// The counts, with blank examples: the words are each system's teller's.
     fn check(history: &[Event], state: &FinalState) -> Verdict {
-        super::super::check(history, state, &Untold)
+        super::super::check(history, state, VALUE_BYTES, &Untold)
     }
 
     pub(crate) fn tp() -> TopicPartition {
@@ -275,7 +278,7 @@ pub(crate) mod tests {
                 high_watermark: Offset(offsets.end),
                 log_start_offset: Offset(offsets.start),
                 read: offsets
-                    .map(|o| ReadRecord::new(Offset(o), &id(o).value(20)))
+                    .map(|o| ReadRecord::new(Offset(o), &id(o).value(VALUE_BYTES)))
                     .collect(),
                 complete: true,
                 replicas: Vec::new(),

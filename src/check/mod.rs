@@ -105,9 +105,17 @@ impl Examples {
 }
 
 /// Compute every count, with examples in the words of the system that ran (`teller`).
-pub fn check(history: &[Event], final_state: &FinalState, teller: &dyn Teller) -> Verdict {
+/// `value_bytes` is the size of every value the producers sent (`[workload] value_bytes`):
+/// a record of the final read is a copy of a message only if its value is exactly the one
+/// that message was sent with.
+pub fn check(
+    history: &[Event],
+    final_state: &FinalState,
+    value_bytes: usize,
+    teller: &dyn Teller,
+) -> Verdict {
     let sends = sends::sends(history);
-    let index = FinalIndex::new(final_state);
+    let index = FinalIndex::new(final_state, value_bytes);
     let mut tally = Pass {
         teller,
         counts: Counts::default(),
@@ -141,13 +149,11 @@ pub fn check(history: &[Event], final_state: &FinalState, teller: &dyn Teller) -
         ..
     } = tally;
 
-    for (part, offset, value) in index.unparsed() {
+    for (part, record) in index.corrupt() {
         counts.unexpected += 1;
-        examples.add(Count::Unexpected, || {
-            teller.corrupt(&index, part, offset, value)
-        });
+        examples.add(Count::Unexpected, || teller.corrupt(&index, part, record));
     }
-    let holders = replicas::holders(final_state, &lost);
+    let holders = replicas::holders(final_state, &lost, value_bytes);
     for (send, held) in lost.iter().zip(holders) {
         examples.add(Count::Lost, || teller.lost(send, &index, &held));
     }

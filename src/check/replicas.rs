@@ -14,8 +14,13 @@ pub struct Holder<'a> {
     pub offset: Offset,
 }
 
-/// For each send (sorted by id), the replica logs that hold it: one pass over every log.
-pub fn holders<'a>(state: &'a FinalState, sends: &[Send]) -> Vec<Vec<Holder<'a>>> {
+/// For each send (sorted by id), the replica logs that hold a copy of it, its value as
+/// sent (`value_bytes` long): one pass over every log.
+pub fn holders<'a>(
+    state: &'a FinalState,
+    sends: &[Send],
+    value_bytes: usize,
+) -> Vec<Vec<Holder<'a>>> {
     let mut found = vec![Vec::new(); sends.len()];
     if sends.is_empty() {
         return found;
@@ -26,7 +31,10 @@ pub fn holders<'a>(state: &'a FinalState, sends: &[Send]) -> Vec<Vec<Holder<'a>>
                 let Some(id) = record.id else {
                     continue;
                 };
-                if let Ok(i) = sends.binary_search_by_key(&id, |s| s.id) {
+                let Ok(i) = sends.binary_search_by_key(&id, |s| s.id) else {
+                    continue;
+                };
+                if record.copy_of(value_bytes).is_some() {
                     found[i].push(Holder {
                         broker: replica.broker,
                         in_isr: replica.in_isr,

@@ -9,7 +9,7 @@ use super::groups::{Gap, Processing, Repeat};
 use super::reorder::Placed;
 use super::replicas::{Divergence, Holder};
 use super::sends::Send;
-use crate::history::final_state::{PartitionFinal, ReplicaLog};
+use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
 use crate::os::clock::SimTime;
 use crate::types::{Offset, TopicPartition};
@@ -83,8 +83,9 @@ pub fn time(t: SimTime) -> String {
 pub trait Teller {
     /// A record of the final read whose message id no client ever sent.
     fn never_sent(&self, index: &FinalIndex, located: &Located) -> Told;
-    /// A record of the final read whose value carries no message id.
-    fn corrupt(&self, index: &FinalIndex, part: usize, offset: Offset, value: &[u8]) -> Told;
+    /// A record of the final read that is no message's copy: its value carries no message
+    /// id, or is not the value its id was sent with.
+    fn corrupt(&self, index: &FinalIndex, part: usize, record: &ReadRecord) -> Told;
     /// A send that failed or whose outcome is unknown (`failed`, `indeterminate`,
     /// `false_failures`), with its copies in the final read.
     fn send_status(&self, send: &Send, index: &FinalIndex, copies: &[Located]) -> Told;
@@ -135,7 +136,7 @@ impl Teller for Untold {
     fn never_sent(&self, _: &FinalIndex, _: &Located) -> Told {
         String::new().into()
     }
-    fn corrupt(&self, _: &FinalIndex, _: usize, _: Offset, _: &[u8]) -> Told {
+    fn corrupt(&self, _: &FinalIndex, _: usize, _: &ReadRecord) -> Told {
         String::new().into()
     }
     fn send_status(&self, _: &Send, _: &FinalIndex, _: &[Located]) -> Told {

@@ -37,6 +37,15 @@ impl ReadRecord {
     pub fn unparsed(&self) -> Option<&[u8]> {
         self.unparsed.as_deref().map(|value| &**value)
     }
+
+    /// The message this record is a copy of: the id its value starts with, if the value
+    /// is exactly the one that id's producer sent (`value_bytes` long, see
+    /// [`MessageId::value`]). A bit flipped anywhere in it, the id included, makes it no
+    /// copy at all, rather than a copy of whatever id it now spells.
+    pub fn copy_of(&self, value_bytes: usize) -> Option<MessageId> {
+        self.id
+            .filter(|id| crc32c::crc32c(&id.value(value_bytes)) == self.crc)
+    }
 }
 
 /// A replica's log as it stands on its broker's disk after healing.

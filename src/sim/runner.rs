@@ -119,7 +119,13 @@ pub fn run<S: System>(
     let (result, hash) = trace::with_trace(options.trace, || simulate::<S>(variant, seed, options));
     let (history, final_state, timeline) = result?;
     let sim_time = timeline.duration + timeline.heal;
-    let verdict = check::check(&history, &final_state, &S::teller(&final_state.facts));
+    let value_bytes = variant.settings.workload.value_bytes as usize;
+    let verdict = check::check(
+        &history,
+        &final_state,
+        value_bytes,
+        &S::teller(&final_state.facts),
+    );
     let failures = check::evaluate(&variant.expect, &verdict.counts);
     Ok(RunOutcome {
         variant: variant.name.clone(),

@@ -3,7 +3,7 @@
 
 mod build;
 
-use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder};
+use build::{final_state, in_isr, ms, out_of_isr, partition, record, HistoryBuilder, VALUE_BYTES};
 use hightide::check::{evaluate, Counts, Verdict};
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
@@ -18,7 +18,7 @@ use std::time::Duration;
 
 /// The counts, with examples in Kafka's words.
 fn check(history: &[Event], state: &FinalState) -> Verdict {
-    hightide::check::check(history, state, &Teller::new(&state.facts))
+    hightide::check::check(history, state, VALUE_BYTES, &Teller::new(&state.facts))
 }
 
 fn orders(partition: u32) -> TopicPartition {
@@ -191,6 +191,98 @@ fn corrupt_records_and_ids_never_sent_are_unexpected() {
             "orders/0@1 holds producer-9:000001, which was never sent",
             r#"orders/0@2 holds a value without a message id (9 bytes): "\x00\xffgarbage""#,
         ]
+    );
+}
+
+/// `id`'s value as sent at `offset`, with the bits of `mask` flipped in byte `at`.
+fn rotten(offset: i64, id: MessageId, at: usize, mask: u8) -> ReadRecord {
+    let mut value = id.value(VALUE_BYTES);
+    value[at] ^= mask;
+    ReadRecord::new(Offset(offset), &value)
+}
+
+/// Three messages, acked at orders/0@0..2; the leader's log and the final read hold
+/// `read`, broker-2's and broker-3's the values as sent.
+fn rotten_on_the_leader(read: Vec<ReadRecord>) -> Verdict {
+    let tp = orders(0);
+    let sent = [id(1, 122), id(1, 123), id(1, 124)];
+    let mut history = HistoryBuilder::new();
+    for (offset, &id) in sent.iter().enumerate() {
+        history = history.send(id, &tp).acked_at(offset as i64);
+    }
+    let sound: Vec<ReadRecord> = (0..).zip(sent).map(|(o, id)| record(o, id)).collect();
+    let p = partition(tp, read)
+        .replica(in_isr(2, sound.clone()))
+        .replica(in_isr(3, sound));
+    check(&history.build(), &final_state([p]))
+}
+
+/// A record is a copy of a message only with the value it was sent with. A flipped
+/// padding byte leaves the id readable, but the record is corrupt: unexpected, and no
+/// copy of its message, which is lost (the replicas that kept it as sent say where). A
+/// flipped digit that spells an id nobody sent is unexpected too, and the story says
+/// what the sound replicas hold there.
+#[test]
+fn a_value_not_exactly_as_sent_is_corrupt_and_no_copy_of_its_message() {
+    // `producer-1:000123|...`: byte 11 is its first digit, `0`, whose bit 3 makes it `8`;
+    // byte 25 is padding.
+    let verdict = rotten_on_the_leader(vec![
+        record(0, id(1, 122)),
+        rotten(1, id(1, 123), 11, 0x08),
+        rotten(2, id(1, 124), 25, 0x01),
+    ]);
+    assert_eq!(
+        verdict.counts,
+        Counts {
+            attempted: 3,
+            acked: 3,
+            delivered: 1,
+            lost: 2,
+            missing: 2,
+            unexpected: 2,
+            divergent: 1,
+            ..Counts::default()
+        }
+    );
+    assert_eq!(
+        examples(&verdict, Count::Unexpected),
+        vec![
+            "orders/0@1 holds producer-1:800123, which was never sent; broker-2, broker-3 hold producer-1:000123 there as sent",
+            "orders/0@2 holds a value that starts with producer-1:000124 but is not the value producer-1:000124 was sent with: corrupt bytes served as data; broker-2, broker-3 hold producer-1:000124 there as sent",
+        ]
+    );
+    assert_eq!(
+        examples(&verdict, Count::Lost),
+        vec![
+            "producer-1:000123 acked at orders/0@1 (t=0.003s); absent from the final read (HW 3); held by broker-2 (in ISR), broker-3 (in ISR)",
+            "producer-1:000124 acked at orders/0@2 (t=0.004s); in the final read only with corrupt bytes (HW 3); held by broker-2 (in ISR), broker-3 (in ISR)",
+        ]
+    );
+}
+
+/// The limit of checking values: a value is a function of its id, so a flipped digit
+/// that spells the id of a message that was sent (`...123` to `...122`) leaves a value
+/// that is, byte for byte, that message's. The final read cannot tell it from a second
+/// copy of it: a duplicate, and the message it was is lost. Only the replicas' logs show
+/// that the leader's bytes are not its followers' (divergent).
+#[test]
+fn a_flipped_digit_that_spells_a_sent_id_is_a_copy_of_that_message() {
+    // Byte 16 is the last digit, `3`; bit 0 makes it `2`.
+    let verdict = rotten_on_the_leader(vec![
+        record(0, id(1, 122)),
+        rotten(1, id(1, 123), 16, 0x01),
+        record(2, id(1, 124)),
+    ]);
+    assert_eq!(
+        (
+            verdict.counts.duplicates,
+            verdict.counts.lost,
+            verdict.counts.unexpected,
+            verdict.counts.divergent
+        ),
+        (1, 1, 0, 1),
+        "{:?}",
+        verdict.counts
     );
 }
 

@@ -11,6 +11,7 @@ use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Offset, TopicPartition};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Copies listed in an example before "and N more".
@@ -142,7 +143,16 @@ pub fn id_text(id: Option<MessageId>) -> String {
 }
 
 pub fn lost(send: &Send, index: &FinalIndex, holders: &[Holder], chronicle: &Chronicle) -> Told {
+    // A record at the acknowledged offset that starts with the id yet is no copy of it.
+    let rotten = match send.outcome {
+        Outcome::Acked { tp, offset, .. } => index.at(tp, offset) == Some(Some(send.id)),
+        _ => false,
+    };
     let final_read = match send.tp().and_then(|tp| index.partition_of(tp)) {
+        Some(p) if rotten => format!(
+            "in the final read only with corrupt bytes (HW {})",
+            p.high_watermark
+        ),
         Some(p) => format!("absent from the final read (HW {})", p.high_watermark),
         None => "absent from the final read (its partition is not in the final state)".to_string(),
     };
@@ -229,23 +239,70 @@ pub fn send_status(
 }
 
 pub fn never_sent(index: &FinalIndex, located: &Located) -> String {
-    let tp = &index.partition(located.part).tp;
+    let partition = index.partition(located.part);
     format!(
-        "{} holds {}, which was never sent",
-        at(tp, located.offset),
-        located.id
+        "{} holds {}, which was never sent{}",
+        at(&partition.tp, located.offset),
+        located.id,
+        sound_copies(index, partition, located.offset, Some(located.id))
     )
 }
 
-pub fn corrupt(index: &FinalIndex, part: usize, offset: Offset, value: &[u8]) -> String {
-    let shown = &value[..value.len().min(VALUE_BYTES_SHOWN)];
-    let more = if value.len() > shown.len() { "..." } else { "" };
+/// What is wrong with the value, and which replicas hold a sound copy at its offset.
+pub fn corrupt(index: &FinalIndex, part: usize, record: &ReadRecord) -> String {
+    let partition = index.partition(part);
+    let what = match (record.id, record.unparsed()) {
+        (Some(id), _) => format!(
+            "a value that starts with {id} but is not the value {id} was sent with: corrupt bytes served as data"
+        ),
+        (None, value) => {
+            let value = value.unwrap_or_default();
+            let shown = &value[..value.len().min(VALUE_BYTES_SHOWN)];
+            let more = if value.len() > shown.len() { "..." } else { "" };
+            format!(
+                "a value without a message id ({} bytes): \"{}\"{more}",
+                value.len(),
+                shown.escape_ascii()
+            )
+        }
+    };
     format!(
-        "{} holds a value without a message id ({} bytes): \"{}\"{more}",
-        at(&index.partition(part).tp, offset),
-        value.len(),
-        shown.escape_ascii()
+        "{} holds {what}{}",
+        at(&partition.tp, record.offset),
+        sound_copies(index, partition, record.offset, None)
     )
+}
+
+/// `; broker-2, broker-3 hold producer-1:000417 there as sent`: the replicas whose log
+/// has a sound copy of a message other than `except` at `offset`, by message.
+fn sound_copies(
+    index: &FinalIndex,
+    partition: &PartitionFinal,
+    offset: Offset,
+    except: Option<MessageId>,
+) -> String {
+    let mut holders: BTreeMap<MessageId, Vec<String>> = BTreeMap::new();
+    for replica in &partition.replicas {
+        let held = replica
+            .records
+            .binary_search_by_key(&offset, |r| r.offset)
+            .ok()
+            .and_then(|i| replica.records[i].copy_of(index.value_bytes()))
+            .filter(|&id| Some(id) != except);
+        if let Some(id) = held {
+            holders
+                .entry(id)
+                .or_default()
+                .push(replica.broker.to_string());
+        }
+    }
+    holders
+        .iter()
+        .map(|(id, brokers)| {
+            let verb = if brokers.len() == 1 { "holds" } else { "hold" };
+            format!("; {} {verb} {id} there as sent", brokers.join(", "))
+        })
+        .collect()
 }
 
 pub fn reordered(

@@ -486,7 +486,9 @@ impl Teller<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::super::Teller;
-    use crate::check::groups_tests::{committed, event, final_state, process, resume, texts, tp};
+    use crate::check::groups_tests::{
+        committed, event, final_state, process, resume, texts, tp, VALUE_BYTES,
+    };
     use crate::check::{Count, Verdict};
     use crate::history::facts::{Fact, FactEvent};
     use crate::history::final_state::FinalState;
@@ -516,7 +518,7 @@ mod tests {
     }
 
     fn check(history: &[Event], state: &FinalState) -> Verdict {
-        crate::check::check(history, state, &Teller::new(&state.facts))
+        crate::check::check(history, state, VALUE_BYTES, &Teller::new(&state.facts))
     }
 
     fn why(verdict: &Verdict, count: Count) -> Vec<&str> {
@@ -665,7 +667,7 @@ mod tests {
                 producer: 2,
                 seq: record.offset.0 as u32,
             };
-            *record = ReadRecord::new(record.offset, &other.value(20));
+            *record = ReadRecord::new(record.offset, &other.value(VALUE_BYTES));
         }
         let verdict = check(&history, &state);
         assert_eq!(verdict.counts.unprocessed, 5);

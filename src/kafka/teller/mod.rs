@@ -12,7 +12,7 @@ use crate::check::{
     Divergence, FinalIndex, Gap, Holder, Located, Placed, Processing, Repeat, Send,
 };
 use crate::history::facts::FactLog;
-use crate::history::final_state::{PartitionFinal, ReplicaLog};
+use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::{Event, MessageId};
 use crate::types::{Offset, TopicPartition};
 use story::Chronicle;
@@ -50,8 +50,8 @@ impl Tell for Teller<'_> {
         describe::never_sent(index, located).into()
     }
 
-    fn corrupt(&self, index: &FinalIndex, part: usize, offset: Offset, value: &[u8]) -> Told {
-        describe::corrupt(index, part, offset, value).into()
+    fn corrupt(&self, index: &FinalIndex, part: usize, record: &ReadRecord) -> Told {
+        describe::corrupt(index, part, record).into()
     }
 
     fn send_status(&self, send: &Send, index: &FinalIndex, copies: &[Located]) -> Told {

@@ -141,9 +141,12 @@ impl InFlight {
     }
 }
 
-/// A record of a final read or a replica's log: `id` in a 32-byte value at `offset`.
+/// The size of every value the histories' producers send.
+pub const VALUE_BYTES: usize = 32;
+
+/// A record of a final read or a replica's log: `id` in its value at `offset`.
 pub fn record(offset: i64, id: MessageId) -> ReadRecord {
-    ReadRecord::new(Offset(offset), &id.value(32))
+    ReadRecord::new(Offset(offset), &id.value(VALUE_BYTES))
 }
 
 /// The log of `broker`, a member of the ISR, holding `records`.
