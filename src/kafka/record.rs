@@ -463,6 +463,11 @@ pub fn parse_header(bytes: &[u8]) -> Result<BatchHeader, RecordError> {
 /// `lastOffsetDelta + 1 == recordsCount`), since hightide never compacts batches empty.
 /// Bytes after the batch are ignored; the batch is `&bytes[..header.size_bytes()]`.
 pub fn validate(bytes: &[u8]) -> Result<BatchHeader, RecordError> {
+    check(bytes, true)
+}
+
+/// [`validate`], with the CRC check only when `crc`.
+fn check(bytes: &[u8], crc: bool) -> Result<BatchHeader, RecordError> {
     let header = parse_header(bytes)?;
     let size = header.size_bytes();
     if bytes.len() < size {
@@ -471,12 +476,14 @@ pub fn validate(bytes: &[u8]) -> Result<BatchHeader, RecordError> {
             available: bytes.len(),
         });
     }
-    let computed = crc32c::crc32c(&bytes[ATTRIBUTES_AT..size]);
-    if computed != header.crc {
-        return Err(RecordError::BadCrc {
-            stored: header.crc,
-            computed,
-        });
+    if crc {
+        let computed = crc32c::crc32c(&bytes[ATTRIBUTES_AT..size]);
+        if computed != header.crc {
+            return Err(RecordError::BadCrc {
+                stored: header.crc,
+                computed,
+            });
+        }
     }
     if header.records_count <= 0
         || i64::from(header.last_offset_delta) + 1 != i64::from(header.records_count)
@@ -684,6 +691,16 @@ pub fn batches(bytes: &[u8]) -> Batches<'_> {
         bytes,
         position: 0,
         failed: false,
+        crc: true,
+    }
+}
+
+/// [`batches`] without the CRC check, as a consumer with `check.crcs = false` reads them:
+/// every other check of [`validate`] still stops it.
+pub fn batches_unchecked_crc(bytes: &[u8]) -> Batches<'_> {
+    Batches {
+        crc: false,
+        ..batches(bytes)
     }
 }
 
@@ -691,6 +708,8 @@ pub struct Batches<'a> {
     bytes: &'a [u8],
     position: usize,
     failed: bool,
+    /// Whether each batch's CRC is checked.
+    crc: bool,
 }
 
 impl Batches<'_> {
@@ -709,7 +728,7 @@ impl<'a> Iterator for Batches<'a> {
             return None;
         }
         let rest = &self.bytes[self.position..];
-        match validate(rest) {
+        match check(rest, self.crc) {
             Ok(header) => {
                 let at = self.position;
                 let batch = &rest[..header.size_bytes()];
@@ -917,6 +936,24 @@ mod tests {
         bytes[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
         assert!(matches!(validate(&bytes), Err(RecordError::Malformed(_))));
         assert!(matches!(records(&bytes), Err(RecordError::Malformed(_))));
+    }
+
+    /// What `check.crcs = false` reads: a batch with a wrong CRC passes, one whose count
+    /// disagrees with its offsets still stops it.
+    #[test]
+    fn batches_unchecked_crc_skip_the_crc_alone() {
+        let mut rotten = sample_batch(2);
+        *rotten.last_mut().unwrap() ^= 1;
+        assert!(matches!(
+            batches(&rotten).next(),
+            Some(Err(RecordError::BadCrc { .. }))
+        ));
+        assert!(matches!(batches_unchecked_crc(&rotten).next(), Some(Ok(_))));
+        rotten[57..61].copy_from_slice(&3i32.to_be_bytes());
+        assert!(matches!(
+            batches_unchecked_crc(&rotten).next(),
+            Some(Err(RecordError::Malformed(_)))
+        ));
     }
 
     #[test]

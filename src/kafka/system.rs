@@ -5,7 +5,7 @@
 //! disk for the checkers.
 
 use crate::check::Teller;
-use crate::config::kafka::{Bugs, TopicConfig};
+use crate::config::kafka::TopicConfig;
 use crate::config::workload::ArrivalProcess;
 use crate::history::facts::{FactLog, Facts};
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
@@ -171,7 +171,7 @@ impl System for Kafka {
     }
 
     fn final_read(&mut self, world: &mut World<'_>) -> Result<(), RunError> {
-        let read = final_read(world, &self.view, &self.partitions, self.settings.bugs)?;
+        let read = final_read(world, &self.view, &self.partitions, &self.settings)?;
         self.read = Some(read);
         Ok(())
     }
@@ -454,14 +454,17 @@ fn add_clients(
 
 type FinalRead = Vec<client::PartitionRead>;
 
+/// The final read, checking CRCs or not as `[consumer] check.crcs` says.
 fn final_read(
     world: &mut World<'_>,
     view: &MetadataView,
     partitions: &[(TopicPartition, Vec<BrokerId>)],
-    bugs: Bugs,
+    settings: &Settings,
 ) -> Result<FinalRead, RunError> {
     let out: Rc<RefCell<Option<FinalRead>>> = Rc::default();
+    let bugs = settings.bugs;
     let skip = usize::from(bugs.final_read_skips_a_partition);
+    let check_crcs = settings.consumer.check_crcs;
     let topics: Vec<TopicPartition> = partitions
         .iter()
         .skip(skip)
@@ -478,7 +481,7 @@ fn final_read(
         let topics = topics.clone();
         let leader_of = leader_of.clone();
         async move {
-            let read = client::final_read(topics, leader_of, FINAL_READ_LIMIT).await;
+            let read = client::final_read(topics, leader_of, check_crcs, FINAL_READ_LIMIT).await;
             *sink.borrow_mut() = Some(read);
             Ok(())
         }

@@ -127,6 +127,10 @@ pub enum DiskFault {
     Slow(Duration),
     /// Flip bits in `bytes` durable bytes at the tail of the newest file matching `glob`.
     Corrupt { glob: String, bytes: u64 },
+    /// Flip bits in `bytes` contiguous durable bytes of the newest file matching `glob`,
+    /// from a seeded position. Its own variant rather than a field of `Corrupt`, so that
+    /// the trace of a tail corruption reads as it always has.
+    CorruptAnywhere { glob: String, bytes: u64 },
     /// End Slow, Full and a pending FsyncError.
     Heal,
 }
@@ -473,25 +477,39 @@ impl DiskState {
         self.names.clone_from(&self.durable_names);
     }
 
-    fn corrupt(&mut self, glob: &str, bytes: u64) -> Result<(), DiskError> {
+    /// The newest file matching `glob`: the inode created last.
+    fn newest_matching(&self, glob: &str) -> Result<u64, DiskError> {
         let matcher = globset::GlobBuilder::new(glob)
             .literal_separator(true)
             .build()
             .map_err(|e| DiskError::NotFound(format!("{glob} ({e})")))?
             .compile_matcher();
-        let newest = self
-            .names
+        self.names
             .iter()
             .filter(|(path, _)| matcher.is_match(path.as_str()))
             .map(|(_, &ino)| ino)
             .max()
-            .ok_or_else(|| DiskError::NotFound(glob.to_string()))?;
-        let inode = self
-            .inodes
-            .get_mut(&newest)
-            .expect("every name has its inode");
-        let end = inode.durable.len();
-        let start = end.saturating_sub(bytes);
+            .ok_or_else(|| DiskError::NotFound(glob.to_string()))
+    }
+
+    fn corrupt_tail(&mut self, glob: &str, bytes: u64) -> Result<(), DiskError> {
+        let ino = self.newest_matching(glob)?;
+        let end = self.inodes[&ino].durable.len();
+        self.flip(ino, end.saturating_sub(bytes), end);
+        Ok(())
+    }
+
+    fn corrupt_anywhere(&mut self, glob: &str, bytes: u64) -> Result<(), DiskError> {
+        let ino = self.newest_matching(glob)?;
+        let len = self.inodes[&ino].durable.len();
+        let start = self.rng.random_range(0..=len.saturating_sub(bytes));
+        self.flip(ino, start, len.min(start.saturating_add(bytes)));
+        Ok(())
+    }
+
+    /// Flip one seeded bit in each durable byte of `ino` from `start` to `end`.
+    fn flip(&mut self, ino: u64, start: u64, end: u64) {
+        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
         for at in start..end {
             let mask = 1u8 << self.rng.random_range(0..8);
             inode.durable.flip(at, mask);
@@ -501,7 +519,6 @@ impl DiskState {
                 inode.cached.flip(at, mask);
             }
         }
-        Ok(())
     }
 }
 
@@ -724,7 +741,8 @@ impl Disk {
             DiskFault::FsyncError => state.fsync_error = true,
             DiskFault::Full => state.full = true,
             DiskFault::Slow(latency) => state.slow = latency,
-            DiskFault::Corrupt { glob, bytes } => state.corrupt(&glob, bytes)?,
+            DiskFault::Corrupt { glob, bytes } => state.corrupt_tail(&glob, bytes)?,
+            DiskFault::CorruptAnywhere { glob, bytes } => state.corrupt_anywhere(&glob, bytes)?,
             DiskFault::Heal => {
                 state.fsync_error = false;
                 state.full = false;

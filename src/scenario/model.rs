@@ -184,14 +184,39 @@ pub enum FaultAction {
         target: Target,
         file: String,
         bytes: u64,
+        region: CorruptRegion,
     },
 }
 
+/// A `corrupt` fault's `region`: where in the file its bytes rot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CorruptRegion {
+    /// The last `bytes` durable bytes. A log's tail ends in a record's last byte, so a
+    /// reader finds a record it cannot parse there, CRC or not.
+    Tail,
+    /// `bytes` contiguous durable bytes from a seeded position: most land inside a
+    /// record's value, which only the batch CRC tells from a good one.
+    Anywhere,
+}
+
+impl CorruptRegion {
+    pub const ALL: [CorruptRegion; 2] = [CorruptRegion::Tail, CorruptRegion::Anywhere];
+
+    /// As a scenario file writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CorruptRegion::Tail => "tail",
+            CorruptRegion::Anywhere => "anywhere",
+        }
+    }
+}
+
 /// The one table of fault actions: a row per action with its name in a scenario file, the
-/// fields it takes besides `at` and `action`, and whether it acts on a disk (so only hosts
-/// with one qualify). The parser, the nemesis and the timeline read their names here.
+/// fields it takes besides `at` and `action` (then those it may take), and whether it acts
+/// on a disk (so only hosts with one qualify). The parser, the nemesis and the timeline
+/// read their names here.
 macro_rules! fault_kinds {
-    ($($kind:ident: $name:literal, [$($field:literal),*], disk: $disk:literal;)*) => {
+    ($($kind:ident: $name:literal, [$($field:literal),*] $(or [$($optional:literal),*])?, disk: $disk:literal;)*) => {
         /// A fault action without its arguments.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum FaultKind {
@@ -213,6 +238,13 @@ macro_rules! fault_kinds {
             pub fn fields(self) -> &'static [&'static str] {
                 match self {
                     $(FaultKind::$kind => &[$($field),*],)*
+                }
+            }
+
+            /// The fields it may take as well, each with a default.
+            pub fn optional_fields(self) -> &'static [&'static str] {
+                match self {
+                    $(FaultKind::$kind => &[$($($optional),*)?],)*
                 }
             }
 
@@ -238,7 +270,7 @@ fault_kinds! {
     HealDisk: "heal-disk", ["target"], disk: true;
     FsyncError: "fsync-error", ["target"], disk: true;
     DiskFull: "disk-full", ["target"], disk: true;
-    Corrupt: "corrupt", ["target", "file", "bytes"], disk: true;
+    Corrupt: "corrupt", ["target", "file", "bytes"] or ["region"], disk: true;
 }
 
 impl FaultAction {
@@ -321,7 +353,14 @@ impl std::fmt::Display for FaultAction {
                 target,
                 file,
                 bytes,
-            } => write!(f, " {target} {file} {bytes}B"),
+                region,
+            } => {
+                write!(f, " {target} {file} {bytes}B")?;
+                match region {
+                    CorruptRegion::Tail => Ok(()),
+                    CorruptRegion::Anywhere => write!(f, " anywhere"),
+                }
+            }
         }
     }
 }
@@ -484,8 +523,18 @@ mod tests {
                     target: Target::Brokers,
                     file: "*.log".into(),
                     bytes: 4,
+                    region: CorruptRegion::Tail,
                 },
                 "corrupt brokers *.log 4B",
+            ),
+            (
+                FaultAction::Corrupt {
+                    target: broker(1),
+                    file: "orders-0/*.log".into(),
+                    bytes: 1,
+                    region: CorruptRegion::Anywhere,
+                },
+                "corrupt broker-1 orders-0/*.log 1B anywhere",
             ),
         ];
         for (action, text) in cases {

@@ -9,7 +9,7 @@
 //! must parse it again and check that it resolves to the settings meant (`hightide
 //! shrink` does).
 
-use super::model::{Fault, FaultAction, Settings, Target};
+use super::model::{CorruptRegion, Fault, FaultAction, Settings, Target};
 use super::values::format_duration;
 use crate::check::{comparison_symbol, count_name, Comparison, Expectation};
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, TableLike, Value};
@@ -281,9 +281,17 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
             FaultAction::SlowDisk { latency, .. } => {
                 table.insert("latency", value(format_duration(*latency)));
             }
-            FaultAction::Corrupt { file, bytes, .. } => {
+            FaultAction::Corrupt {
+                file,
+                bytes,
+                region,
+                ..
+            } => {
                 table.insert("file", value(file.as_str()));
                 table.insert("bytes", value(i64::try_from(*bytes).unwrap_or(i64::MAX)));
+                if *region != CorruptRegion::Tail {
+                    table.insert("region", value(region.name()));
+                }
             }
             _ => {}
         }

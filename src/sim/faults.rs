@@ -7,7 +7,7 @@ use super::system::System;
 use super::world::World;
 use crate::history::facts::{Fact, Facts};
 use crate::os::disk::DiskFault;
-use crate::scenario::model::{Fault, FaultAction, Nemesis, NemesisAction, Target};
+use crate::scenario::model::{CorruptRegion, Fault, FaultAction, Nemesis, NemesisAction, Target};
 use crate::types::HostName;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -251,14 +251,15 @@ pub fn apply<S: System>(
             target,
             file,
             bytes,
-        } => inject(
-            world,
-            hosts(world, target),
-            DiskFault::Corrupt {
-                glob: file.clone(),
-                bytes: *bytes,
-            },
-        ),
+            region,
+        } => {
+            let (glob, bytes) = (file.clone(), *bytes);
+            let fault = match region {
+                CorruptRegion::Tail => DiskFault::Corrupt { glob, bytes },
+                CorruptRegion::Anywhere => DiskFault::CorruptAnywhere { glob, bytes },
+            };
+            inject(world, hosts(world, target), fault)
+        }
     }
     struck.sort_unstable();
     struck.dedup();

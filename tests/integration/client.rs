@@ -327,7 +327,7 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
     sim.client("reader", async move {
         let tp = TopicPartition::new("t", 0);
         let leader_of: LeaderOf = Rc::new(|_: &TopicPartition| Some((BrokerId(1), Epoch(2))));
-        *out.borrow_mut() = final_read(vec![tp], leader_of, Duration::from_secs(10)).await;
+        *out.borrow_mut() = final_read(vec![tp], leader_of, true, Duration::from_secs(10)).await;
         Ok(())
     });
     sim.run().expect("the simulation completes");
@@ -362,6 +362,7 @@ fn final_read_reports_an_offline_partition() {
         *out.borrow_mut() = final_read(
             vec![TopicPartition::new("t", 0)],
             Rc::new(|_: &TopicPartition| None),
+            true,
             Duration::from_secs(2),
         )
         .await;

@@ -274,6 +274,10 @@ pub struct ConsumerConfig {
     /// rebalance timeout it joins with.
     pub max_poll_interval: Duration,
     pub max_poll_records: u32,
+    /// Check each fetched batch's CRC-32C before handing its records over. Off, a reader
+    /// still stops at a batch or record it cannot parse, but takes rotten bytes inside a
+    /// well-formed one for data.
+    pub check_crcs: bool,
     /// Commits carry the leader epoch of the record before the committed offset, so a
     /// member resuming there validates it against the log (KIP-320, Kafka 2.1); before,
     /// it fetched from the committed offset whatever the log had become. Not a key: the
@@ -296,6 +300,7 @@ impl Default for ConsumerConfig {
             heartbeat_interval: ms(3_000),
             max_poll_interval: ms(300_000),
             max_poll_records: 500,
+            check_crcs: true,
             commit_leader_epoch: true,
         }
     }

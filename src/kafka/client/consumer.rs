@@ -417,7 +417,7 @@ fn apply(consumer: &Consumer, ask: &Ask, answer: &FetchedPartition) {
     let outcome = match ask.position_mut(&mut consumer.positions.borrow_mut()) {
         Some(position) => {
             let from = position.fetch.offset;
-            let outcome = position.fetch.apply(answer);
+            let outcome = position.fetch.apply(answer, ctx.config.check_crcs);
             if answer.error.is_none() {
                 position.high_watermark = answer.high_watermark;
                 position.high_watermark_at = clock::now();

@@ -9,7 +9,7 @@
 use crate::history::final_state::ReadRecord;
 use crate::kafka::client::outcome::invalidates_metadata;
 use crate::kafka::protocol::messages::{ErrorCode, FetchedPartition};
-use crate::kafka::record::{batches, record_views};
+use crate::kafka::record::{batches, batches_unchecked_crc, record_views};
 use crate::kafka::types::EpochEndOffset;
 use crate::types::{Epoch, Offset};
 
@@ -22,9 +22,17 @@ pub struct Decoded {
     pub last_epoch: Option<Epoch>,
 }
 
-pub fn decode(bytes: &[u8], from: Offset) -> Decoded {
+/// Without `check_crcs` (the consumer's `check.crcs`) no batch's CRC is checked, but a
+/// batch or record that cannot be parsed still stops the read, as Kafka's
+/// `DefaultRecord.readFrom` raises on one.
+pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
     let mut decoded = Decoded::default();
-    for batch in batches(bytes) {
+    let batches = if check_crcs {
+        batches(bytes)
+    } else {
+        batches_unchecked_crc(bytes)
+    };
+    for batch in batches {
         let Ok((_, header, batch)) = batch else { break };
         let Ok(batch_records) = record_views(batch) else {
             break;
@@ -92,7 +100,8 @@ impl FetchPosition {
         None
     }
 
-    pub fn apply(&mut self, response: &FetchedPartition) -> FetchOutcome {
+    /// `check_crcs`: the reader's `check.crcs`.
+    pub fn apply(&mut self, response: &FetchedPartition, check_crcs: bool) -> FetchOutcome {
         match response.error {
             None => {}
             Some(ErrorCode::OffsetOutOfRange) => {
@@ -125,7 +134,7 @@ impl FetchPosition {
             }
             return FetchOutcome::Diverged { to: self.offset };
         }
-        let decoded = decode(&response.records, self.offset);
+        let decoded = decode(&response.records, self.offset, check_crcs);
         if let Some(next) = decoded.next_offset {
             if next > self.offset {
                 self.offset = next;
@@ -176,7 +185,7 @@ mod tests {
         let mut position = FetchPosition::new(Offset(0));
         let mut bytes = batch(0, 1, &["a", "b"]);
         bytes.extend(batch(2, 3, &["c"]));
-        let outcome = position.apply(&response(bytes));
+        let outcome = position.apply(&response(bytes), true);
         assert_eq!(offsets(&outcome), vec![0, 1, 2]);
         assert_eq!(
             position,
@@ -190,7 +199,7 @@ mod tests {
     #[test]
     fn records_before_the_position_in_a_batch_are_skipped() {
         let mut position = FetchPosition::new(Offset(1));
-        let outcome = position.apply(&response(batch(0, 1, &["a", "b", "c"])));
+        let outcome = position.apply(&response(batch(0, 1, &["a", "b", "c"])), true);
         assert_eq!(offsets(&outcome), vec![1, 2]);
     }
 
@@ -200,8 +209,34 @@ mod tests {
         let mut bytes = batch(0, 1, &["a"]);
         let second = batch(1, 1, &["b"]);
         bytes.extend_from_slice(&second[..second.len() - 1]);
-        assert_eq!(offsets(&position.apply(&response(bytes))), vec![0]);
+        assert_eq!(offsets(&position.apply(&response(bytes), true)), vec![0]);
         assert_eq!(position.offset, Offset(1));
+    }
+
+    /// `check.crcs`: rot inside a well-formed record stops a reader that checks CRCs at its
+    /// batch and reaches one that does not as data; a record that cannot be parsed stops
+    /// both.
+    #[test]
+    fn only_a_reader_that_checks_crcs_stops_at_rot_inside_a_well_formed_record() {
+        let mut bytes = batch(0, 1, &["a"]);
+        bytes.extend(batch(1, 1, &["bcd"]));
+        let mut rotten = bytes.clone();
+        // The value's `c`: one byte, the headers count, follows it.
+        let c = rotten.len() - 3;
+        rotten[c] ^= 0x20;
+        let checked = decode(&rotten, Offset(0), true);
+        assert_eq!(checked.records.len(), 1);
+        assert_eq!(checked.next_offset, Some(Offset(1)));
+        let unchecked = decode(&rotten, Offset(0), false);
+        let values: Vec<_> = unchecked.records.iter().map(|r| r.unparsed()).collect();
+        assert_eq!(values, [Some(&b"a"[..]), Some(&b"bCd"[..])]);
+        assert_eq!(unchecked.next_offset, Some(Offset(2)));
+        let mut broken = bytes;
+        // The headers count 0 becomes -1.
+        *broken.last_mut().unwrap() ^= 1;
+        let unchecked = decode(&broken, Offset(0), false);
+        assert_eq!(unchecked.records.len(), 1);
+        assert_eq!(unchecked.next_offset, Some(Offset(1)));
     }
 
     /// KIP-320: a consumer that read records later truncated away must go back to the
@@ -218,7 +253,7 @@ mod tests {
             end_offset: Offset(7),
         });
         assert_eq!(
-            position.apply(&answer),
+            position.apply(&answer, true),
             FetchOutcome::Diverged { to: Offset(7) }
         );
         assert_eq!(
@@ -243,7 +278,7 @@ mod tests {
             end_offset: Offset::NONE,
         });
         assert_eq!(
-            position.apply(&answer),
+            position.apply(&answer, true),
             FetchOutcome::Diverged { to: Offset(4) }
         );
         assert_eq!(position.last_fetched_epoch, None);
@@ -290,12 +325,18 @@ mod tests {
         answer.error = Some(ErrorCode::OffsetOutOfRange);
         answer.log_start_offset = Offset(5);
         answer.high_watermark = Offset(9);
-        assert_eq!(below.apply(&answer), FetchOutcome::Reset { to: Offset(5) });
+        assert_eq!(
+            below.apply(&answer, true),
+            FetchOutcome::Reset { to: Offset(5) }
+        );
         let mut above = FetchPosition {
             offset: Offset(20),
             last_fetched_epoch: Some(Epoch(1)),
         };
-        assert_eq!(above.apply(&answer), FetchOutcome::Reset { to: Offset(9) });
+        assert_eq!(
+            above.apply(&answer, true),
+            FetchOutcome::Reset { to: Offset(9) }
+        );
         assert_eq!(above.last_fetched_epoch, None);
     }
 
@@ -305,7 +346,7 @@ mod tests {
         let mut answer = response(Vec::new());
         answer.error = Some(ErrorCode::FencedLeaderEpoch);
         assert_eq!(
-            position.apply(&answer),
+            position.apply(&answer, true),
             FetchOutcome::Retry {
                 error: ErrorCode::FencedLeaderEpoch,
                 refresh_metadata: true

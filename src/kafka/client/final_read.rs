@@ -57,17 +57,23 @@ pub type LeaderOf = Rc<dyn Fn(&TopicPartition) -> Option<(BrokerId, Epoch)>>;
 /// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
 /// The leader and its epoch come from the controller (`leader_of`), as an operator asks
 /// it who leads; the reads are fenced by that epoch, so a deposed leader cannot answer.
+/// `check_crcs` is the consumer's `check.crcs`: with it, a read stops at a batch whose
+/// CRC is wrong, as Kafka's consumer raises CorruptRecordException there.
 /// A partition that has no leader in time is reported offline with no records; one whose
 /// read does not finish in time keeps the records read so far, marked incomplete: what it
 /// did not read is unknown, not absent.
 pub async fn final_read(
     topics: Vec<TopicPartition>,
     leader_of: LeaderOf,
+    check_crcs: bool,
     timeout: Duration,
 ) -> Vec<PartitionRead> {
     let readers: Vec<_> = topics
         .into_iter()
-        .map(|tp| tokio::task::spawn_local(read_partition(tp, leader_of.clone(), timeout)))
+        .map(|tp| {
+            let read = read_partition(tp, leader_of.clone(), check_crcs, timeout);
+            tokio::task::spawn_local(read)
+        })
         .collect();
     let mut reads = Vec::with_capacity(readers.len());
     for reader in readers {
@@ -88,13 +94,14 @@ enum Attempt {
 async fn read_partition(
     tp: TopicPartition,
     leader_of: LeaderOf,
+    check_crcs: bool,
     timeout: Duration,
 ) -> PartitionRead {
     let deadline = Instant::now() + timeout;
     let mut partial = None;
     while Instant::now() < deadline {
         if let Some((leader, epoch)) = leader_of(&tp) {
-            match read_from_leader(&tp, leader, epoch, deadline).await {
+            match read_from_leader(&tp, (leader, epoch), check_crcs, deadline).await {
                 Attempt::Done(read) => return read,
                 Attempt::Failed(progress) => partial = progress.or(partial),
             }
@@ -107,8 +114,8 @@ async fn read_partition(
 
 async fn read_from_leader(
     tp: &TopicPartition,
-    leader: BrokerId,
-    epoch: Epoch,
+    (leader, epoch): (BrokerId, Epoch),
+    check_crcs: bool,
     deadline: Instant,
 ) -> Attempt {
     let remaining = || REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
@@ -170,7 +177,7 @@ async fn read_from_leader(
             return Attempt::Failed(partial(records));
         };
         let before = position.offset;
-        match position.apply(response) {
+        match position.apply(response, check_crcs) {
             FetchOutcome::Records(fetched) => {
                 records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark))
             }

@@ -277,6 +277,11 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             INT_MAX,
             "Records one poll returns at most: a group member processes them, then polls again."
         ),
+        boolean!(
+            "check.crcs",
+            check_crcs,
+            "Check the CRC-32C of every fetched batch; off, rotten bytes inside a well-formed batch reach the reader as data (a batch or record it cannot parse still stops it)."
+        ),
     ],
 };
 

@@ -103,18 +103,7 @@ impl<T> Key<T> {
                 Ok(())
             }
             Kind::Choice { names, set, .. } => {
-                let name = string(self.name, node)?;
-                let index = names.iter().position(|n| *n == name).ok_or_else(|| {
-                    Error::at(
-                        &node.span,
-                        format!(
-                            "invalid `{}` `{name}`: expected {}",
-                            self.name,
-                            one_of(names)
-                        ),
-                    )
-                })?;
-                set(target, index);
+                set(target, choice(self.name, node, names)?);
                 Ok(())
             }
             Kind::Other { set, .. } => set(target, node),
@@ -176,6 +165,17 @@ pub(crate) fn string<'a>(name: &str, node: &'a Node) -> Result<&'a str, Error> {
         Value::String(value) => Ok(value),
         _ => Err(wrong_type(name, "a string", node)),
     }
+}
+
+/// One of `names`: its index.
+pub(crate) fn choice(name: &str, node: &Node, names: &[&str]) -> Result<usize, Error> {
+    let value = string(name, node)?;
+    names.iter().position(|n| *n == value).ok_or_else(|| {
+        Error::at(
+            &node.span,
+            format!("invalid `{name}` `{value}`: expected {}", one_of(names)),
+        )
+    })
 }
 
 /// A duration string (`"250ms"`).

@@ -3,7 +3,7 @@
 
 use super::targets::{check_target, read_target};
 use super::{keys, table};
-use crate::scenario::model::{Fault, FaultAction, FaultKind, Settings, Target};
+use crate::scenario::model::{CorruptRegion, Fault, FaultAction, FaultKind, Settings, Target};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::format_duration;
 use crate::scenario::{suggest, unknown_key, Error};
@@ -70,7 +70,7 @@ pub(super) fn read_fault_sets(node: &Node) -> Result<BTreeMap<String, Vec<Parsed
 }
 
 pub(super) const FAULT_FIELDS: &[&str] = &[
-    "at", "jitter", "action", "target", "groups", "between", "latency", "file", "bytes",
+    "at", "jitter", "action", "target", "groups", "between", "latency", "file", "bytes", "region",
 ];
 
 fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
@@ -110,8 +110,12 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         return Err(Error::at(&action_node.span, message));
     };
     let takes = kind.fields();
+    let may_take = kind.optional_fields();
     for (name, entry) in &fields {
-        if !["at", "jitter", "action"].contains(name) && !takes.contains(name) {
+        if !["at", "jitter", "action"].contains(name)
+            && !takes.contains(name)
+            && !may_take.contains(name)
+        {
             let takes = if takes.is_empty() {
                 "it takes only `at`".to_owned()
             } else {
@@ -119,6 +123,7 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                     "it takes {}",
                     takes
                         .iter()
+                        .chain(may_take)
                         .map(|t| format!("`{t}`"))
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -183,10 +188,18 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                 .map(|e| &e.value)
                 .ok_or_else(|| needs(action, "bytes", action_node))?;
             let bytes = keys::integer_in("bytes", bytes, 1, i64::MAX)? as u64;
+            let region = match fields.get("region") {
+                Some(entry) => {
+                    let names = CorruptRegion::ALL.map(CorruptRegion::name);
+                    CorruptRegion::ALL[keys::choice("region", &entry.value, &names)?]
+                }
+                None => CorruptRegion::Tail,
+            };
             FaultAction::Corrupt {
                 target,
                 file: pattern.to_owned(),
                 bytes,
+                region,
             }
         }
         FaultKind::Partition => {

@@ -808,6 +808,58 @@ proptest! {
         let again = build();
         prop_assert_eq!(again.read_all(&newest).unwrap(), disk.read_all(&newest).unwrap());
     }
+
+    /// Corruption anywhere flips one bit in each of `bytes` contiguous bytes of the newest
+    /// matching file (all of it if shorter), from a seeded position, and a seed replays it.
+    #[test]
+    fn corrupt_anywhere_flips_a_seeded_run_of_the_newest_matching_file(
+        size in 1..10_000usize,
+        bytes in 1..3_000u64,
+        seed in any::<u64>(),
+    ) {
+        let build = || {
+            clock::set(SimTime::ZERO);
+            let disk = Disk::new(config(PowerLossModel::DropUnflushed), seed);
+            for path in ["orders-0/0.log", "orders-0/1.log"] {
+                disk.write(path, 0, &vec![0x5a; size]).unwrap();
+                disk.fsync_now(path).unwrap();
+            }
+            let glob = "orders-0/*.log".into();
+            disk.inject(DiskFault::CorruptAnywhere { glob, bytes }).unwrap();
+            disk
+        };
+        let disk = build();
+        prop_assert_eq!(disk.read_all("orders-0/0.log").unwrap(), vec![0x5a; size]);
+        let content = disk.read_all("orders-0/1.log").unwrap();
+        prop_assert_eq!(disk.durable("orders-0/1.log"), Some(content.clone()));
+        let flipped: Vec<usize> = (0..size).filter(|&at| content[at] != 0x5a).collect();
+        prop_assert_eq!(flipped.len(), size.min(bytes as usize));
+        prop_assert_eq!(flipped.last().unwrap() - flipped[0] + 1, flipped.len(), "contiguous");
+        for at in flipped {
+            prop_assert_eq!((content[at] ^ 0x5a).count_ones(), 1, "byte {}", at);
+        }
+        let again = build();
+        prop_assert_eq!(again.read_all("orders-0/1.log").unwrap(), content);
+    }
+}
+
+/// Where `anywhere` rots is the seed's choice, over the whole file, not its tail alone.
+#[test]
+fn corrupt_anywhere_lands_where_the_seed_says() {
+    let mut positions = BTreeSet::new();
+    for seed in 0..20 {
+        at(0);
+        let disk = Disk::new(DiskConfig::default(), seed);
+        disk.write("s.log", 0, &[0; 1000]).unwrap();
+        disk.fsync_now("s.log").unwrap();
+        let glob = "*.log".into();
+        disk.inject(DiskFault::CorruptAnywhere { glob, bytes: 1 })
+            .unwrap();
+        let content = disk.read_all("s.log").unwrap();
+        positions.insert(content.iter().position(|&b| b != 0).unwrap());
+    }
+    assert!(positions.len() > 10, "{positions:?}");
+    assert!(positions.iter().any(|&at| at < 500), "{positions:?}");
 }
 
 /// Under DropUnflushed a power loss leaves exactly the durable images; fsynced files survive,

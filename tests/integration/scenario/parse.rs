@@ -5,7 +5,9 @@
 use hightide::check::{Comparison, Count, Expectation};
 use hightide::config::kafka::{Acks, Truncation, NEVER};
 use hightide::os::disk::PowerLossModel;
-use hightide::scenario::model::{Arrivals, FaultAction, NemesisAction, OnError, Scenario, Target};
+use hightide::scenario::model::{
+    Arrivals, CorruptRegion, FaultAction, NemesisAction, OnError, Scenario, Target,
+};
 use hightide::scenario::write::{standalone, Standalone};
 use hightide::scenario::{
     config_reference, load, parse, parse_seeds, parse_with, Overrides, ScenarioError,
@@ -553,6 +555,7 @@ target = "consumer-1"
                 target: Target::Host(HostName::Broker(2)),
                 file: "orders-0/*.log".into(),
                 bytes: 16,
+                region: CorruptRegion::Tail,
             },
             FaultAction::Isolate(Target::Host(HostName::Producer(2))),
             FaultAction::Shutdown(Target::Followers(tp(1))),
@@ -1353,4 +1356,56 @@ fn arrivals_and_fault_jitter_are_read_checked_and_written_back() {
     .expect("writes");
     assert!(written.contains("jitter = \"500ms\""), "{written}");
     assert_eq!(settings(&written).faults, variant.settings.faults);
+}
+
+/// A `corrupt` fault rots the tail unless its `region` says `anywhere`; another word, or
+/// `region` on another action, is an error at its place; the writer keeps the region.
+#[test]
+fn corrupt_region_is_read_checked_and_written_back() {
+    let corrupt = |region: &str| {
+        format!(
+            "{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"corrupt\"\ntarget = \"broker-1\"\nfile = \"orders-0/*.log\"\nbytes = 1\n{region}"
+        )
+    };
+    let region = |text: &str| match &ok(text).variants[0].settings.faults[0].action {
+        FaultAction::Corrupt { region, .. } => *region,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(region(&corrupt("")), CorruptRegion::Tail);
+    assert_eq!(region(&corrupt("region = \"tail\"\n")), CorruptRegion::Tail);
+    let anywhere = corrupt("region = \"anywhere\"\n");
+    assert_eq!(region(&anywhere), CorruptRegion::Anywhere);
+    assert_error(
+        &corrupt("region = \"middle\"\n"),
+        "s.toml:11:10: invalid `region` `middle`: expected \"tail\" or \"anywhere\"",
+    );
+    assert_error(
+        &corrupt("region = 3\n"),
+        "s.toml:11:10: `region` must be a string, found an integer",
+    );
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"broker-1\"\nregion = \"tail\"\n"),
+        "s.toml:9:1: `region` does not apply to action `kill` (it takes `target`)",
+    );
+    assert_error(
+        &corrupt("latency = \"1s\"\n"),
+        "s.toml:11:1: `latency` does not apply to action `corrupt` (it takes `target`, `file`, `bytes`, `region`)",
+    );
+    let scenario = ok(&anywhere);
+    let variant = &scenario.variants[0];
+    let written = standalone(&Standalone {
+        text: &anywhere,
+        variant: &variant.name,
+        original: &variant.settings,
+        settings: &variant.settings,
+        sets: &[],
+        expect: &[],
+        expect_some: &[],
+        name: "anywhere",
+        seed: 1,
+        header: &[],
+    })
+    .expect("writes");
+    assert!(written.contains("region = \"anywhere\""), "{written}");
+    assert_eq!(region(&written), CorruptRegion::Anywhere);
 }
