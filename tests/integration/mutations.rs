@@ -182,6 +182,18 @@ fn a_recovery_that_checks_no_crc_serves_corrupt_bytes() {
 }
 
 #[test]
+fn a_final_read_that_checks_no_crc_serves_rot_as_data() {
+    let bugs = Bugs {
+        final_read_skips_crc: true,
+        ..Bugs::default()
+    };
+    // A byte of broker-1's log rots where no recovery reads it; the final read reaches it
+    // and, checking no CRC, takes a rotten value for a message.
+    let checking = variant("check-crcs.toml", "check-crcs");
+    caught(&checking, bugs, &[Count::Unexpected]);
+}
+
+#[test]
 fn a_clean_election_outside_the_isr_loses_acknowledged_messages() {
     let bugs = Bugs {
         clean_election_outside_isr: true,
@@ -278,6 +290,7 @@ macro_rules! lessons {
 
 lessons! {
     lesson_of_bit_rot: "bit-rot.toml" => follower_skips_crc,
+    lesson_of_check_crcs: "check-crcs.toml" => final_read_skips_crc,
     lesson_of_consumer_commits: "consumer-commits.toml" => commit_fetch_position,
     lesson_of_controlled_shutdown: "controlled-shutdown.toml" => shutdown_without_marker,
     lesson_of_coordinator_failover: "coordinator-failover.toml" => coordinator_skips_load,

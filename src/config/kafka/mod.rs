@@ -433,6 +433,8 @@ pub struct Bugs {
     pub read_beyond_hw: bool,
     /// The final read leaves out the first partition it was asked for.
     pub final_read_skips_a_partition: bool,
+    /// The final read checks no batch CRC, whatever `check.crcs` says.
+    pub final_read_skips_crc: bool,
     /// The leader appends every batch, ignoring the producer's sequence numbers.
     pub ignore_sequences: bool,
     /// Log recovery trusts every batch header and checks no CRC.
