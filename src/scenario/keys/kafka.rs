@@ -164,6 +164,9 @@ pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
     ],
 };
 
+/// The forms of `acks` Kafka reads, as docs/scenarios.md lists them.
+const ACKS_FORMS: &str = "\"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1";
+
 fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
     let acks = match &node.value {
         Value::String(text) => match text.as_str() {
@@ -176,7 +179,7 @@ fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
         Value::Integer(1) => Some(Acks::Leader),
         Value::Integer(-1) => Some(Acks::All),
         Value::Integer(_) => None,
-        _ => return Err(wrong_type("acks", "\"0\", \"1\", \"all\" or \"-1\"", node)),
+        _ => return Err(wrong_type("acks", ACKS_FORMS, node)),
     };
     let shown = match &node.value {
         Value::String(text) => text.clone(),
@@ -186,7 +189,7 @@ fn set_acks(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
     config.acks = acks.ok_or_else(|| {
         Error::at(
             &node.span,
-            format!("invalid `acks` `{shown}`: expected \"0\", \"1\", \"all\" or \"-1\""),
+            format!("invalid `acks` `{shown}`: expected {ACKS_FORMS}"),
         )
     })?;
     Ok(())
@@ -450,9 +453,15 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             err.message,
-            "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\""
+            "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1"
         );
         assert!(key.apply(&mut config, &node(Value::Integer(2))).is_err());
-        assert!(key.apply(&mut config, &node(Value::Boolean(true))).is_err());
+        let err = key
+            .apply(&mut config, &node(Value::Boolean(true)))
+            .unwrap_err();
+        assert_eq!(
+            err.message,
+            "`acks` must be \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1, found a boolean"
+        );
     }
 }

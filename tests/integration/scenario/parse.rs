@@ -782,15 +782,20 @@ fn malformed_durations() {
     );
 }
 
+/// Every form of `acks` docs/scenarios.md allows is named, the integers too.
 #[test]
 fn invalid_acks() {
     assert_error(
         &format!("{MINIMAL}[producer]\nacks = \"2\"\n"),
-        "s.toml:6:8: invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\"",
+        "s.toml:6:8: invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1",
     );
     assert_error(
         &format!("{MINIMAL}[producer]\nacks = 3\n"),
-        "s.toml:6:8: invalid `acks` `3`: expected \"0\", \"1\", \"all\" or \"-1\"",
+        "s.toml:6:8: invalid `acks` `3`: expected \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1",
+    );
+    assert_error(
+        &format!("{MINIMAL}[producer]\nacks = true\n"),
+        "s.toml:6:8: `acks` must be \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1, found a boolean",
     );
 }
 
@@ -1127,7 +1132,8 @@ seeds = 4
 /// names the value's own line and column, as it does for the quoted form.
 #[test]
 fn dotted_keys_keep_their_positions() {
-    let acks = "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\"";
+    let acks =
+        "invalid `acks` `2`: expected \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1";
     assert_error(
         &format!("producer.acks = \"2\"\n{MINIMAL}"),
         &format!("s.toml:1:17: {acks}"),
