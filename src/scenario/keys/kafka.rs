@@ -320,6 +320,19 @@ pub(crate) static TOPIC: Section<TopicConfig> = Section {
     ],
 };
 
+/// A topic key's broker key, or a broker key's topic key (`segment.bytes` and
+/// `log.segment.bytes`): what a key set in the other's table stands for.
+pub(crate) fn topic_counterpart(key: &str) -> Option<&'static str> {
+    TOPIC.keys.iter().find_map(|topic| {
+        let broker = topic.inherits()?;
+        if topic.name == key {
+            Some(broker)
+        } else {
+            (broker == key).then_some(topic.name)
+        }
+    })
+}
+
 /// Kafka's part of `hightide config`: `[cluster] kafka`, the history of Kafka's changes up
 /// to `release`, and the Kafka sections with their defaults in that release.
 pub(super) fn reference(out: &mut String, release: Release) {
@@ -403,10 +416,28 @@ mod tests {
     #[test]
     fn topic_keys_inherit_real_broker_keys() {
         for key in TOPIC.keys {
-            if let Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } = key.kind {
-                assert!(BROKER.find(inherits).is_some(), "{inherits}");
-            }
+            let inherits = key
+                .inherits()
+                .expect("every topic key inherits a broker key");
+            assert!(BROKER.find(inherits).is_some(), "{inherits}");
         }
+    }
+
+    #[test]
+    fn topic_and_broker_keys_are_each_others_counterparts() {
+        assert_eq!(
+            topic_counterpart("segment.bytes"),
+            Some("log.segment.bytes")
+        );
+        assert_eq!(
+            topic_counterpart("log.segment.bytes"),
+            Some("segment.bytes")
+        );
+        assert_eq!(
+            topic_counterpart("flush.messages"),
+            Some("log.flush.interval.messages")
+        );
+        assert_eq!(topic_counterpart("acks"), None);
     }
 
     #[test]

@@ -87,6 +87,14 @@ impl<T> Section<T> {
 }
 
 impl<T> Key<T> {
+    /// The key of another section this one inherits while unset, if it does.
+    pub(crate) fn inherits(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::OptInt { inherits, .. } | Kind::OptBool { inherits, .. } => Some(inherits),
+            _ => None,
+        }
+    }
+
     /// Set the field from `node`, checking its type and range.
     pub(crate) fn apply(&self, target: &mut T, node: &Node) -> Result<(), Error> {
         match &self.kind {

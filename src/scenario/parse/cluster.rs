@@ -1,11 +1,12 @@
 //! `[cluster]`: the broker count and the topics, with Kafka's rules for topic names.
 
+use super::misplaced::{unknown_key, Naming};
 use super::sections::config_entries;
-use super::{keys, table};
+use super::{keys, table, TOPIC_CONFIG};
 use crate::config::kafka::{Release, TopicConfig};
 use crate::scenario::model::{Cluster, Topic};
 use crate::scenario::node::{Entry, Node, Value};
-use crate::scenario::{suggest, unknown_key, Error};
+use crate::scenario::{suggest, Error};
 use std::ops::Range;
 
 struct TopicSpans {
@@ -129,9 +130,12 @@ fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {
             }
             "config" => {
                 let valid = keys::kafka::TOPIC.names();
-                for (key, entry) in
-                    config_entries(table("config", &e.value)?, &valid, "a topic's `config`")?
-                {
+                for (key, entry) in config_entries(
+                    table("config", &e.value)?,
+                    &valid,
+                    TOPIC_CONFIG,
+                    Naming::Key,
+                )? {
                     if let Some(found) = keys::kafka::TOPIC.find(&key) {
                         found.apply(&mut config, &entry.value)?;
                     }

@@ -1,12 +1,13 @@
 //! Scripted faults: `[[faults]]`, `[[fault_sets.NAME]]` and `faults = "NAME"`; each action
 //! with the fields it takes, and the checks against the resolved settings.
 
+use super::misplaced::unknown_key;
 use super::targets::{check_target, read_target};
 use super::{keys, table};
 use crate::scenario::model::{CorruptRegion, Fault, FaultAction, FaultKind, Settings, Target};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::format_duration;
-use crate::scenario::{suggest, unknown_key, Error};
+use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;

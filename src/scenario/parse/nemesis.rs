@@ -1,9 +1,10 @@
 //! `[nemesis]`: which fault actions the nemesis draws from, and how often.
 
+use super::misplaced::unknown_key;
 use super::{keys, table};
 use crate::scenario::model::{Nemesis, NemesisAction};
 use crate::scenario::node::{Node, Value};
-use crate::scenario::{suggest, unknown_key, Error};
+use crate::scenario::{suggest, Error};
 use std::time::Duration;
 
 pub(super) const NEMESIS_KEYS: &[&str] = &["actions", "interval", "recover"];

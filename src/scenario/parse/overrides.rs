@@ -13,11 +13,12 @@
 use super::cluster::read_release;
 use super::faults::{read_fault_choice, FaultChoice};
 use super::keys;
+use super::misplaced::unknown_path;
 use super::sections::{Assign, Sec};
 use super::top::{read_duration, Doc};
 use super::variants::{variant_paths, RawVariant, CLUSTER_KAFKA};
 use crate::scenario::node::{self, Node, Value};
-use crate::scenario::{unknown_key, Error, ScenarioError};
+use crate::scenario::{Error, ScenarioError};
 use std::ops::Range;
 
 /// Where the spans of `--set` arguments begin: beyond any file hightide would read.
@@ -193,7 +194,7 @@ fn read_item(argument: &str, start: usize, valid: &[&str]) -> Result<Item, Error
     let path_start = base + (path_text.len() - path_text.trim_start().len());
     let path_span = path_start..path_start + path.len();
     if !valid.contains(&path) {
-        return Err(unknown_key(path, &path_span, "--set", valid));
+        return Err(unknown_path(path, &path_span, "--set", valid));
     }
     let value_start = base + path_text.len() + 1;
     let raw = value_text.trim();

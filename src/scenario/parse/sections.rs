@@ -3,9 +3,10 @@
 //! nested tables.
 
 use super::keys::{self, Section};
+use super::misplaced::Naming;
 use crate::scenario::model::Settings;
 use crate::scenario::node::{Entry, Node, Value};
-use crate::scenario::{unknown_key, Error};
+use crate::scenario::Error;
 use std::collections::BTreeSet;
 
 /// The sections whose keys a variant may change.
@@ -103,11 +104,12 @@ pub(super) struct Assign {
 
 /// Walk a table, joining the implicit tables of unquoted dotted keys back into Kafka's
 /// dotted names (`min.insync.replicas = 1` is three nested tables in TOML); a path stops
-/// at the first valid key.
+/// at the first valid key, or where no key of any table goes on.
 fn flatten<'a>(
     entries: &'a [Entry],
     prefix: &str,
     valid: &[&str],
+    naming: Naming,
     out: &mut Vec<(String, &'a Entry)>,
 ) {
     for entry in entries {
@@ -118,9 +120,8 @@ fn flatten<'a>(
         };
         if !valid.contains(&path.as_str()) {
             if let Value::Table(inner) = &entry.value.value {
-                let dotted = format!("{path}.");
-                if valid.iter().any(|v| v.starts_with(&dotted)) {
-                    flatten(inner, &path, valid, out);
+                if naming.continues(&path, valid) {
+                    flatten(inner, &path, valid, naming, out);
                     continue;
                 }
             }
@@ -134,13 +135,14 @@ pub(super) fn config_entries<'a>(
     entries: &'a [Entry],
     valid: &[&str],
     context: &str,
+    naming: Naming,
 ) -> Result<Vec<(String, &'a Entry)>, Error> {
     let mut flat = Vec::new();
-    flatten(entries, "", valid, &mut flat);
+    flatten(entries, "", valid, naming, &mut flat);
     let mut seen = BTreeSet::new();
     for (path, entry) in &flat {
         if !valid.contains(&path.as_str()) {
-            return Err(unknown_key(path, &entry.key_span, context, valid));
+            return Err(naming.unknown(path, &entry.key_span, context, valid));
         }
         if !seen.insert(path.clone()) {
             return Err(Error::at(
@@ -155,7 +157,7 @@ pub(super) fn config_entries<'a>(
 pub(super) fn read_section(sec: Sec, entries: &[Entry]) -> Result<Vec<Assign>, Error> {
     let valid = sec.key_names();
     let context = format!("[{}]", sec.name());
-    Ok(config_entries(entries, &valid, &context)?
+    Ok(config_entries(entries, &valid, &context, Naming::Key)?
         .into_iter()
         .map(|(key, entry)| Assign {
             sec,

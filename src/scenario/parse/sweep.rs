@@ -4,6 +4,7 @@
 use super::cluster::read_release;
 use super::document::{document, file_stem};
 use super::faults::FaultChoice;
+use super::misplaced::Naming;
 use super::overrides::Overrides;
 use super::resolve::resolve_variants;
 use super::sections::{config_entries, Assign, Sec};
@@ -46,7 +47,9 @@ pub(crate) fn matrix(text: &str) -> Result<Matrix, Error> {
                 vary_span = entry.key_span.clone();
                 let valid = variant_paths(false);
                 let valid: Vec<&str> = valid.iter().map(String::as_str).collect();
-                for (path, e) in config_entries(table("vary", &entry.value)?, &valid, "[vary]")? {
+                for (path, e) in
+                    config_entries(table("vary", &entry.value)?, &valid, "[vary]", Naming::Path)?
+                {
                     let Value::Array(values) = &e.value.value else {
                         return Err(keys::wrong_type(
                             &path,

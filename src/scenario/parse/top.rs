@@ -4,16 +4,17 @@
 use super::cluster::read_cluster;
 use super::expect::read_expect;
 use super::faults::{read_fault_choice, read_fault_sets, FaultChoice, ParsedFault};
+use super::misplaced::unknown_key;
 use super::nemesis::read_nemesis;
 use super::sections::{read_section, Assign, Sec};
 use super::variants::{read_variants, RawVariant};
-use super::{keys, table};
+use super::{keys, table, THE_TOP_LEVEL};
 use crate::check::Expectation;
 use crate::config::kafka::Release;
 use crate::scenario::model::{Cluster, Nemesis};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::{check_seed_list, parse_seeds, seed_count};
-use crate::scenario::{unknown_key, Error};
+use crate::scenario::Error;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::time::Duration;
@@ -87,14 +88,7 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
                     let entries = table(key, value)?;
                     doc.assigns.extend(read_section(sec, entries)?);
                 }
-                None => {
-                    return Err(unknown_key(
-                        key,
-                        &entry.key_span,
-                        "the top level",
-                        TOP_LEVEL,
-                    ))
-                }
+                None => return Err(unknown_key(key, &entry.key_span, THE_TOP_LEVEL, TOP_LEVEL)),
             },
         }
     }

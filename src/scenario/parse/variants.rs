@@ -4,6 +4,7 @@
 use super::cluster::read_release;
 use super::expect::read_expect;
 use super::faults::FaultChoice;
+use super::misplaced::Naming;
 use super::sections::{config_entries, Assign, Sec, SECTIONS};
 use super::{keys, table};
 use crate::check::Expectation;
@@ -59,7 +60,12 @@ pub(super) fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
             expect: Vec::new(),
             expect_some: Vec::new(),
         };
-        for (path, e) in config_entries(table(&context, &entry.value)?, &valid, &context)? {
+        for (path, e) in config_entries(
+            table(&context, &entry.value)?,
+            &valid,
+            &context,
+            Naming::Path,
+        )? {
             match path.as_str() {
                 CLUSTER_KAFKA => raw.kafka = Some(read_release(&e.value)?),
                 "faults" => {

@@ -630,6 +630,80 @@ fn unknown_keys_suggest_the_nearest() {
     );
 }
 
+/// A key of another table names that table, from the parser's own tables, rather than
+/// the nearest key of the table it is in by spelling.
+#[test]
+fn keys_in_the_wrong_table_name_their_tables() {
+    assert_error(
+        &format!("{MINIMAL}[broker]\n\"request.timeout.ms\" = 5000\n"),
+        "s.toml:6:1: `request.timeout.ms` is not a key of [broker]: it is a key of [producer] and [consumer]",
+    );
+    // Unquoted, its implicit tables are read on to the whole key (the caret is under its
+    // last part, as for any unquoted dotted key).
+    assert_error(
+        &format!("{MINIMAL}[broker]\nrequest.timeout.ms = 5000\n"),
+        "s.toml:6:17: `request.timeout.ms` is not a key of [broker]: it is a key of [producer] and [consumer]",
+    );
+    assert_error(
+        &format!("{MINIMAL}[producer]\n\"min.insync.replicas\" = 2\n"),
+        "s.toml:6:1: `min.insync.replicas` is not a key of [producer]: it is a key of [broker] and a topic's `config`",
+    );
+    assert_error(
+        &format!("{MINIMAL}[consumer]\nacks = \"all\"\n"),
+        "s.toml:6:1: `acks` is not a key of [consumer]: it is a key of [producer]",
+    );
+    assert_error(
+        &format!("{MINIMAL}[workload]\npower_loss = \"torn-tail\"\n"),
+        "s.toml:6:1: `power_loss` is not a key of [workload]: it is a key of [disk]",
+    );
+    assert_error(
+        &format!("{MINIMAL}[disk]\nlatency = {{ min = \"1ms\", max = \"2ms\" }}\n"),
+        "s.toml:6:1: `latency` is not a key of [disk]: it is a key of [network] and [[faults]]",
+    );
+    assert_error(
+        &format!("{MINIMAL}[network]\nproducers = 2\n"),
+        "s.toml:6:1: `producers` is not a key of [network]: it is a key of [workload]",
+    );
+    assert_error(
+        &format!("{MINIMAL}[workload]\ntopics = \"orders\"\n"),
+        "s.toml:6:1: `topics` is not a key of [workload]: it is a key of [cluster]; did you mean `topic`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[nemesis]\nactions = [\"kill\"]\ninterval = \"5s\"\nrecover = \"1s\"\nat = \"3s\"\n"),
+        "s.toml:9:1: `at` is not a key of [nemesis]: it is a key of [[faults]]",
+    );
+    assert_error(
+        &MINIMAL.replace("brokers = 3", "brokers = 3\npartitions = 2"),
+        "s.toml:4:1: `partitions` is not a key of [cluster]: it is a key of a topic of [cluster]",
+    );
+    // A top-level key below a header belongs to that header's table.
+    assert_error(
+        &MINIMAL.replace("brokers = 3", "brokers = 3\nseeds = 5"),
+        "s.toml:4:1: `seeds` is not a key of [cluster]: it is a key of the top level (above the first [table] header)",
+    );
+    assert_error(
+        &format!("acks = \"all\"\n{MINIMAL}"),
+        "s.toml:1:1: `acks` is not a key of the top level: it is a key of [producer]",
+    );
+}
+
+/// A topic's key in [broker], or a broker key in a topic's `config`, suggests the name it
+/// has there: the key it inherits, or the key that overrides it.
+#[test]
+fn topic_and_broker_keys_suggest_each_other() {
+    assert_error(
+        &format!("{MINIMAL}[broker]\n\"flush.messages\" = 1\n"),
+        "s.toml:6:1: `flush.messages` is not a key of [broker]: it is a key of a topic's `config`; did you mean `log.flush.interval.messages`?",
+    );
+    assert_error(
+        &MINIMAL.replace(
+            "replication_factor = 3 }",
+            "replication_factor = 3, config = { \"log.segment.bytes\" = 1048576 } }",
+        ),
+        "s.toml:4:81: `log.segment.bytes` is not a key of a topic's `config`: it is a key of [broker]; did you mean `segment.bytes`?",
+    );
+}
+
 #[test]
 fn wrong_types() {
     assert_error(
@@ -831,6 +905,41 @@ fn unknown_variant_key_path() {
     assert_error(
         &format!("{MINIMAL}[variants.v]\n\"broker.min.insync.replicas\" = \"two\"\n"),
         "s.toml:6:32: `min.insync.replicas` must be an integer, found a string",
+    );
+}
+
+/// A variant's path into the wrong section, or without its section, names the sections
+/// whose key it is and the paths that set it.
+#[test]
+fn variant_paths_in_the_wrong_section_name_the_right_one() {
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"broker.request.timeout.ms\" = 5000\n"),
+        "s.toml:6:1: unknown key `broker.request.timeout.ms` in variant `v`: `request.timeout.ms` is a key of [producer] and [consumer]; did you mean `producer.request.timeout.ms` or `consumer.request.timeout.ms`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\nbroker.request.timeout.ms = 5000\n"),
+        "s.toml:6:24: unknown key `broker.request.timeout.ms` in variant `v`: `request.timeout.ms` is a key of [producer] and [consumer]; did you mean `producer.request.timeout.ms` or `consumer.request.timeout.ms`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"producer.min.insync.replicas\" = 2\n"),
+        "s.toml:6:1: unknown key `producer.min.insync.replicas` in variant `v`: `min.insync.replicas` is a key of [broker]; did you mean `broker.min.insync.replicas`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v.broker]\nacks = \"1\"\n"),
+        "s.toml:6:1: unknown key `broker.acks` in variant `v`: `acks` is a key of [producer]; did you mean `producer.acks`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\n\"broker.kafka\" = \"2.8\"\n"),
+        "s.toml:6:1: unknown key `broker.kafka` in variant `v`: `kafka` is a key of [cluster]; did you mean `cluster.kafka`?",
+    );
+    assert_error(
+        &format!("{MINIMAL}[variants.v]\nacks = \"1\"\n"),
+        "s.toml:6:1: unknown key `acks` in variant `v`: it is a key of [producer]; did you mean `producer.acks`?",
+    );
+    let e = Overrides::parse(&["broker.acks=all".to_owned()]).unwrap_err();
+    assert_eq!(
+        e.report(),
+        "error: --set broker.acks=all: unknown key `broker.acks` in --set: `acks` is a key of [producer]; did you mean `producer.acks`?\n  | --set broker.acks=all\n  |       ^"
     );
 }
 
@@ -1113,6 +1222,13 @@ seeds = 4
     .unwrap();
     let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
     assert!(e.to_string().ends_with("durability.toml:5:1: unknown key `producer.ack` in [vary]; did you mean `producer.acks`?"), "{e}");
+    std::fs::write(
+        &matrix_path,
+        matrix.replace("\"producer.acks\"", "\"broker.acks\""),
+    )
+    .unwrap();
+    let e = hightide::scenario::load_sweep(&matrix_path, &Overrides::default()).unwrap_err();
+    assert!(e.to_string().ends_with("durability.toml:5:1: unknown key `broker.acks` in [vary]: `acks` is a key of [producer]; did you mean `producer.acks`?"), "{e}");
     std::fs::write(
         dir.join("scenarios/leader-failure.toml"),
         "duration = \"1s\"\n",
