@@ -1,7 +1,7 @@
 //! A whole scenario file: the first pass (`top` and the parts it calls), then the second
 //! (`resolve`) for the top-level settings and for each variant.
 
-use super::faults::check_faults;
+use super::faults::{check_faults, set_beside_script};
 use super::overrides::Overrides;
 use super::resolve::{resolve, resolve_variants};
 use super::top::{read_document, Doc};
@@ -50,7 +50,11 @@ pub(super) fn document(text: &str, overrides: &Overrides) -> Result<(Doc, Settin
             "the file is empty: a scenario needs at least `duration` and [cluster]".to_owned(),
         ));
     }
-    let root = node::parse_document(text).map_err(|(span, message)| Error { span, message })?;
+    let root = node::parse_document(text).map_err(|(span, message)| {
+        span.as_ref()
+            .and_then(|span| set_beside_script(text, span.start))
+            .unwrap_or(Error { span, message })
+    })?;
     if root.is_empty() {
         return Err(Error::nowhere(
             "the file holds only comments: a scenario needs at least `duration` and [cluster]"

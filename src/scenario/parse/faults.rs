@@ -5,7 +5,7 @@ use super::misplaced::unknown_key;
 use super::targets::{check_target, read_target};
 use super::{keys, table};
 use crate::scenario::model::{CorruptRegion, Fault, FaultAction, FaultKind, Settings, Target};
-use crate::scenario::node::{Entry, Node, Value};
+use crate::scenario::node::{self, Entry, Node, Value};
 use crate::scenario::values::format_duration;
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
@@ -42,6 +42,45 @@ pub(super) fn read_fault_choice(node: &Node) -> Result<FaultChoice, Error> {
             node,
         )),
     }
+}
+
+/// `faults = "NAME"` and `[[faults]]` (or `faults = [...]`) in one file, which TOML can
+/// only call a duplicate key: given where the parse stopped, the error that says the two
+/// forms exclude each other, if that is why it stopped.
+pub(super) fn set_beside_script(text: &str, stop: usize) -> Option<Error> {
+    let faults = |part: &str| {
+        node::parse_document(part)
+            .ok()?
+            .into_iter()
+            .find(|entry| entry.key == "faults")
+    };
+    let earlier = faults(text.get(..stop)?)?;
+    let later_text = text.get(stop..)?;
+    let later = faults(later_text)?;
+    // The second `faults` must be what the parse stopped at, not one further on.
+    if later_text.get(..later.key_span.start)?.contains('\n') {
+        return None;
+    }
+    // Whether it is a script, and as the message shows it.
+    let form = |entry: &Entry| match &entry.value.value {
+        Value::String(name) => Some((false, format!("`faults = \"{name}\"`"))),
+        Value::Array(_) => Some((true, "[[faults]]".to_owned())),
+        _ => None,
+    };
+    let ((earlier_script, earlier_form), (later_script, later_form)) =
+        (form(&earlier)?, form(&later)?);
+    if earlier_script == later_script {
+        return None;
+    }
+    let (line, _) = node::line_col(text, earlier.key_span.start);
+    Some(Error::at(
+        &(stop..stop),
+        format!(
+            "{later_form} and {earlier_form} on line {line} exclude each other: a scenario \
+             either scripts its faults in [[faults]] or picks a named set of \
+             [[fault_sets.NAME]] with `faults = \"NAME\"`"
+        ),
+    ))
 }
 
 fn read_faults(items: &[Node], context: &str) -> Result<Vec<ParsedFault>, Error> {

@@ -891,6 +891,28 @@ fn unknown_fault_set() {
     );
 }
 
+/// `faults = "NAME"` beside `[[faults]]` is one TOML key given twice: the error says the
+/// two forms exclude each other, where the second one is.
+#[test]
+fn a_fault_set_and_a_fault_script_exclude_each_other() {
+    let script = "[[faults]]\nat = \"1s\"\naction = \"heal\"\n";
+    let either = "exclude each other: a scenario either scripts its faults in [[faults]] or picks a named set of [[fault_sets.NAME]] with `faults = \"NAME\"`";
+    assert_error(
+        &format!("faults = \"calm\"\n{MINIMAL}[[fault_sets.calm]]\nat = \"1s\"\naction = \"heal\"\n{script}"),
+        &format!("s.toml:9:1: [[faults]] and `faults = \"calm\"` on line 1 {either}"),
+    );
+    assert_error(
+        &format!("faults = [{{ at = \"1s\", action = \"heal\" }}]\nfaults = \"calm\"\n{MINIMAL}"),
+        &format!("s.toml:2:1: `faults = \"calm\"` and [[faults]] on line 1 {either}"),
+    );
+    // The same form twice stays TOML's duplicate key.
+    let e = err(&format!("faults = \"calm\"\nfaults = \"calm\"\n{MINIMAL}"));
+    assert_eq!(
+        e.to_string(),
+        "s.toml:2:1: duplicate key `faults` in document root"
+    );
+}
+
 #[test]
 fn unknown_variant_key_path() {
     assert_error(
