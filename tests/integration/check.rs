@@ -525,7 +525,7 @@ fn a_partition_without_a_leader_is_offline() {
     );
     assert_eq!(
         examples(&verdict, Count::Offline),
-        vec!["orders/1 has no leader after the heal phase; replicas: broker-2 (LEO 500, in ISR), broker-3 (LEO 480, not in ISR)"]
+        vec!["orders/1 has no leader after the heal phase; replicas: broker-2 (LEO 500, in ISR; its broker is up), broker-3 (LEO 480, not in ISR; its broker is up)"]
     );
 }
 
