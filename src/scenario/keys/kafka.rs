@@ -4,7 +4,7 @@
 
 use super::{render, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
 use crate::config::kafka::{
-    Acks, BrokerConfig, ConsumerConfig, OffsetReset, ProducerConfig, Release, TopicConfig,
+    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, TopicConfig,
     Truncation,
 };
 use crate::scenario::node::{Node, Value};
@@ -373,9 +373,11 @@ pub(super) fn reference(out: &mut String, release: Release) {
             .unwrap_or_default();
         format!("[broker] {name} ({value})")
     };
+    let meaning = |section: &str, key: &str| meaning_in(&era, section, key);
     let notes = Notes {
         lacks: &lacks,
         inherited: &inherited,
+        meaning: &meaning,
     };
     render(out, &BROKER, "[broker]", &era.broker, &notes);
     render(out, &PRODUCER, "[producer]", &era.producer, &notes);
@@ -387,6 +389,37 @@ pub(super) fn reference(out: &mut String, release: Release) {
         &TopicConfig::default(),
         &notes,
     );
+}
+
+/// What a key means in `era`'s release where the tables' meaning, the newest release's, is
+/// wrong for it: before KRaft's controller (3.3) the broker's session and heartbeat are
+/// ZooKeeper's, KRaft ignored unclean elections until 3.9, a send had no delivery timeout
+/// before 2.1, and an idempotent producer allowed one request in flight in 0.11.
+fn meaning_in(era: &Era, section: &str, key: &str) -> Option<String> {
+    let rules = era.broker.rules;
+    let meaning = match (section, key) {
+        ("broker", "broker.session.timeout.ms") if !rules.kraft_controller => {
+            "ZooKeeper's session (`zookeeper.session.timeout.ms`): this release's controller is ZooKeeper's, and a broker whose session expires, no ping for this long, is dead to it: it leaves every ISR and loses its leaderships.".to_owned()
+        }
+        ("broker", "broker.heartbeat.interval.ms") if !rules.kraft_controller => {
+            "How often a broker's ZooKeeper client pings to keep its session: a third of the session timeout, as ZooKeeper's client does.".to_owned()
+        }
+        ("broker", "unclean.leader.election.enable") if !rules.unclean_election_honoured => {
+            "Let a replica outside the ISR become leader when no in-sync replica is left; this release's KRaft controller ignores it and never elects one (honoured from 3.9, KAFKA-12670).".to_owned()
+        }
+        ("producer", "retries") if !era.release.has_delivery_timeout() => {
+            "How many times a failed batch is resent, within linger.ms + request.timeout.ms of its making (delivery.timeout.ms came in 2.1, KIP-91).".to_owned()
+        }
+        ("producer", "enable.idempotence") => {
+            let max = era.producer.idempotence_max_in_flight?;
+            if Some(max) == ProducerConfig::default().idempotence_max_in_flight {
+                return None;
+            }
+            format!("Brokers drop retried duplicates by producer id and sequence; needs acks=all, retries > 0 and max.in.flight.requests.per.connection <= {max} in this release (5 from 1.0, KAFKA-5494).")
+        }
+        _ => return None,
+    };
+    Some(meaning)
 }
 
 #[cfg(test)]
@@ -438,6 +471,59 @@ mod tests {
             Some("log.flush.interval.messages")
         );
         assert_eq!(topic_counterpart("acks"), None);
+    }
+
+    /// The meaning `hightide config --kafka X.Y` prints under the key that `line` starts.
+    fn meaning_of<'a>(text: &'a str, line: &str) -> &'a str {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with(line));
+        lines.next().expect(line);
+        lines.next().expect("a meaning").trim()
+    }
+
+    /// A ZooKeeper-era release's keys are described as that release had them: no KRaft
+    /// wording before 3.3, its unclean elections ignored by KRaft until 3.9, no delivery
+    /// timeout before 2.1, one idempotent request in flight in 0.11.
+    #[test]
+    fn descriptions_follow_the_release() {
+        let release = |text| Release::parse(text).unwrap();
+        for zookeeper in ["0.10", "2.8", "3.2"] {
+            let text = super::super::config_reference(release(zookeeper));
+            assert!(!text.contains("KRaft"), "{zookeeper}:\n{text}");
+            assert!(
+                meaning_of(&text, "\"broker.session.timeout.ms\"")
+                    .starts_with("ZooKeeper's session (`zookeeper.session.timeout.ms`)"),
+                "{zookeeper}"
+            );
+            assert!(meaning_of(&text, "\"broker.heartbeat.interval.ms\"")
+                .starts_with("How often a broker's ZooKeeper client pings"));
+        }
+        let kraft = super::super::config_reference(release("3.3"));
+        assert!(meaning_of(&kraft, "\"broker.heartbeat.interval.ms\"").ends_with("(KRaft)."));
+        assert!(meaning_of(&kraft, "\"broker.session.timeout.ms\"")
+            .starts_with("A broker whose heartbeats stop"));
+        assert!(meaning_of(&kraft, "\"unclean.leader.election.enable\"")
+            .ends_with("this release's KRaft controller ignores it and never elects one (honoured from 3.9, KAFKA-12670)."));
+        let newest = super::super::config_reference(Release::NEWEST);
+        assert_eq!(
+            meaning_of(&newest, "\"unclean.leader.election.enable\""),
+            BROKER
+                .find("unclean.leader.election.enable")
+                .unwrap()
+                .meaning
+        );
+        let old = super::super::config_reference(release("2.0"));
+        assert!(meaning_of(&old, "retries =").contains("within linger.ms + request.timeout.ms"));
+        assert_eq!(
+            meaning_of(&newest, "retries ="),
+            PRODUCER.find("retries").unwrap().meaning
+        );
+        let first_idempotent = super::super::config_reference(release("0.11"));
+        assert!(meaning_of(&first_idempotent, "\"enable.idempotence\"")
+            .contains("max.in.flight.requests.per.connection <= 1 in this release"));
+        assert_eq!(
+            meaning_of(&newest, "\"enable.idempotence\""),
+            PRODUCER.find("enable.idempotence").unwrap().meaning
+        );
     }
 
     #[test]

@@ -456,12 +456,16 @@ struct Notes<'a> {
     lacks: &'a dyn Fn(&str, &str) -> Option<String>,
     /// What a key that inherits the named one shows.
     inherited: &'a dyn Fn(&'static str) -> String,
+    /// What the key (given the section and the key) means in the chosen release, where
+    /// that is not what the table says, which is its meaning in the newest.
+    meaning: &'a dyn Fn(&str, &str) -> Option<String>,
 }
 
-/// The harness's keys are in every release, and inherit none.
+/// The harness's keys are in every release, inherit none and mean the same in each.
 const HARNESS: Notes = Notes {
     lacks: &|_, _| None,
     inherited: &|_| String::new(),
+    meaning: &|_, _| None,
 };
 
 /// One section for `hightide config`: each key with its value in `defaults` (or why the
@@ -482,7 +486,8 @@ fn render<T>(out: &mut String, section: &Section<T>, header: &str, defaults: &T,
                 let _ = writeln!(out, "{name} = {}", key.show(defaults, notes.inherited));
             }
         }
-        let _ = writeln!(out, "    {}", key.meaning);
+        let meaning = (notes.meaning)(section.name, key.name);
+        let _ = writeln!(out, "    {}", meaning.as_deref().unwrap_or(key.meaning));
     }
     out.push('\n');
 }
