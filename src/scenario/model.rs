@@ -319,6 +319,25 @@ impl FaultAction {
             other => other.target().into_iter().collect(),
         }
     }
+
+    /// [`FaultAction::targets`], to edit: the shrinker narrows lists through it.
+    pub fn targets_mut(&mut self) -> Vec<&mut Target> {
+        match self {
+            FaultAction::Kill(target)
+            | FaultAction::Shutdown(target)
+            | FaultAction::PowerLoss(target)
+            | FaultAction::Restart(target)
+            | FaultAction::Isolate(target)
+            | FaultAction::HealDisk(target)
+            | FaultAction::FsyncError(target)
+            | FaultAction::DiskFull(target)
+            | FaultAction::SlowDisk { target, .. }
+            | FaultAction::Corrupt { target, .. } => vec![target],
+            FaultAction::Partition(groups) => groups.iter_mut().collect(),
+            FaultAction::SlowLink { between, .. } => vec![&mut between.0, &mut between.1],
+            FaultAction::Heal => Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Display for FaultAction {

@@ -98,6 +98,7 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
             let before = self.steps.len();
             self.drop_units()?;
             self.drop_single_faults()?;
+            self.narrow_lists()?;
             self.shorten_episodes()?;
             self.move_earlier()?;
             if !self.kept_workload {
@@ -195,6 +196,30 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
                     let mut units = self.units.clone();
                     let fault = units[u].remove(f);
                     let change = format!("dropped {}", fault_text(&fault));
+                    candidates.push(self.candidate(units, self.settings.clone(), change));
+                }
+            }
+            if self.try_all(candidates)?.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A host or role leaves a target list (`["leader:orders/0", "follower:orders/0"]`),
+    /// in every fault of its episode at once so that an undo still undoes what its fault
+    /// did; a list never empties, and a list of one becomes that one target.
+    fn narrow_lists(&mut self) -> Result<(), Error> {
+        loop {
+            let mut candidates = Vec::new();
+            for (u, unit) in self.units.iter().enumerate() {
+                for member in list_members(unit) {
+                    let mut units = self.units.clone();
+                    for fault in &mut units[u] {
+                        for target in fault.action.targets_mut() {
+                            leave_out(target, &member);
+                        }
+                    }
+                    let change = format!("{member} left out of {}", fault_text(&unit[0]));
                     candidates.push(self.candidate(units, self.settings.clone(), change));
                 }
             }
@@ -447,6 +472,40 @@ fn dropped_text(units: &[Vec<Fault>]) -> String {
                 at(to.unwrap_or_default())
             )
         }
+    }
+}
+
+/// The members of the episode's target lists of two or more, each once, in the order
+/// they are first named.
+fn list_members(unit: &[Fault]) -> Vec<Target> {
+    let mut members: Vec<Target> = Vec::new();
+    for fault in unit {
+        for target in fault.action.targets() {
+            if let Target::List(list) = target {
+                if list.len() > 1 {
+                    for member in list {
+                        if !members.contains(member) {
+                            members.push(member.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    members
+}
+
+/// `target` without `member`, if it is a list of two or more that names it.
+fn leave_out(target: &mut Target, member: &Target) {
+    let Target::List(list) = target else {
+        return;
+    };
+    if list.len() < 2 || list.iter().all(|m| m == member) {
+        return;
+    }
+    list.retain(|m| m != member);
+    if let [one] = list.as_slice() {
+        *target = one.clone();
     }
 }
 

@@ -51,7 +51,7 @@ fn the_nemesis_draws_written_out_replay_the_nemesis_run() {
 }
 
 /// Seed 2 of the unsafe nemesis loses thousands of acknowledged messages over five faults;
-/// shrunk, one fault is left, and the run still loses one.
+/// shrunk, two are left (a partition naming two brokers, a power loss), and it still loses.
 #[test]
 fn an_unsafe_nemesis_run_shrinks_to_its_cause_and_the_catalog_keeps_it() {
     let scenario = hightide::load(UNSAFE).unwrap();
@@ -273,4 +273,30 @@ fn a_jittered_fault_is_shrunk_from_the_instant_its_seed_drew() {
         power_loss.at
     );
     assert!(!holds(&shrunk.goal, lost(&shrunk.variant, seed)));
+}
+
+/// A power loss of the leader and a follower at once loses acknowledged messages because
+/// of the leader alone (acks=1, the followers behind a slow link): the shrunk fault names
+/// the leader, no longer a list.
+#[test]
+fn a_target_list_narrows_to_the_member_the_failure_needs() {
+    let text = crate::support::ACKS_1_POWER_LOSS.replace(
+        "target = \"leader:orders/0\"",
+        "target = [\"follower:orders/0\", \"leader:orders/0\"]",
+    );
+    let scenario = hightide::parse("listed.toml", &text).unwrap();
+    let variant = &scenario.variants[0];
+    assert!(lost(variant, 1) > 0);
+    let shrunk = hightide::shrink(&scenario, "listed", 1, &options()).unwrap();
+    let faults = &shrunk.variant.settings.faults;
+    let power_loss = faults
+        .iter()
+        .find(|f| f.action.to_string().starts_with("power-loss"))
+        .expect("the power loss is the cause");
+    assert_eq!(power_loss.action.to_string(), "power-loss leader:orders/0");
+    assert!(shrunk
+        .steps
+        .iter()
+        .any(|s| s.change.starts_with("follower:orders/0 left out of power-loss")));
+    assert!(!holds(&shrunk.goal, lost(&shrunk.variant, 1)));
 }
