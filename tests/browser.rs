@@ -69,8 +69,8 @@ fn timeline_page(browser: &Path, node: &Path) -> Result<(), Failed> {
     )
 }
 
-/// A two-configuration sweep of the quickstart, one seed: both charts, one with a loss
-/// bar and one without.
+/// A four-configuration sweep of the quickstart, one seed: both charts, with a column per
+/// release, cells with a loss and cells without.
 fn sweep_charts(browser: &Path, node: &Path) -> Result<(), Failed> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-sweep");
@@ -78,7 +78,7 @@ fn sweep_charts(browser: &Path, node: &Path) -> Result<(), Failed> {
     std::fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     let file = out.join("charts.toml");
     let sweep = format!(
-        "name = \"charts\"\nbase = {:?}\nseeds = [1]\n[vary]\n\"producer.acks\" = [\"1\", \"all\"]\n",
+        "name = \"charts\"\nbase = {:?}\nseeds = [1]\n[vary]\n\"cluster.kafka\" = [\"3.9\", \"4.1\"]\n\"producer.acks\" = [\"1\", \"all\"]\n",
         root.join("scenarios/quickstart.toml")
     );
     std::fs::write(&file, sweep).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -4,7 +4,7 @@
 //! Markdown report with SVG charts.
 
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
-use crate::report::{self, RunReport, SweepRow};
+use crate::report::{self, RowContext, RunReport, SweepRow};
 use crate::scenario;
 use crate::sim::batch::{self, Job};
 use crate::sim::runner::RunOptions;
@@ -150,11 +150,24 @@ fn jobs<'a>(scenario: &'a scenario::model::Scenario, seeds: &[u64]) -> Vec<Job<'
         .collect()
 }
 
+/// A row per configuration, with what its runs were set up with beyond the swept keys.
 fn rows(scenario: &scenario::model::Scenario) -> Vec<SweepRow> {
     scenario
         .variants
         .iter()
-        .map(|v| SweepRow::new(settings(&v.name)))
+        .map(|v| {
+            let swept = settings(&v.name);
+            let paths: Vec<&str> = swept.iter().map(|(path, _)| path.as_str()).collect();
+            let context = RowContext {
+                request_timeout_ms: v.settings.producer.request_timeout.as_secs_f64() * 1000.0,
+                idempotence: v.settings.producer.idempotent(),
+                retries: v.settings.producer.retries,
+                steps: scenario::release_steps(&v.settings, &paths),
+            };
+            let mut row = SweepRow::new(swept);
+            row.context = context;
+            row
+        })
         .collect()
 }
 

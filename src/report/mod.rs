@@ -1,5 +1,5 @@
 //! Reports: what a run prints (a line, a side-by-side table, a summary, or JSON) and what a
-//! sweep writes (a Markdown table with a paragraph that reads the numbers, and SVG charts).
+//! sweep writes (Markdown: findings, like-with-like comparisons, a table with notes; SVG charts).
 
 mod json;
 mod latency;
@@ -17,4 +17,4 @@ pub use run::{
     ANOMALIES,
 };
 pub use svg::{sweep_charts, sweep_svg_latency, sweep_svg_lost};
-pub use sweep::{chart_file_names, sweep_markdown, SweepRow};
+pub use sweep::{chart_file_names, sweep_markdown, RowContext, SweepRow};

@@ -1,10 +1,10 @@
 //! Reports from hand-built runs: the exact run line, the table, the summary, the JSON
-//! fields, and the sweep report's numbers, paragraph and charts.
+//! fields, and the sweep report's numbers, findings, comparisons and charts.
 
 use super::*;
 use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
-use crate::config::kafka::Release;
+use crate::config::kafka::{Release, StepReach};
 use std::time::Duration;
 
 fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
@@ -415,11 +415,19 @@ fn a_sweep_row_accumulates_its_runs() {
 #[test]
 fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
     let md = sweep_markdown("durability", &matrix(), &[]);
-    assert!(md.starts_with("# Sweep: durability\n\n5 configurations, 10 runs in all. 3 of 4 configurations lost acknowledged messages; 1 lost none."), "{md}");
-    assert!(md.contains("Every configuration with acks=all and min.insync.replicas=2 kept every acknowledged message."), "{md}");
-    assert!(md.contains("The worst was acks=1, min.insync.replicas=1, faults=leader-kill: 6 acknowledged messages lost in one run, with loss in 1 of 2 runs."), "{md}");
-    assert!(md.contains("The price of safety is 2.2x the p99 ack latency: 20.0 ms where nothing was lost against 9.0 ms where data was lost"), "{md}");
-    assert!(md.contains("1 configuration acknowledged nothing (acks=0), so no loss can be counted against it; yet 0.5% of its sends never reached the final read."), "{md}");
+    assert!(
+        md.starts_with(
+            "# Sweep: durability\n\n5 configurations, 10 runs in all, varying acks, \
+             min.insync.replicas and faults.\n\n## Findings\n\n\
+             - 3 of 4 configurations that acknowledge writes lost acknowledged messages in at \
+             least one run; 1 lost none.\n"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("- Every configuration with acks=all and min.insync.replicas=2 kept every acknowledged message.\n"), "{md}");
+    assert!(md.contains("- The worst was acks=1, min.insync.replicas=1, faults=leader-kill: 6 acknowledged messages lost in one run (loss in 1 of 2 runs).\n"), "{md}");
+    assert!(md.contains("- 1 configuration acknowledged nothing (acks=0), so no loss can be counted against it; yet 0.5% of its sends never reached the final read.\n"), "{md}");
+    assert!(!md.contains("price of safety"), "{md}");
     assert!(
         md.contains("| acks | min.insync.replicas | faults | runs | runs with loss |"),
         "{md}"
@@ -442,18 +450,75 @@ fn the_sweep_report_has_a_row_per_configuration_and_reads_the_numbers() {
     );
 }
 
+/// Each setting is compared only between configurations equal in every other one: acks
+/// 1 → all over the two min ISR values, min ISR 1 → 2 over the two acks that acknowledge
+/// (acks=0 has nothing to compare, and no acks=0 configuration has min ISR 2).
+#[test]
+fn a_sweep_compares_one_setting_at_a_time_with_everything_else_equal() {
+    let md = sweep_markdown("durability", &matrix(), &[]);
+    assert!(md.contains("- acks=1 → all, everything else equal (2 pairs): loss in 1 of 2 configurations instead of 2, and a typical send waited as long (no median change in ack p50).\n"), "{md}");
+    assert!(md.contains("- min.insync.replicas=1 → 2, everything else equal (2 pairs): loss in 1 of 2 configurations instead of 2, and a typical send waited as long (no median change in ack p50).\n"), "{md}");
+    assert!(
+        md.contains("agree in every other (acks, min.insync.replicas and faults)"),
+        "{md}"
+    );
+    // p99 moved by +11 ms in both pairs (9 → 20); under min ISR 2 not at all.
+    assert!(
+        md.contains("| acks 1 → all | 2 | 2 → 1 | 10 → 2 | 0 | +11 | 0 |\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| min.insync.replicas 1 → 2 | 2 | 2 → 1 | 8 → 4 | 0 | 0 | 0 |\n"),
+        "{md}"
+    );
+    assert!(!md.contains("acks 0 → 1"), "{md}");
+    // acks=1 ran only under a kill, acks=all only under a power loss: nothing to pair.
+    let mut unlike = vec![row("1", "2", &[3, 1], 9), row("all", "2", &[0, 0], 30_000)];
+    unlike[1].settings[2].1 = "leader-power-loss".to_string();
+    let md = sweep_markdown("unlike", &unlike, &[]);
+    assert!(!md.contains("One setting at a time"), "{md}");
+    assert!(!md.contains("everything else equal"), "{md}");
+}
+
+#[test]
+fn unusual_cells_are_marked_and_explained_beneath_the_table() {
+    let mut rows = vec![row("1", "2", &[3, 1], 9), row("all", "2", &[0, 0], 30_000)];
+    rows[1].context.request_timeout_ms = 30_000.0;
+    rows[1].request_timeouts = 6;
+    rows[0].duplicates = 4;
+    let md = sweep_markdown("notes", &rows, &[]);
+    assert!(md.contains("| 30000.0 ¹ |\n"), "{md}");
+    assert!(md.contains("| 4 ² | 495 |"), "{md}");
+    assert!(
+        md.contains("\n¹ An ack latency at least half of `request.timeout.ms` (30000 ms)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("(3.0 request timeouts per run in these rows)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("\n² Duplicates from a producer that is not idempotent"),
+        "{md}"
+    );
+    rows[0].context.idempotence = true;
+    rows[1].context.request_timeout_ms = 120_000.0;
+    let md = sweep_markdown("notes", &rows, &[]);
+    assert!(!md.contains('¹') && !md.contains('²'), "{md}");
+}
+
 #[test]
 fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
     let md = sweep_markdown("durability", &matrix(), &[]);
     assert!(
-        md.contains("Every send had its outcome before the final read began."),
+        md.contains("- Every send had its outcome before the final read began."),
         "{md}"
     );
     assert!(!md.contains("| unresolved |"), "{md}");
     let mut rows = matrix();
     rows[2].unresolved = 7;
     let md = sweep_markdown("durability", &rows, &[]);
-    assert!(md.contains("7 sends in 1 configuration were still unresolved when the final read began (the unresolved column)"), "{md}");
+    assert!(md.contains("- 7 sends in 1 configuration were still unresolved when the final read began (the unresolved column)"), "{md}");
     assert!(md.contains(" ack p99 ms | unresolved |"), "{md}");
     assert!(
         md.contains("| 1 | 2 | leader-kill | 2 | 2 | 2.0 | 3 | 2.0 | 0 | 495 | 2.0 | 9.0 | 7 |"),
@@ -468,11 +533,11 @@ fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
 #[test]
 fn a_sweep_without_loss_says_so() {
     let md = sweep_markdown("safe", &[row("all", "2", &[0, 0], 20)], &[]);
-    assert!(md.contains("1 configuration, 2 runs in all. No configuration lost an acknowledged message. No configuration produced duplicates."), "{md}");
+    assert!(md.contains("1 configuration, 2 runs in all, varying acks, min.insync.replicas and faults.\n\n## Findings\n\n- No configuration lost an acknowledged message.\n- No configuration produced duplicates.\n"), "{md}");
 }
 
 #[test]
-fn charts_draw_a_bar_per_lossy_configuration_and_name_shared_settings_once() {
+fn charts_draw_a_cell_per_acknowledging_configuration_and_name_shared_settings_once() {
     let rows = matrix();
     let charts = sweep_charts("durability", &rows);
     assert_eq!(
@@ -485,52 +550,84 @@ fn charts_draw_a_bar_per_lossy_configuration_and_name_shared_settings_once() {
     let lost = &charts[0].1;
     assert!(lost.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(lost.trim_end().ends_with("</svg>"));
-    assert_eq!(lost.matches("fill=\"#d1495b\"").count(), 3, "{lost}");
+    assert_eq!(
+        lost.matches(" rx=\"3\"").count(),
+        4,
+        "a cell per acknowledging row: {lost}"
+    );
     assert!(lost.contains(">acks=1 min.isr=1</text>"), "{lost}");
-    assert!(lost.contains("every bar: leader-kill"), "{lost}");
+    assert!(lost.contains("every cell: leader-kill"), "{lost}");
+    assert!(lost.contains(">3 · 6</text>"), "{lost}");
+    assert!(lost.contains(">none</text>"), "{lost}");
     assert!(
-        lost.contains(">avg 3 · worst 6 · 1/2 runs</text>"),
+        lost.contains(">left out: 1 configuration that acknowledged nothing (acks=0)</text>"),
         "{lost}"
     );
-    assert!(lost.contains(">none lost</text>"), "{lost}");
     let latency = &charts[1].1;
-    assert!(
-        latency.contains(">p50 2.0 · p99 20.0 ms</text>"),
-        "{latency}"
-    );
-    assert!(latency.contains(">no acknowledgements</text>"), "{latency}");
+    assert!(latency.contains(">2 · 20</text>"), "{latency}");
+    assert!(!latency.contains(">0 · 0</text>"), "{latency}");
 }
 
 fn release_row(kafka: &str, acks: &str, lost_per_run: &[u64]) -> SweepRow {
     let mut row = row(acks, "2", lost_per_run, 9);
     row.settings
         .insert(0, ("cluster.kafka".to_string(), kafka.to_string()));
+    let release = Release::parse(kafka).unwrap();
+    row.context.steps = release
+        .history()
+        .map(|step| StepReach {
+            since: step.since,
+            source: step.source,
+            missed: (step.source == "KIP-1030").then(|| "these runs set linger.ms".to_string()),
+        })
+        .collect();
     row
 }
 
-#[test]
-fn a_sweep_over_releases_says_what_changed_between_each_pair() {
-    let rows = vec![
+fn release_rows() -> Vec<SweepRow> {
+    vec![
         release_row("3.6", "1", &[4, 4]),
         release_row("3.6", "all", &[0, 0]),
         release_row("3.9", "1", &[4, 4]),
         release_row("3.9", "all", &[0, 0]),
         release_row("4.1", "1", &[4, 0]),
         release_row("4.1", "all", &[0, 0]),
-    ];
+    ]
+}
+
+#[test]
+fn a_sweep_over_releases_says_what_changed_between_each_pair() {
+    let mut rows = release_rows();
+    rows[5].duplicates = 9;
     let md = sweep_markdown("releases", &rows, &[]);
     assert!(
         md.contains(
-            "From Kafka 3.6 to 3.9 (KAFKA-15583; KAFKA-12670), no configuration lost a different \
-             number of acknowledged messages."
+            "- Kafka 3.6 → 3.9, everything else equal: no configuration lost a different number \
+             of acknowledged messages (2 compared).\n"
         ),
         "{md}"
     );
     assert!(
         md.contains(
-            "From Kafka 3.9 to 4.1 (KIP-1030; KIP-966), 1 of 2 configurations lost a different \
-             number of acknowledged messages; most under acks=1 min.isr=2 leader-kill: 8 lost in \
-             all under 3.9, 4 under 4.1"
+            "- Kafka 3.9 → 4.1, everything else equal: 1 of 2 configurations lost a different \
+             number of acknowledged messages, most under acks=1 min.isr=2 leader-kill: 8 → 4 in \
+             all; duplicates 0 → 9.\n"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 3.6 → 3.9 | KAFKA-15583; KAFKA-12670 | 2 | 0 | none | 0 → 0 |\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| 3.9 → 4.1 | KIP-966 | 2 | 1 | acks=1 min.isr=2 leader-kill: 8 → 4 | 0 → 9 |\n"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "Left out, as they cannot change these runs: KIP-1030 (these runs set linger.ms)."
         ),
         "{md}"
     );
@@ -538,8 +635,26 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
         md.contains("| kafka | acks | min.insync.replicas |"),
         "{md}"
     );
+    assert!(
+        !md.contains("| kafka 3.6 → 3.9 |"),
+        "the release is no setting to compare: {md}"
+    );
     let one_release: Vec<SweepRow> = rows.into_iter().take(2).collect();
-    assert!(!sweep_markdown("one", &one_release, &[]).contains("From Kafka"));
+    assert!(!sweep_markdown("one", &one_release, &[]).contains("Release by release"));
+}
+
+#[test]
+fn a_chart_over_releases_has_a_column_per_release() {
+    let lost = &sweep_charts("releases", &release_rows())[0].1;
+    for heading in ["Kafka 3.6", "Kafka 3.9", "Kafka 4.1"] {
+        assert!(lost.contains(&format!(">{heading}</text>")), "{lost}");
+    }
+    assert!(
+        lost.contains(">acks=1</text>") && lost.contains(">acks=all</text>"),
+        "{lost}"
+    );
+    assert!(lost.contains("every cell: min.isr=2 leader-kill"), "{lost}");
+    assert!(lost.contains(">2 · 4</text>"), "4.1's acks=1: {lost}");
 }
 
 #[test]

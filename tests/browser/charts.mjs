@@ -1,5 +1,5 @@
 // Opens SVG charts in headless Chromium and fails when any text runs past the canvas
-// (a clipped value label) or the chart draws no bars.
+// (a clipped value label) or the chart draws no cells.
 //
 //   node tests/browser/charts.mjs BROWSER CHART.svg...
 import { resolve } from "node:path";
@@ -33,13 +33,13 @@ async function main() {
           const b = t.getBBox();
           return b.x < 0 || b.y < 0 || b.x + b.width > width || b.y + b.height > height;
         }).map(t => t.textContent);
-        return { texts: svg.querySelectorAll('text').length, bars: svg.querySelectorAll('rect[rx]').length, outside };
+        return { texts: svg.querySelectorAll('text').length, cells: svg.querySelectorAll('rect[rx]').length, outside };
       })()`,
     });
-    const { texts, bars, outside } = r.result.value;
-    if (!bars) problems.push(`${chart}: no bars`);
+    const { texts, cells, outside } = r.result.value;
+    if (!cells) problems.push(`${chart}: no cells`);
     for (const text of outside) problems.push(`${chart}: "${text}" runs past the canvas`);
-    console.log(`${chart}: ${texts} texts inside the canvas: ${texts - outside.length}; ${bars} bars`);
+    console.log(`${chart}: ${texts} texts inside the canvas: ${texts - outside.length}; ${cells} cells`);
   }
 }
 function finish() {

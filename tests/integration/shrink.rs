@@ -294,9 +294,8 @@ fn a_target_list_narrows_to_the_member_the_failure_needs() {
         .find(|f| f.action.to_string().starts_with("power-loss"))
         .expect("the power loss is the cause");
     assert_eq!(power_loss.action.to_string(), "power-loss leader:orders/0");
-    assert!(shrunk
-        .steps
-        .iter()
-        .any(|s| s.change.starts_with("follower:orders/0 left out of power-loss")));
+    assert!(shrunk.steps.iter().any(|s| s
+        .change
+        .starts_with("follower:orders/0 left out of power-loss")));
     assert!(!holds(&shrunk.goal, lost(&shrunk.variant, 1)));
 }

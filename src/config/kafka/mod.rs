@@ -8,7 +8,9 @@
 
 mod release;
 
-pub use release::{Era, Release, Rules, Step, KNOWN as RELEASES, STEPS as RELEASE_STEPS};
+pub use release::{
+    Era, Reach, Release, Rules, Step, StepReach, KNOWN as RELEASES, STEPS as RELEASE_STEPS,
+};
 
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

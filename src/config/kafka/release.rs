@@ -100,6 +100,18 @@ impl Release {
         era
     }
 
+    /// The era just before and just after `STEPS[index]`, to see what that step changes.
+    #[cfg(test)]
+    pub(crate) fn around_step(index: usize) -> (Era, Era) {
+        let mut era = Era::kafka_0_10();
+        for step in &STEPS[..index] {
+            (step.apply)(&mut era);
+        }
+        let before = era.clone();
+        (STEPS[index].apply)(&mut era);
+        (before, era)
+    }
+
     /// The steps up to this release, oldest first.
     pub fn history(self) -> impl Iterator<Item = &'static Step> {
         STEPS.iter().filter(move |step| step.since <= self)
@@ -233,7 +245,57 @@ pub struct Step {
     pub since: Release,
     pub change: &'static str,
     pub source: &'static str,
+    /// The keys whose defaults it changes, as sweep paths (`"producer.acks"`): a run that
+    /// sets them all is untouched by that part of the step.
+    pub defaults: &'static [&'static str],
+    /// Whether it changes a rule no key sets (how followers truncate, who may lead).
+    pub rule: bool,
+    /// What a run must use for the step to change it.
+    pub reach: Reach,
     apply: fn(&mut Era),
+}
+
+/// A step as one configuration's runs meet it: `missed` says why it cannot change them
+/// (`"these runs have no consumer group"`), or is `None` if it can.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepReach {
+    pub since: Release,
+    pub source: &'static str,
+    pub missed: Option<String>,
+}
+
+/// What a run must use for a step to change it: a sweep report names, between two
+/// releases, only the steps that can explain a difference in its runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Every run: replication, the controller, the producer's delivery.
+    Every,
+    /// Runs whose consumers form a group.
+    Groups,
+    /// Runs whose producer is idempotent.
+    IdempotentProducer,
+    /// Runs that allow an unclean leader election.
+    UncleanElection,
+}
+
+impl Reach {
+    /// What a run lacks for the step to reach it, or `None` if it is reached.
+    pub fn missed_by(
+        self,
+        groups: bool,
+        broker: &BrokerConfig,
+        producer: &ProducerConfig,
+    ) -> Option<&'static str> {
+        match self {
+            Reach::Every => None,
+            Reach::Groups => (!groups).then_some("have no consumer group"),
+            Reach::IdempotentProducer => {
+                (!producer.idempotent()).then_some("have no idempotent producer")
+            }
+            Reach::UncleanElection => (!broker.unclean_leader_election_enable)
+                .then_some("keep unclean leader election off"),
+        }
+    }
 }
 
 /// Kafka's durability history as hightide models it, oldest first.
@@ -242,42 +304,63 @@ pub static STEPS: &[Step] = &[
         since: v(0, 11),
         change: "Leader epochs: a follower asks the leader where its last epoch ends (one OffsetsForLeaderEpoch round) instead of truncating to its high watermark; `replication.truncation` = \"leader-epoch-single-round\"",
         source: "KIP-101",
+        defaults: &["broker.replication.truncation"],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| era.broker.replication_truncation = Truncation::LeaderEpochSingleRound,
     },
     Step {
         since: v(0, 11),
         change: "The group coordinator delays an empty group's first rebalance by `group.initial.rebalance.delay.ms` (3000), again for each member that joins, up to the rebalance timeout",
         source: "KIP-134",
+        defaults: &["broker.group.initial.rebalance.delay.ms"],
+        rule: false,
+        reach: Reach::Groups,
         apply: |era| era.broker.group_initial_rebalance_delay = ms(3_000),
     },
     Step {
         since: v(0, 11),
         change: "`unclean.leader.election.enable` defaults to false",
         source: "KIP-106",
+        defaults: &["broker.unclean.leader.election.enable"],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| era.broker.unclean_leader_election_enable = false,
     },
     Step {
         since: v(0, 11),
         change: "The idempotent producer (`enable.idempotence`, off by default), with at most 1 request in flight",
         source: "KIP-98",
+        defaults: &[],
+        rule: true,
+        reach: Reach::IdempotentProducer,
         apply: |era| era.producer.idempotence_max_in_flight = Some(1),
     },
     Step {
         since: v(1, 0),
         change: "An idempotent producer may have up to 5 requests in flight",
         source: "KAFKA-5494",
+        defaults: &[],
+        rule: true,
+        reach: Reach::IdempotentProducer,
         apply: |era| era.producer.idempotence_max_in_flight = Some(5),
     },
     Step {
         since: v(2, 0),
         change: "Truncation repeats OffsetsForLeaderEpoch rounds until the epoch histories agree; `replication.truncation` = \"leader-epoch\"",
         source: "KIP-279",
+        defaults: &["broker.replication.truncation"],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| era.broker.replication_truncation = Truncation::LeaderEpoch,
     },
     Step {
         since: v(2, 1),
         change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired after `linger.ms` + `request.timeout.ms`",
         source: "KIP-91",
+        defaults: &["producer.delivery.timeout.ms", "producer.retries"],
+        rule: true,
+        reach: Reach::Every,
         apply: |era| {
             era.producer.delivery_timeout = ms(120_000);
             era.producer.retries = i32::MAX as u32;
@@ -287,12 +370,22 @@ pub static STEPS: &[Step] = &[
         since: v(2, 1),
         change: "A committed offset carries the leader epoch of the record before it, and a member resuming there validates it against the leader's log (a log rewound below it moves the member back); before, it fetched from the committed offset whatever the log had become",
         source: "KIP-320",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Groups,
         apply: |era| era.consumer.commit_leader_epoch = true,
     },
     Step {
         since: v(2, 5),
         change: "`replica.lag.time.max.ms` 10000 → 30000, and the ZooKeeper session (`zookeeper.session.timeout.ms`, `broker.session.timeout.ms` here) 6000 → 18000",
         source: "KIP-537",
+        defaults: &[
+            "broker.replica.lag.time.max.ms",
+            "broker.broker.session.timeout.ms",
+            "broker.broker.heartbeat.interval.ms",
+        ],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| {
             era.broker.replica_lag_time_max = ms(30_000);
             era.broker.broker_session_timeout = ms(18_000);
@@ -303,18 +396,27 @@ pub static STEPS: &[Step] = &[
         since: v(2, 8),
         change: "Followers send their last fetched epoch with each fetch and the leader answers with the diverging epoch",
         source: "KAFKA-10554",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
         apply: |era| era.broker.rules.diverging_epoch_in_fetch = true,
     },
     Step {
         since: v(3, 0),
         change: "The consumer's `session.timeout.ms` defaults to 45000 (was 10000)",
         source: "KIP-735",
+        defaults: &["consumer.session.timeout.ms"],
+        rule: false,
+        reach: Reach::Groups,
         apply: |era| era.consumer.session_timeout = ms(45_000),
     },
     Step {
         since: v(3, 0),
         change: "`acks` = \"all\" and `enable.idempotence` = true by default (in effect from 3.0.1, which fixed 3.0.0 leaving idempotence off)",
         source: "KIP-679, KAFKA-13598",
+        defaults: &["producer.acks", "producer.enable.idempotence"],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| {
             era.producer.acks = Acks::All;
             era.producer.enable_idempotence = true;
@@ -324,6 +426,12 @@ pub static STEPS: &[Step] = &[
         since: v(3, 3),
         change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`; a controlled shutdown leaves a partition whose only in-sync replica is stopping without a leader, where ZooKeeper's controller kept the broker leading",
         source: "KIP-833, KIP-631",
+        defaults: &[
+            "broker.broker.session.timeout.ms",
+            "broker.broker.heartbeat.interval.ms",
+        ],
+        rule: true,
+        reach: Reach::Every,
         apply: |era| {
             era.broker.broker_session_timeout = ms(9_000);
             era.broker.broker_heartbeat_interval = ms(2_000);
@@ -335,24 +443,36 @@ pub static STEPS: &[Step] = &[
         since: v(3, 7),
         change: "Strict min ISR: a leader whose ISR is below `min.insync.replicas` does not advance its high watermark",
         source: "KAFKA-15583",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
         apply: |era| era.broker.rules.strict_min_isr = true,
     },
     Step {
         since: v(3, 9),
         change: "The KRaft controller honours `unclean.leader.election.enable`",
         source: "KAFKA-12670",
+        defaults: &[],
+        rule: true,
+        reach: Reach::UncleanElection,
         apply: |era| era.broker.rules.unclean_election_honoured = true,
     },
     Step {
         since: v(4, 0),
         change: "`linger.ms` defaults to 5",
         source: "KIP-1030",
+        defaults: &["producer.linger.ms"],
+        rule: false,
+        reach: Reach::Every,
         apply: |era| era.producer.linger = ms(5),
     },
     Step {
         since: v(4, 1),
         change: "Eligible leader replicas (KIP-966 part 1) on by default for new clusters: who leaves the ISR while it is below `min.insync.replicas` stays eligible to lead an empty ISR, unless it restarts without a clean shutdown",
         source: "KIP-966",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
         apply: |era| era.broker.rules.eligible_leader_replicas = true,
     },
 ];

@@ -4,9 +4,10 @@
 
 use super::{render, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
 use crate::config::kafka::{
-    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, TopicConfig,
-    Truncation,
+    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, StepReach,
+    TopicConfig, Truncation,
 };
+use crate::scenario::model::Settings;
 use crate::scenario::node::{Node, Value};
 use crate::scenario::Error;
 use std::fmt::Write as _;
@@ -422,6 +423,67 @@ fn meaning_in(era: &Era, section: &str, key: &str) -> Option<String> {
     Some(meaning)
 }
 
+/// Each step of the release `settings` models, with whether it can change runs of these
+/// settings: not if they lack what it reaches (a consumer group, an idempotent producer,
+/// unclean elections), nor if the step only changes defaults and every one of those keys
+/// is swept (`swept`, as paths: `"producer.acks"`) or set away from the release's default.
+/// A key set explicitly to the default counts as not set: the step is kept.
+pub(crate) fn release_steps(settings: &Settings, swept: &[&str]) -> Vec<StepReach> {
+    let release = settings.cluster.kafka;
+    let era = release.era();
+    let groups = settings.workload.consumers > 0 && settings.workload.group.is_some();
+    let run = (&settings.broker, &settings.producer, &settings.consumer);
+    let default = (&era.broker, &era.producer, &era.consumer);
+    release
+        .history()
+        .map(|step| {
+            let missed = match step
+                .reach
+                .missed_by(groups, &settings.broker, &settings.producer)
+            {
+                Some(lack) => Some(format!("these runs {lack}")),
+                None if step.rule => None,
+                None => step
+                    .defaults
+                    .iter()
+                    .all(|path| swept.contains(path) || shown(path, run) != shown(path, default))
+                    .then(|| {
+                        let names: Vec<&str> = step
+                            .defaults
+                            .iter()
+                            .map(|path| path.split_once('.').map_or(*path, |(_, key)| key))
+                            .collect();
+                        format!("these runs set {}", names.join(" and "))
+                    }),
+            };
+            StepReach {
+                since: step.since,
+                source: step.source,
+                missed,
+            }
+        })
+        .collect()
+}
+
+type Configs<'a> = (&'a BrokerConfig, &'a ProducerConfig, &'a ConsumerConfig);
+
+#[cfg(test)]
+fn configs(era: &Era) -> Configs<'_> {
+    (&era.broker, &era.producer, &era.consumer)
+}
+
+/// A Kafka key's value as `hightide config` prints it, by sweep path (`"producer.acks"`).
+fn shown(path: &str, (broker, producer, consumer): Configs) -> Option<String> {
+    let (section, key) = path.split_once('.')?;
+    let inherited = |_: &'static str| String::new();
+    match section {
+        "broker" => BROKER.find(key).map(|k| k.show(broker, &inherited)),
+        "producer" => PRODUCER.find(key).map(|k| k.show(producer, &inherited)),
+        "consumer" => CONSUMER.find(key).map(|k| k.show(consumer, &inherited)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::{every_key_default_reads_back, names_are_unique};
@@ -580,5 +642,89 @@ mod tests {
             err.message,
             "`acks` must be \"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1, found a boolean"
         );
+    }
+
+    /// Every key whose value a step changes, and no other, is in its `defaults`; a step
+    /// that changes no key changes a rule.
+    #[test]
+    fn each_release_step_names_the_defaults_it_changes() {
+        use crate::config::kafka::RELEASE_STEPS;
+        let paths: Vec<String> = [("broker", BROKER.names()), ("producer", PRODUCER.names())]
+            .into_iter()
+            .chain([("consumer", CONSUMER.names())])
+            .flat_map(|(section, names)| names.into_iter().map(move |n| format!("{section}.{n}")))
+            .collect();
+        for (index, step) in RELEASE_STEPS.iter().enumerate() {
+            let (before, after) = Release::around_step(index);
+            let changed: Vec<&str> = paths
+                .iter()
+                .filter(|path| shown(path, configs(&before)) != shown(path, configs(&after)))
+                .map(String::as_str)
+                .collect();
+            let mut declared = step.defaults.to_vec();
+            declared.sort_unstable();
+            let mut changed = changed;
+            changed.sort_unstable();
+            assert_eq!(changed, declared, "{}", step.source);
+            assert!(step.rule || !step.defaults.is_empty(), "{}", step.source);
+            if before.broker.rules != after.broker.rules
+                || before.producer.idempotence_max_in_flight
+                    != after.producer.idempotence_max_in_flight
+                || before.consumer.commit_leader_epoch != after.consumer.commit_leader_epoch
+            {
+                assert!(step.rule, "{} changes a rule", step.source);
+            }
+        }
+    }
+
+    /// A producer-only sweep without groups: the group steps, and the step whose defaults
+    /// it sets, cannot change its runs; the controller's step can.
+    #[test]
+    fn release_steps_say_which_can_change_a_run() {
+        let scenario = crate::scenario::parse(
+            "name = \"s\"\nduration = \"1s\"\n[cluster]\nkafka = \"3.9\"\nbrokers = 3\n\
+             topics = [{ name = \"t\", partitions = 1, replication_factor = 3 }]\n\
+             [producer]\nlinger.ms = 7\n",
+            std::path::Path::new("s.toml"),
+        )
+        .unwrap();
+        let settings = &scenario.variants[0].settings;
+        let steps = release_steps(settings, &["producer.acks", "producer.enable.idempotence"]);
+        let missed = |source: &str| {
+            steps
+                .iter()
+                .find(|s| s.source == source)
+                .unwrap_or_else(|| panic!("{source}"))
+                .missed
+                .clone()
+        };
+        assert_eq!(
+            missed("KIP-735").as_deref(),
+            Some("these runs have no consumer group")
+        );
+        assert_eq!(
+            missed("KIP-134").as_deref(),
+            Some("these runs have no consumer group")
+        );
+        assert_eq!(
+            missed("KIP-679, KAFKA-13598").as_deref(),
+            Some("these runs set acks and enable.idempotence")
+        );
+        assert_eq!(
+            missed("KAFKA-12670").as_deref(),
+            Some("these runs keep unclean leader election off")
+        );
+        assert_eq!(missed("KIP-833, KIP-631"), None);
+        assert_eq!(missed("KIP-101"), None);
+        assert!(
+            steps.iter().all(|s| s.source != "KIP-1030"),
+            "4.0 is after 3.9"
+        );
+        let unswept = release_steps(settings, &[]);
+        let kip_679 = unswept
+            .iter()
+            .find(|s| s.source.starts_with("KIP-679"))
+            .unwrap();
+        assert_eq!(kip_679.missed, None, "acks is at 3.9's default");
     }
 }
