@@ -1,11 +1,13 @@
 //! docs/scenarios.md, the scenario-file reference, against the parser: it names every
 //! fault action, target form, checker count, comparison and fixed key the parser knows
 //! (read from the tables the parser itself reads), and every whole file it shows parses.
-//! A new action, count or key without its documentation fails here.
+//! A new action, count or key without its documentation fails here. And README.md's
+//! counts against the repository: the catalog's files, the seeds of each, the runs of the
+//! quickstart and the configurations of the durability matrix.
 
 use hightide::check::{comparison_symbol, count_name, Comparison, Count};
 use hightide::scenario::model::{FaultKind, TargetForm};
-use hightide::scenario::{parse, parse_sweep, Overrides, FILE_KEYS};
+use hightide::scenario::{load_sweep, parse, parse_sweep, Overrides, FILE_KEYS};
 use std::path::{Path, PathBuf};
 
 fn reference_path() -> PathBuf {
@@ -153,4 +155,142 @@ fn fragments_are_left_out_and_whole_files_kept() {
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].line, 8);
     assert_eq!(blocks[0].text, "duration = \"1s\"\n");
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md with every run of whitespace one space, so that a phrase is found wherever
+/// the text wraps it.
+fn readme() -> String {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md is readable");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn assert_readme_says(readme: &str, phrase: &str) {
+    assert!(
+        readme.contains(phrase),
+        "README.md should say \"{phrase}\", as the repository now has it"
+    );
+}
+
+/// The catalog's files, as `cargo test --test scenarios` runs them.
+fn catalog() -> Vec<PathBuf> {
+    hightide::lab::scenario_files(&root().join("scenarios")).expect("scenarios/ is readable")
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn readme_counts_the_catalog_files_that_name_test_seeds() {
+    let files = catalog();
+    let naming = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).expect("a catalog file is readable");
+            text.lines().any(|line| line.starts_with("test_seeds"))
+        })
+        .count();
+    assert_readme_says(
+        &readme(),
+        &format!("Of the catalog's {} files, {naming} name them", files.len()),
+    );
+}
+
+/// nextest's `count:K/N` puts the i-th test (from 0, in name order) in partition
+/// i mod N + 1; the catalog's tests are its files, in that order.
+#[test]
+fn readme_gives_the_catalog_nextest_partitions() {
+    let files = catalog().len();
+    let sizes: Vec<usize> = (0..3).map(|k| (files + 2 - k) / 3).collect();
+    assert_eq!(sizes.iter().sum::<usize>(), files);
+    assert_readme_says(
+        &readme(),
+        &format!(
+            "the three partitions run {}, {} and {} of the {files} files",
+            sizes[0], sizes[1], sizes[2]
+        ),
+    );
+}
+
+/// Each row of the catalog's table (`| `file.toml` | seeds | ... |`) against the file:
+/// every file has a row, every row a file, and the row's seeds are the file's.
+#[test]
+fn readme_catalog_table_has_every_file_and_its_seeds() {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md is readable");
+    let rows: Vec<(String, String)> = text
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.strip_prefix("| `")?.split('|');
+            let name = cells.next()?.trim().strip_suffix('`')?;
+            name.ends_with(".toml").then(|| {
+                (
+                    name.to_owned(),
+                    cells.next().unwrap_or("").trim().to_owned(),
+                )
+            })
+        })
+        .collect();
+    let files = catalog();
+    let mut wrong = Vec::new();
+    for path in &files {
+        let name = file_name(path);
+        let seeds = hightide::load(path)
+            .expect("a catalog file loads")
+            .seeds
+            .len()
+            .to_string();
+        match rows.iter().find(|(row, _)| *row == name) {
+            None => wrong.push(format!("{name} has no row")),
+            Some((_, said)) if *said != seeds => wrong.push(format!(
+                "{name}: the row says {said} seeds, the file has {seeds}"
+            )),
+            Some(_) => {}
+        }
+    }
+    for (row, _) in &rows {
+        if !files.iter().any(|path| file_name(path) == *row) {
+            wrong.push(format!("the row {row} names no file in scenarios/"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "README.md's catalog table: {}",
+        wrong.join("; ")
+    );
+}
+
+#[test]
+fn readme_counts_the_quickstart_runs() {
+    let quickstart = hightide::load(root().join("scenarios/quickstart.toml")).expect("it loads");
+    let runs = quickstart.seeds.len() * quickstart.variants.len();
+    // Its duration, then the heal phase.
+    let simulated = |variant: &hightide::scenario::model::Variant| {
+        (variant.settings.duration + variant.settings.heal).as_secs()
+    };
+    let seconds = simulated(&quickstart.variants[0]);
+    assert!(quickstart.variants.iter().all(|v| simulated(v) == seconds));
+    assert_readme_says(
+        &readme(),
+        &format!("runs {runs} simulations of {seconds} simulated seconds"),
+    );
+}
+
+#[test]
+fn readme_counts_the_durability_matrix() {
+    let sweep = load_sweep(
+        &root().join("sweeps/durability.toml"),
+        &Overrides::default(),
+    )
+    .expect("the durability matrix loads");
+    assert_readme_says(
+        &readme(),
+        &format!(
+            "fault set, {} configurations",
+            sweep.scenario.variants.len()
+        ),
+    );
 }
