@@ -746,7 +746,7 @@ fn release_section(md: &mut String, releases: &[ReleaseStep]) {
     if !reasons.is_empty() {
         let parts: Vec<String> = reasons
             .iter()
-            .map(|(why, sources)| format!("{} ({why})", sources.join("; ")))
+            .map(|(why, sources)| format!("{} ({why})", list(sources)))
             .collect();
         let _ = writeln!(
             md,
