@@ -235,6 +235,15 @@ impl BatchBuilder {
         debug_assert!(w.is_empty());
         let crc = crc32c::crc32c(&buf[ATTRIBUTES_AT..]);
         buf[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
+        // A batch built is a batch read: the header and every record parse back.
+        debug_assert!(
+            validate(&buf).is_ok_and(|header| header.records_count == self.count
+                && header.producer_id == self.producer_id
+                && header.base_sequence == self.base_sequence)
+                && record_views(&buf).is_ok_and(|records| records.len() == self.count as usize),
+            "a built batch of {} records does not read back",
+            self.count
+        );
         buf
     }
 }

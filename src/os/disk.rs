@@ -240,8 +240,14 @@ impl Inode {
         self.durable.set_len(self.cached.len());
         for &page in self.dirty.keys() {
             self.durable.copy_page_from(&self.cached, page, PAGE_BYTES);
+            debug_assert!(
+                self.durable.read(page * PAGE_BYTES, PAGE_BYTES as usize)
+                    == self.cached.read(page * PAGE_BYTES, PAGE_BYTES as usize),
+                "a synced page {page} reads back from the medium as the cache holds it"
+            );
         }
         self.dirty.clear();
+        debug_assert_eq!(self.durable.len(), self.cached.len(), "a synced length");
     }
 }
 

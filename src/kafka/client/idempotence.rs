@@ -66,10 +66,12 @@ impl IdempotenceState {
         let base_sequence = *next;
         // Kafka's sequences wrap from Integer.MAX_VALUE to 0.
         *next = ((i64::from(base_sequence) + records as i64) % (i64::from(i32::MAX) + 1)) as i32;
-        self.unresolved
-            .entry(partition)
-            .or_default()
-            .insert((producer_id, base_sequence));
+        let unresolved = self.unresolved.entry(partition).or_default();
+        unresolved.insert((producer_id, base_sequence));
+        debug_assert!(
+            unresolved.iter().all(|&(id, _)| id == producer_id),
+            "the unresolved batches of partition {partition} carry one producer id: {unresolved:?}"
+        );
         Some(Sequenced {
             producer_id,
             producer_epoch,

@@ -406,9 +406,13 @@ impl Producer {
                 let Some(batch) = self.drain_one(state, partition) else {
                     break;
                 };
-                if !self.send_batch(state, &connection, batch, now)
-                    || !state.accumulator.is_ready(partition, now)
-                {
+                let sent = self.send_batch(state, &connection, batch, now);
+                debug_assert!(
+                    acks_none || connection.in_flight() <= limit,
+                    "{} requests in flight on a connection, over max.in.flight.requests.per.connection {limit}",
+                    connection.in_flight()
+                );
+                if !sent || !state.accumulator.is_ready(partition, now) {
                     break;
                 }
             }

@@ -682,7 +682,13 @@ impl ControllerState {
                 elr.retain(|&b| b != leader);
                 vec![leader]
             }
-            Election::Clean(leader) if !isr.contains(&leader) => vec![leader],
+            Election::Clean(leader) if !isr.contains(&leader) => {
+                // Only the injected bug elects outside the ISR: its leader leads alone
+                // and leaves the ELR, so the image keeps its shape and the bug reaches
+                // the checkers.
+                elr.retain(|&b| b != leader);
+                vec![leader]
+            }
             _ => isr,
         };
         (election, isr, elr)
@@ -707,6 +713,25 @@ impl ControllerState {
             leader.is_none_or(|l| isr.contains(&l)),
             "the leader of {tp} must be in its ISR"
         );
+        // Only a registered, unfenced broker that is not shutting down joins an ISR, on
+        // every path (AlterPartition, an election, a fencing): Kafka's INELIGIBLE_REPLICA.
+        debug_assert!(
+            self.metadata.partitions.get(tp).is_none_or(|current| isr
+                .iter()
+                .all(|b| current.isr.contains(b) || self.is_eligible(*b))),
+            "an ineligible broker joins the ISR {isr:?} of {tp}"
+        );
+        debug_assert!(
+            elr.iter().all(|b| !isr.contains(b)),
+            "the ELR {elr:?} of {tp} overlaps its ISR {isr:?}"
+        );
+        debug_assert!(
+            !matches!(
+                election,
+                Some(Election::Unclean(_) | Election::LastKnownLeader(_))
+            ) || (isr.len() == 1 && elr.is_empty()),
+            "an unclean leader of {tp} must lead alone, got ISR {isr:?} and ELR {elr:?}"
+        );
         let Some(state) = self.metadata.partitions.get_mut(tp) else {
             return;
         };
@@ -730,10 +755,17 @@ impl ControllerState {
         } else if isr.is_empty() && !state.isr.is_empty() {
             state.last_known_leader = state.leader;
         }
+        let epochs_before = (state.leader_epoch, state.partition_epoch);
         state.leader = leader;
         state.elr = elr;
         let previous_isr = std::mem::replace(&mut state.isr, isr);
         state.partition_epoch = state.partition_epoch.next();
+        debug_assert!(
+            state.leader_epoch >= epochs_before.0 && state.partition_epoch > epochs_before.1,
+            "the epochs of {tp} only grow: {epochs_before:?} -> ({:?}, {:?})",
+            state.leader_epoch,
+            state.partition_epoch
+        );
         let state = state.clone();
         self.record(
             Change::Partition {
@@ -1573,5 +1605,25 @@ mod tests {
                 before = after.clone();
             }
         }
+    }
+
+    /// The image keeps its rules on every path that changes it: a fenced broker never
+    /// joins an ISR (the debug assertion in `update_partition`, on in every test).
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "an ineligible broker joins the ISR")]
+    fn a_fenced_broker_joining_an_isr_trips_the_image_assertion() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let mut changes = Vec::new();
+        state.fence(BrokerId(3), FenceCause::SessionTimeout, &mut changes);
+        assert_eq!(partition(&state, 0).isr, ids(&[1, 2]));
+        state.update_partition(
+            &tp(0),
+            Some(BrokerId(1)),
+            ids(&[1, 2, 3]),
+            Vec::new(),
+            None,
+            &mut changes,
+        );
     }
 }
