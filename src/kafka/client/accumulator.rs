@@ -194,6 +194,14 @@ impl RecordAccumulator {
         if let Some(batch) = queue.back_mut() {
             batch.records.push(record);
             batch.size_bytes += size;
+            // Only a record too big for `batch.size` on its own makes a batch larger.
+            debug_assert!(
+                batch.records.len() == 1 || batch.size_bytes <= self.config.batch_size_bytes,
+                "a batch of {} records holds {} bytes, over batch.size {}",
+                batch.records.len(),
+                batch.size_bytes,
+                self.config.batch_size_bytes
+            );
         }
     }
 
