@@ -24,9 +24,14 @@
 //!   A power loss ([`Disk::power_loss`]) drops the page cache: the namespace falls back to the
 //!   durable one and each file to its durable image plus, per [`PowerLossModel`], the dirty
 //!   pages the disk happened to write: none, a seeded subset, or a torn last page.
+//! - The device writes `throughput` bytes a second (unlimited by default): an fsync waits
+//!   for its file's dirty pages behind what earlier fsyncs owe, and the flusher writes in
+//!   the time they leave. Past `dirty_background_ratio` of `memory` the flusher writes the
+//!   oldest dirty pages without waiting for them to expire; past `dirty_ratio` a writer
+//!   waits in [`Disk::write_gate`] until it is back under (Linux's `balance_dirty_pages`).
 //! - Faults: an fsync error with Linux semantics (reported once; the dirty pages it covered
 //!   are marked clean without reaching the medium, so a later fsync succeeds without them),
-//!   disk full, latent bit flips in durable bytes, slow fsync and writes.
+//!   disk full, latent bit flips in durable bytes, slow fsync and writes, a slower device.
 //!
 //! What is not, and why: the flusher never writes metadata back, so a name or a length
 //! survives a power loss only if fsynced — stricter than ext4, whose journal commits every
@@ -92,6 +97,16 @@ pub struct DiskConfig {
     pub dirty_expire: Duration,
     pub fsync_latency: Duration,
     pub power_loss: PowerLossModel,
+    /// What the device writes per second; `None` writes any amount at once.
+    pub throughput: Option<u64>,
+    /// The host's dirtyable memory, which the dirty ratios are percentages of.
+    pub memory: u64,
+    /// Writers are throttled while dirty pages exceed this percentage of `memory`
+    /// (`vm.dirty_ratio`).
+    pub dirty_ratio: u64,
+    /// The flusher writes the oldest pages while dirty pages exceed this percentage of
+    /// `memory` (`vm.dirty_background_ratio`).
+    pub dirty_background_ratio: u64,
 }
 
 impl Default for DiskConfig {
@@ -101,6 +116,28 @@ impl Default for DiskConfig {
             dirty_expire: Duration::from_secs(30),
             fsync_latency: Duration::from_millis(2),
             power_loss: PowerLossModel::RandomWriteback,
+            throughput: None,
+            memory: 16 << 30,
+            dirty_ratio: 20,
+            dirty_background_ratio: 10,
+        }
+    }
+}
+
+impl DiskConfig {
+    /// Dirty bytes above which a writer waits (`balance_dirty_pages`).
+    pub fn dirty_limit(&self) -> u64 {
+        self.memory / 100 * self.dirty_ratio
+    }
+
+    /// Dirty bytes above which the flusher writes without waiting for pages to expire.
+    /// As Linux does, a background ratio not below the dirty ratio counts as half of it
+    /// (`domain_dirty_limits`).
+    pub fn background_limit(&self) -> u64 {
+        if self.dirty_background_ratio >= self.dirty_ratio {
+            self.dirty_limit() / 2
+        } else {
+            self.memory / 100 * self.dirty_background_ratio
         }
     }
 }
@@ -125,6 +162,8 @@ pub enum DiskFault {
     Full,
     /// fsync and writes take this much longer until healed.
     Slow(Duration),
+    /// The device writes this many bytes per second until healed.
+    Throughput(u64),
     /// Flip bits in `bytes` durable bytes at the tail of the newest file matching `glob`.
     Corrupt { glob: String, bytes: u64 },
     /// Flip bits in `bytes` contiguous durable bytes of the newest file matching `glob`,
@@ -138,6 +177,8 @@ pub enum DiskFault {
 pub use crate::os::pages::PAGE_BYTES;
 /// The unit a torn write persists in.
 pub const SECTOR_BYTES: u64 = 512;
+/// What writing one page costs the device's credit (bytes times 10⁹).
+const PAGE_COST: u128 = PAGE_BYTES as u128 * 1_000_000_000;
 
 /// One host's disk. Clones share the same files: the world keeps one, the host's process
 /// gets another, and a crash of the process leaves the world's intact.
@@ -163,6 +204,19 @@ struct DiskState {
     cache_survives_power_loss: bool,
     full: bool,
     slow: Duration,
+    /// Bytes per second the device writes now: the configured rate, or a `slow-disk`'s.
+    throughput: Option<u64>,
+    /// Dirty pages in every file: what background writeback and throttling measure.
+    dirty_pages: u64,
+    /// The device is busy with what fsyncs asked of it until then.
+    busy_until: SimTime,
+    /// The flusher has used the device's time up to here.
+    flushed_to: SimTime,
+    /// What the device can still write for the flusher under a throughput, in bytes times
+    /// 10⁹ (byte-nanoseconds per second), so that no fraction of a byte is lost per tick.
+    credit: u128,
+    /// An expired-page pass that the device's throughput has not finished.
+    expiring: bool,
     /// When the flusher next wakes; `writeback` is called every tick and must stay cheap.
     next_writeback: SimTime,
 }
@@ -287,13 +341,6 @@ impl DiskState {
             .ok_or_else(|| DiskError::NotFound(path.to_string()))
     }
 
-    fn inode_mut(&mut self, path: &str) -> Result<&mut Inode, DiskError> {
-        match self.names.get(path) {
-            Some(ino) => Ok(self.inodes.get_mut(ino).expect("every name has its inode")),
-            None => Err(DiskError::NotFound(path.to_string())),
-        }
-    }
-
     fn check_space(&self, path: &str) -> Result<(), DiskError> {
         if self.full {
             Err(DiskError::NoSpace(path.to_string()))
@@ -302,9 +349,9 @@ impl DiskState {
         }
     }
 
-    /// The inode at `path`, created empty if missing.
-    fn open_or_create(&mut self, path: &str) -> &mut Inode {
-        let ino = match self.names.get(path) {
+    /// The inode number at `path`, created empty if missing.
+    fn open_or_create(&mut self, path: &str) -> u64 {
+        match self.names.get(path) {
             Some(&ino) => ino,
             None => {
                 let ino = self.next_ino;
@@ -315,10 +362,24 @@ impl DiskState {
                 self.names.insert(path.to_string(), ino);
                 ino
             }
-        };
+        }
+    }
+
+    /// Change inode `ino` with `f`, keeping the count of dirty pages.
+    fn change<R>(&mut self, ino: u64, f: impl FnOnce(&mut Inode) -> R) -> R {
+        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
+        let before = inode.dirty.len() as u64;
+        let result = f(inode);
+        let after = inode.dirty.len() as u64;
+        self.dirty_pages = self.dirty_pages - before + after;
+        result
+    }
+
+    fn count_dirty(&self) -> u64 {
         self.inodes
-            .get_mut(&ino)
-            .expect("just looked up or inserted")
+            .values()
+            .map(|inode| inode.dirty.len() as u64)
+            .sum()
     }
 
     /// Forget an inode that no namespace refers to any more.
@@ -334,10 +395,11 @@ impl DiskState {
     /// cache, so its dirty pages never reach the medium.
     fn unlink(&mut self, path: &str) -> Option<u64> {
         let ino = self.names.remove(path)?;
-        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
-        inode.cached_name = None;
-        inode.dirty.clear();
-        inode.cached = Pages::new();
+        self.change(ino, |inode| {
+            inode.cached_name = None;
+            inode.dirty.clear();
+            inode.cached = Pages::new();
+        });
         self.collect(ino);
         Some(ino)
     }
@@ -383,12 +445,11 @@ impl DiskState {
         if self.fsync_lies && !failed {
             return Ok(());
         }
-        let inode = self.inodes.get_mut(&ino).expect("every name has its inode");
         if failed {
-            inode.dirty.clear();
+            self.change(ino, |inode| inode.dirty.clear());
             return Err(DiskError::Io(path.to_string()));
         }
-        inode.sync();
+        self.change(ino, Inode::sync);
         self.link_durable(ino, path);
         Ok(())
     }
@@ -425,27 +486,121 @@ impl DiskState {
         Ok(())
     }
 
+    /// The flusher, once a tick: at each `writeback` interval it writes the pages dirty for
+    /// `dirty_expire`, and while dirty pages pass the background limit it writes the
+    /// oldest, as Linux's flusher does (`wb_workfn`: kupdate and background writeback).
+    /// Under a throughput both share what the device can write after the fsyncs it owes.
     fn writeback(&mut self, now: SimTime) {
-        if now < self.next_writeback {
-            return;
+        self.earn_credit(now);
+        if now >= self.next_writeback {
+            self.next_writeback = now + self.config.writeback;
+            self.expiring = true;
+            debug_assert_eq!(self.dirty_pages, self.count_dirty(), "the dirty count");
         }
-        self.next_writeback = now + self.config.writeback;
-        let expire = self.config.dirty_expire;
-        for inode in self.inodes.values_mut() {
-            let Inode {
-                cached,
-                durable,
-                dirty,
-                ..
-            } = inode;
-            dirty.retain(|&page, &mut since| {
-                let expired = now - since >= expire;
-                if expired {
-                    durable.copy_page_from(cached, page, PAGE_BYTES);
-                }
-                !expired
+        if self.expiring {
+            let expire = self.config.dirty_expire;
+            self.expiring = self.write_oldest(|since, _| now - since >= expire);
+        }
+        if self.over_background() {
+            let limit = self.config.background_limit();
+            self.write_oldest(|_, dirty_pages| dirty_pages * PAGE_BYTES > limit);
+        }
+        if !self.expiring && !self.over_background() {
+            self.credit = 0;
+        }
+    }
+
+    fn over_background(&self) -> bool {
+        self.dirty_pages * PAGE_BYTES > self.config.background_limit()
+    }
+
+    /// What the device could write for the flusher since the last tick, past the fsyncs.
+    fn earn_credit(&mut self, now: SimTime) {
+        let Some(throughput) = self.throughput else {
+            return;
+        };
+        let from = self.flushed_to.max(self.busy_until);
+        if now > from {
+            let earned = (now - from).as_nanos() * u128::from(throughput);
+            self.credit = self.credit.saturating_add(earned);
+        }
+        self.flushed_to = now;
+    }
+
+    /// Write back dirty pages, oldest first (a file's pages in order), while `wanted(page's
+    /// dirty time, dirty pages now)` holds and the device has credit. True if a wanted page
+    /// is left.
+    fn write_oldest(&mut self, wanted: impl Fn(SimTime, u64) -> bool) -> bool {
+        let limited = self.throughput.is_some();
+        if limited && self.credit < PAGE_COST {
+            return self.inodes.values().any(|inode| {
+                inode
+                    .dirty
+                    .values()
+                    .any(|&since| wanted(since, self.dirty_pages))
             });
         }
+        let mut pages: Vec<(SimTime, u64, u64)> = self
+            .inodes
+            .iter()
+            .flat_map(|(&ino, inode)| {
+                inode
+                    .dirty
+                    .iter()
+                    .map(move |(&page, &since)| (since, ino, page))
+            })
+            .collect();
+        pages.sort_unstable();
+        for (since, ino, page) in pages {
+            if !wanted(since, self.dirty_pages) {
+                continue;
+            }
+            if limited {
+                if self.credit < PAGE_COST {
+                    return true;
+                }
+                self.credit -= PAGE_COST;
+            }
+            let inode = self.inodes.get_mut(&ino).expect("listed above");
+            inode.dirty.remove(&page);
+            inode
+                .durable
+                .copy_page_from(&inode.cached, page, PAGE_BYTES);
+            self.dirty_pages -= 1;
+        }
+        false
+    }
+
+    /// How long a writer waits before it may dirty more pages: nothing below the dirty
+    /// limit; above it, the time the device needs to write the excess, in pauses of 1 to
+    /// 200 ms (`balance_dirty_pages`, whose pauses are at most `MAX_PAUSE`, 200 ms).
+    fn throttle_pause(&self) -> Duration {
+        let dirty = self.dirty_pages * PAGE_BYTES;
+        let limit = self.config.dirty_limit();
+        if dirty <= limit {
+            return Duration::ZERO;
+        }
+        let need = match self.throughput {
+            Some(throughput) => Duration::from_nanos(
+                ((dirty - limit) as u128 * 1_000_000_000 / u128::from(throughput)) as u64,
+            ),
+            None => Duration::ZERO,
+        };
+        need.clamp(Duration::from_millis(1), Duration::from_millis(200))
+    }
+
+    /// How long an fsync of `path` (None: a directory) takes from `now`: the latency, a
+    /// slow disk's extra, and under a throughput the time to write the file's dirty pages
+    /// after what the device already owes.
+    fn fsync_delay(&mut self, path: Option<&str>, now: SimTime) -> Duration {
+        let delay = self.config.fsync_latency + self.slow;
+        let (Some(throughput), Some(path)) = (self.throughput, path) else {
+            return delay;
+        };
+        let pages = self.inode(path).map_or(0, |inode| inode.dirty.len() as u64);
+        let nanos = u128::from(pages * PAGE_BYTES) * 1_000_000_000 / u128::from(throughput);
+        self.busy_until = self.busy_until.max(now) + Duration::from_nanos(nanos as u64);
+        delay + (self.busy_until - now)
     }
 
     fn power_loss(&mut self) {
@@ -481,6 +636,9 @@ impl DiskState {
             inode.cached_name.clone_from(&inode.durable_name);
         }
         self.names.clone_from(&self.durable_names);
+        self.dirty_pages = 0;
+        self.credit = 0;
+        self.expiring = false;
     }
 
     /// The newest file matching `glob`: the inode created last.
@@ -533,6 +691,7 @@ impl Disk {
         let next_writeback = SimTime::after_start(config.writeback);
         Disk {
             state: Rc::new(RefCell::new(DiskState {
+                throughput: config.throughput,
                 config,
                 rng: StdRng::seed_from_u64(seed),
                 inodes: BTreeMap::new(),
@@ -544,6 +703,11 @@ impl Disk {
                 cache_survives_power_loss: false,
                 full: false,
                 slow: Duration::ZERO,
+                dirty_pages: 0,
+                busy_until: SimTime::ZERO,
+                flushed_to: SimTime::ZERO,
+                credit: 0,
+                expiring: false,
                 next_writeback,
             })),
         }
@@ -608,7 +772,8 @@ impl Disk {
     pub fn create(&self, path: &str) -> Result<(), DiskError> {
         let mut state = self.state.borrow_mut();
         state.check_space(path)?;
-        state.open_or_create(path).set_len(0, clock::now());
+        let ino = state.open_or_create(path);
+        state.change(ino, |inode| inode.set_len(0, clock::now()));
         Ok(())
     }
 
@@ -616,7 +781,8 @@ impl Disk {
     pub fn write(&self, path: &str, offset: u64, data: &[u8]) -> Result<(), DiskError> {
         let mut state = self.state.borrow_mut();
         state.check_space(path)?;
-        state.open_or_create(path).write(offset, data, clock::now());
+        let ino = state.open_or_create(path);
+        state.change(ino, |inode| inode.write(offset, data, clock::now()));
         Ok(())
     }
 
@@ -624,16 +790,22 @@ impl Disk {
     pub fn append(&self, path: &str, data: &[u8]) -> Result<u64, DiskError> {
         let mut state = self.state.borrow_mut();
         state.check_space(path)?;
-        let inode = state.open_or_create(path);
-        let position = inode.len();
-        inode.write(position, data, clock::now());
-        Ok(position)
+        let ino = state.open_or_create(path);
+        Ok(state.change(ino, |inode| {
+            let position = inode.len();
+            inode.write(position, data, clock::now());
+            position
+        }))
     }
 
     /// Truncate or extend (with zeros) the cached file; durable at the next fsync.
     pub fn set_len(&self, path: &str, len: u64) -> Result<(), DiskError> {
         let mut state = self.state.borrow_mut();
-        state.inode_mut(path)?.set_len(len, clock::now());
+        let ino = *state
+            .names
+            .get(path)
+            .ok_or_else(|| DiskError::NotFound(path.to_string()))?;
+        state.change(ino, |inode| inode.set_len(len, clock::now()));
         Ok(())
     }
 
@@ -682,14 +854,14 @@ impl Disk {
         Ok(())
     }
 
-    fn fsync_delay(&self) -> Duration {
-        let state = self.state.borrow();
-        state.config.fsync_latency + state.slow
-    }
-
-    /// fsync after the simulated fsync latency (use inside hosts).
+    /// fsync after the simulated fsync latency and, under a throughput, the time to write
+    /// the file's dirty pages (use inside hosts).
     pub async fn fsync(&self, path: &str) -> Result<(), DiskError> {
-        sleep(self.fsync_delay()).await;
+        let delay = self
+            .state
+            .borrow_mut()
+            .fsync_delay(Some(path), clock::now());
+        sleep(delay).await;
         self.fsync_now(path)
     }
 
@@ -707,7 +879,8 @@ impl Disk {
 
     /// fsync of a directory after the simulated fsync latency (use inside hosts).
     pub async fn fsync_dir(&self, dir: &str) -> Result<(), DiskError> {
-        sleep(self.fsync_delay()).await;
+        let delay = self.state.borrow_mut().fsync_delay(None, clock::now());
+        sleep(delay).await;
         self.fsync_dir_now(dir)
     }
 
@@ -721,10 +894,25 @@ impl Disk {
         self.state.borrow_mut().fsync_dir(dir)
     }
 
-    /// Await the slow-disk write latency, if any (call before a batch of writes).
-    pub async fn write_delay(&self) {
+    /// What a writer waits before a batch of writes: a slow disk's latency, then, while
+    /// dirty pages pass the dirty limit, the pauses of Linux's `balance_dirty_pages`. Every
+    /// process that writes calls it before it writes; with neither it returns at once,
+    /// without yielding.
+    pub async fn write_gate(&self) {
         let slow = self.state.borrow().slow;
         sleep(slow).await;
+        loop {
+            let pause = self.state.borrow().throttle_pause();
+            if pause.is_zero() {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// Bytes in dirty pages, in every file.
+    pub fn dirty_bytes(&self) -> u64 {
+        self.state.borrow().dirty_pages * PAGE_BYTES
     }
 
     /// The OS flusher; called by the world every tick, acts every `writeback` interval.
@@ -747,12 +935,14 @@ impl Disk {
             DiskFault::FsyncError => state.fsync_error = true,
             DiskFault::Full => state.full = true,
             DiskFault::Slow(latency) => state.slow = latency,
+            DiskFault::Throughput(bytes_per_second) => state.throughput = Some(bytes_per_second),
             DiskFault::Corrupt { glob, bytes } => state.corrupt_tail(&glob, bytes)?,
             DiskFault::CorruptAnywhere { glob, bytes } => state.corrupt_anywhere(&glob, bytes)?,
             DiskFault::Heal => {
                 state.fsync_error = false;
                 state.full = false;
                 state.slow = Duration::ZERO;
+                state.throughput = state.config.throughput;
             }
         }
         Ok(())

@@ -173,9 +173,12 @@ pub enum FaultAction {
         between: (Target, Target),
         latency: Duration,
     },
+    /// A disk whose writes and fsyncs take `latency` longer, and whose device writes at
+    /// most `throughput` bytes a second if given.
     SlowDisk {
         target: Target,
         latency: Duration,
+        throughput: Option<u64>,
     },
     HealDisk(Target),
     FsyncError(Target),
@@ -266,7 +269,7 @@ fault_kinds! {
     Isolate: "isolate", ["target"], disk: false;
     Heal: "heal", [], disk: false;
     SlowLink: "slow-link", ["between", "latency"], disk: false;
-    SlowDisk: "slow-disk", ["target", "latency"], disk: true;
+    SlowDisk: "slow-disk", ["target"] or ["latency", "throughput"], disk: true;
     HealDisk: "heal-disk", ["target"], disk: true;
     FsyncError: "fsync-error", ["target"], disk: true;
     DiskFull: "disk-full", ["target"], disk: true;
@@ -365,8 +368,19 @@ impl std::fmt::Display for FaultAction {
                 between.1,
                 latency.as_millis()
             ),
-            FaultAction::SlowDisk { target, latency } => {
-                write!(f, " {target} +{}ms", latency.as_millis())
+            FaultAction::SlowDisk {
+                target,
+                latency,
+                throughput,
+            } => {
+                write!(f, " {target}")?;
+                if throughput.is_none() || !latency.is_zero() {
+                    write!(f, " +{}ms", latency.as_millis())?;
+                }
+                match throughput {
+                    Some(bytes_per_second) => write!(f, " at {bytes_per_second} B/s"),
+                    None => Ok(()),
+                }
             }
             FaultAction::Corrupt {
                 target,

@@ -278,8 +278,18 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
                 table.insert("between", value(pair));
                 table.insert("latency", value(format_duration(*latency)));
             }
-            FaultAction::SlowDisk { latency, .. } => {
-                table.insert("latency", value(format_duration(*latency)));
+            FaultAction::SlowDisk {
+                latency,
+                throughput,
+                ..
+            } => {
+                if throughput.is_none() || !latency.is_zero() {
+                    table.insert("latency", value(format_duration(*latency)));
+                }
+                if let Some(bytes_per_second) = throughput {
+                    let bytes_per_second = i64::try_from(*bytes_per_second).unwrap_or(i64::MAX);
+                    table.insert("throughput", value(bytes_per_second));
+                }
             }
             FaultAction::Corrupt {
                 file,

@@ -130,6 +130,7 @@ pub fn nemesis_episodes(
                     FaultAction::SlowDisk {
                         target: host(victim),
                         latency,
+                        throughput: None,
                     },
                     FaultAction::HealDisk(host(victim)),
                 )
@@ -241,8 +242,18 @@ pub fn apply<S: System>(
                 }
             }
         }
-        FaultAction::SlowDisk { target, latency } => {
-            inject(world, hosts(world, target), DiskFault::Slow(*latency))
+        FaultAction::SlowDisk {
+            target,
+            latency,
+            throughput,
+        } => {
+            let struck = hosts(world, target);
+            if throughput.is_none() || !latency.is_zero() {
+                inject(world, struck.clone(), DiskFault::Slow(*latency));
+            }
+            if let Some(bytes_per_second) = throughput {
+                inject(world, struck, DiskFault::Throughput(*bytes_per_second));
+            }
         }
         FaultAction::HealDisk(t) => inject(world, hosts(world, t), DiskFault::Heal),
         FaultAction::FsyncError(t) => inject(world, hosts(world, t), DiskFault::FsyncError),

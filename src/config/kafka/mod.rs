@@ -459,6 +459,9 @@ pub struct Bugs {
     pub skip_position_validation: bool,
     /// A leader never removes a lagging follower from the ISR.
     pub never_shrink_isr: bool,
+    /// A leader counts every fetch as caught up, wherever it reads from: a follower that
+    /// keeps fetching never leaves the ISR, however far behind it is.
+    pub any_fetch_caught_up: bool,
     /// The brokers take `min.insync.replicas` to be 1, whatever it is set to.
     pub ignore_min_insync_replicas: bool,
     /// A new group coordinator starts without reading back the offsets partition.

@@ -480,6 +480,11 @@ async fn apply_fetch(
         }
         return truncate_step(rm, tp, diverging, "diverging-epoch").map(|_| ());
     }
+    if !response.records.is_empty() {
+        // A follower's append is a write like any other: a slow or throttled disk holds
+        // the fetcher here, and with it the next fetch that would report the new LEO.
+        rm.disk.write_gate().await;
+    }
     if rm.offline.get() || rm.stopped.get() {
         return Ok(());
     }

@@ -397,6 +397,9 @@ impl Partition {
         let leo = self.log.log_end_offset();
         let follower = self.followers.get_mut(&replica)?;
         follower.on_fetch(fetch_offset, leo, now);
+        if self.bugs.any_fetch_caught_up {
+            follower.last_caught_up = now;
+        }
         self.maybe_increment_hw();
         let proposal = match self.pending_isr {
             Some(_) => None,

@@ -421,6 +421,9 @@ impl ReplicaManager {
             base_offset: Offset::NONE,
             log_start_offset: Offset::NONE,
         };
+        // The leader's append (and the coordinator's, which comes through here) waits for
+        // a slow or throttled disk before it writes.
+        self.disk.write_gate().await;
         let (outcome, epoch, min_isr, log_start) = {
             let mut partitions = self.partitions.borrow_mut();
             let partition = match self.leader_gate(partitions.get_mut(&tp), AfterShutdown::Refuse) {

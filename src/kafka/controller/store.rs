@@ -52,7 +52,7 @@ struct StoredPartition {
 pub async fn save(disk: &Disk, snapshot: &Snapshot) -> Result<(), DiskError> {
     let text = encode(snapshot);
     let first = !disk.exists(SNAPSHOT);
-    disk.write_delay().await;
+    disk.write_gate().await;
     disk.create(SNAPSHOT_TEMP)?;
     disk.write(SNAPSHOT_TEMP, 0, text.as_bytes())?;
     disk.fsync(SNAPSHOT_TEMP).await?;

@@ -41,6 +41,7 @@ pub enum CheckpointError {
 /// (with `Utils.atomicMoveWithFallback` flushing the parent directory).
 pub async fn write_atomic(disk: &Disk, path: &str, text: &str) -> Result<(), DiskError> {
     let tmp = format!("{path}.tmp");
+    disk.write_gate().await;
     disk.create(&tmp)?;
     disk.write(&tmp, 0, text.as_bytes())?;
     disk.fsync(&tmp).await?;

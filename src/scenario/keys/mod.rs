@@ -295,8 +295,41 @@ pub(crate) static DISK: Section<DiskConfig> = Section {
         duration!("fsync_latency", fsync_latency, "How long an fsync takes."),
         choice!("power_loss", power_loss: PowerLossModel,
             "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector."),
+        Key {
+            name: "throughput",
+            meaning: "Bytes per second the device writes (write-back and fsync share it), or \"unlimited\": any amount at once.",
+            kind: Kind::Other { set: set_throughput, show: show_throughput },
+        },
+        int!("memory", memory as u64, 1 << 20, LONG_MAX,
+            "Bytes of the host's dirtyable memory (free and page cache), of which the dirty ratios are percentages."),
+        int!("dirty_ratio", dirty_ratio as u64, 1, 100,
+            "Writers wait while dirty pages exceed this percentage of memory (vm.dirty_ratio; balance_dirty_pages)."),
+        int!("dirty_background_ratio", dirty_background_ratio as u64, 0, 100,
+            "The flusher writes the oldest dirty pages while they exceed this percentage of memory (vm.dirty_background_ratio); at or above dirty_ratio it counts as half of dirty_ratio, as in Linux."),
     ],
 };
+
+fn set_throughput(disk: &mut DiskConfig, node: &Node) -> Result<(), Error> {
+    disk.throughput = match &node.value {
+        Value::String(text) if text == "unlimited" => None,
+        Value::Integer(_) => Some(integer_in("throughput", node, 1, LONG_MAX)? as u64),
+        _ => {
+            return Err(wrong_type(
+                "throughput",
+                "bytes per second (an integer) or \"unlimited\"",
+                node,
+            ))
+        }
+    };
+    Ok(())
+}
+
+fn show_throughput(disk: &DiskConfig) -> String {
+    match disk.throughput {
+        Some(bytes_per_second) => bytes_per_second.to_string(),
+        None => "\"unlimited\"".to_owned(),
+    }
+}
 
 pub(crate) fn default_network() -> Network {
     Network {

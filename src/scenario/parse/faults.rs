@@ -110,7 +110,17 @@ pub(super) fn read_fault_sets(node: &Node) -> Result<BTreeMap<String, Vec<Parsed
 }
 
 pub(super) const FAULT_FIELDS: &[&str] = &[
-    "at", "jitter", "action", "target", "groups", "between", "latency", "file", "bytes", "region",
+    "at",
+    "jitter",
+    "action",
+    "target",
+    "groups",
+    "between",
+    "latency",
+    "throughput",
+    "file",
+    "bytes",
+    "region",
 ];
 
 fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
@@ -205,9 +215,26 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         FaultKind::Heal => FaultAction::Heal,
         FaultKind::SlowDisk => {
             let target = target("target")?;
+            let latency = match fields.get("latency") {
+                Some(entry) => keys::duration("latency", &entry.value)?,
+                None => Duration::ZERO,
+            };
+            let throughput = match fields.get("throughput") {
+                Some(entry) => {
+                    Some(keys::integer_in("throughput", &entry.value, 1, i64::MAX)? as u64)
+                }
+                None => None,
+            };
+            if !fields.contains_key("latency") && throughput.is_none() {
+                return Err(Error::at(
+                    &action_node.span,
+                    format!("action `{action}` needs `latency`, `throughput` (bytes per second) or both"),
+                ));
+            }
             FaultAction::SlowDisk {
                 target,
-                latency: field_duration(&fields, "latency", action_node)?,
+                latency,
+                throughput,
             }
         }
         FaultKind::Corrupt => {

@@ -675,6 +675,7 @@ proptest! {
             dirty_expire: Duration::from_secs(expire_s),
             fsync_latency: Duration::from_millis(2),
             power_loss: model,
+            ..DiskConfig::default()
         };
         run_against_model(config, seed, &ops)?;
     }
@@ -1162,7 +1163,7 @@ fn fsync_waits_the_simulated_latency_plus_slow_disk() {
         let start = tokio::time::Instant::now();
         disk.fsync("f").await.unwrap();
         let fsynced = start.elapsed();
-        disk.write_delay().await;
+        disk.write_gate().await;
         let delayed = start.elapsed();
         disk.inject(DiskFault::Heal).unwrap();
         disk.fsync_dir("").await.unwrap();
@@ -1174,4 +1175,181 @@ fn fsync_waits_the_simulated_latency_plus_slow_disk() {
         Ok(())
     });
     sim.run().unwrap();
+}
+
+/// A disk with little memory and the given device rate (bytes per second): dirty limit
+/// 20 % of 1 MiB (51 pages), background writeback from 10 % (25 pages).
+fn small_host(throughput: Option<u64>) -> DiskConfig {
+    DiskConfig {
+        memory: 1 << 20,
+        throughput,
+        ..config(PowerLossModel::DropUnflushed)
+    }
+}
+
+/// `pages` whole pages of file `path`, each written at its own millisecond from `from_ms`.
+fn write_pages(disk: &Disk, path: &str, pages: u64, from_ms: u64) {
+    for page in 0..pages {
+        clock::set(SimTime::from_millis(from_ms + page));
+        disk.write(path, page * PAGE_BYTES, &[7; PAGE]).unwrap();
+    }
+}
+
+#[test]
+fn past_the_background_limit_the_flusher_writes_the_oldest_pages_at_once() {
+    let config = small_host(None);
+    let background_pages = config.background_limit() / PAGE_BYTES;
+    let disk = Disk::new(config, 1);
+    write_pages(&disk, "old", 20, 0);
+    write_pages(&disk, "new", 20, 100);
+    disk.writeback(SimTime::from_millis(200));
+    assert_eq!(disk.dirty_bytes(), background_pages * PAGE_BYTES);
+    // The 15 oldest pages went, all of `old`'s first: none had expired.
+    let written = 40 - background_pages;
+    assert_eq!(disk.dirty_pages("old"), (written..20).collect::<Vec<_>>());
+    assert_eq!(disk.dirty_pages("new").len(), 20);
+}
+
+#[test]
+fn a_throughput_paces_the_flusher() {
+    let config = DiskConfig {
+        dirty_expire: Duration::ZERO,
+        ..small_host(Some(10 * PAGE_BYTES))
+    };
+    let disk = Disk::new(config, 1);
+    write_pages(&disk, "f", 20, 0);
+    // The flusher wakes at 5 s: all 20 pages are due, the device writes 10 a second.
+    for ms in 20..=6_000 {
+        disk.writeback(SimTime::from_millis(ms));
+    }
+    assert_eq!(disk.dirty_pages("f"), (10..20).collect::<Vec<_>>());
+    for ms in 6_001..=7_000 {
+        disk.writeback(SimTime::from_millis(ms));
+    }
+    assert!(disk.dirty_pages("f").is_empty());
+}
+
+#[test]
+fn an_fsync_under_a_throughput_waits_for_its_pages_behind_the_others() {
+    let mut sim = turmoil::Builder::new().build();
+    sim.client("broker-0", async {
+        let disk = Disk::new(small_host(Some(100 * PAGE_BYTES)), 5);
+        for page in 0..50 {
+            disk.write("f", page * PAGE_BYTES, &[1; PAGE]).unwrap();
+            disk.write("g", page * PAGE_BYTES, &[2; PAGE]).unwrap();
+        }
+        let start = tokio::time::Instant::now();
+        let (f, g) = tokio::join!(disk.fsync("f"), disk.fsync("g"));
+        f.unwrap();
+        g.unwrap();
+        // 50 pages at 100 a second each, one after the other, plus the 2 ms latency.
+        let both = start.elapsed().as_millis();
+        assert!((1_002..1_005).contains(&both), "{both} ms");
+        assert_eq!(disk.dirty_bytes(), 0);
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn a_writer_waits_while_dirty_pages_pass_the_dirty_limit() {
+    let mut sim = turmoil::Builder::new().build();
+    sim.client("broker-0", async {
+        let config = small_host(Some(100 * PAGE_BYTES));
+        let limit = config.dirty_limit();
+        let background = config.background_limit();
+        let disk = Disk::new(config, 5);
+        let flusher = disk.clone();
+        tokio::task::spawn_local(async move {
+            loop {
+                flusher.writeback(clock::now());
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let start = tokio::time::Instant::now();
+        disk.write_gate().await;
+        assert_eq!(start.elapsed(), Duration::ZERO, "nothing dirty, no wait");
+        for page in 0..101 {
+            disk.write("f", page * PAGE_BYTES, &[1; PAGE]).unwrap();
+        }
+        disk.write_gate().await;
+        // 101 pages dirty, 51 allowed: the writer waits while the device writes the 50
+        // pages over the limit, 100 a second.
+        let waited = start.elapsed().as_millis();
+        assert!((500..560).contains(&waited), "{waited} ms");
+        assert!(disk.dirty_bytes() <= limit);
+        assert!(
+            disk.dirty_bytes() > background,
+            "the flusher is still at it"
+        );
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+#[test]
+fn a_slow_disk_s_throughput_lasts_until_heal() {
+    let mut sim = turmoil::Builder::new().build();
+    sim.client("broker-0", async {
+        let disk = Disk::new(DiskConfig::default(), 5);
+        disk.inject(DiskFault::Throughput(10 * PAGE_BYTES)).unwrap();
+        disk.write("f", 0, &[1; 10 * PAGE]).unwrap();
+        let start = tokio::time::Instant::now();
+        disk.fsync("f").await.unwrap();
+        let slowed = start.elapsed().as_millis();
+        assert!((1_002..1_005).contains(&slowed), "{slowed} ms");
+        disk.inject(DiskFault::Heal).unwrap();
+        disk.write("f", 0, &[2; 10 * PAGE]).unwrap();
+        let start = tokio::time::Instant::now();
+        disk.fsync("f").await.unwrap();
+        let healed = start.elapsed().as_millis();
+        assert!((2..5).contains(&healed), "{healed} ms");
+        Ok(())
+    });
+    sim.run().unwrap();
+}
+
+proptest! {
+    /// Whatever is written, when, the flusher never writes faster than the device, and
+    /// once every page has expired it has written them all.
+    #[test]
+    fn the_flusher_keeps_to_the_device_s_throughput(
+        pages_per_second in 1..200u64,
+        writes in prop::collection::vec((0..3usize, 0..80u64, 0..40u64), 1..150),
+    ) {
+        let config = DiskConfig {
+            memory: 2 << 20, // background limit 51 pages, dirty limit 102
+            throughput: Some(pages_per_second * PAGE_BYTES),
+            ..config(PowerLossModel::DropUnflushed)
+        };
+        let disk = Disk::new(config, 1);
+        let mut dirtied = 0;
+        let mut now_ms = 0;
+        let mut writes = writes.into_iter();
+        let check = |disk: &Disk, dirtied: u64, now_ms: u64| -> Result<(), TestCaseError> {
+            let written = dirtied - disk.dirty_bytes();
+            let allowed = pages_per_second * PAGE_BYTES * now_ms / 1_000 + PAGE_BYTES;
+            prop_assert!(written <= allowed, "{written} bytes written back by {now_ms} ms, allowed {allowed}");
+            Ok(())
+        };
+        loop {
+            let next = writes.next();
+            let until = match next {
+                Some((_, _, gap)) => now_ms + gap,
+                // Every page expires and the device writes them all.
+                None => now_ms + 36_000 + disk.dirty_bytes() / PAGE_BYTES * 1_000 / pages_per_second + 1_000,
+            };
+            while now_ms < until {
+                now_ms += 1;
+                disk.writeback(SimTime::from_millis(now_ms));
+                check(&disk, dirtied, now_ms)?;
+            }
+            let Some((file, page, _)) = next else { break };
+            clock::set(SimTime::from_millis(now_ms));
+            let before = disk.dirty_bytes();
+            disk.write(FILES[file], page * PAGE_BYTES, &[1; PAGE]).unwrap();
+            dirtied += disk.dirty_bytes() - before;
+        }
+        prop_assert_eq!(disk.dirty_bytes(), 0);
+    }
 }

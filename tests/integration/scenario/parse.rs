@@ -549,7 +549,8 @@ target = "consumer-1"
             ]),
             FaultAction::SlowDisk {
                 target: Target::RandomBroker,
-                latency: Duration::from_secs(120)
+                latency: Duration::from_secs(120),
+                throughput: None,
             },
             FaultAction::Corrupt {
                 target: Target::Host(HostName::Broker(2)),
@@ -626,7 +627,7 @@ fn unknown_keys_suggest_the_nearest() {
     );
     assert_error(
         &format!("{MINIMAL}[disk]\ncompression = 1\n"),
-        "s.toml:6:1: unknown key `compression` in [disk]; expected one of: writeback, dirty_expire, fsync_latency, power_loss",
+        "s.toml:6:1: unknown key `compression` in [disk]; expected one of: writeback, dirty_expire, fsync_latency, power_loss, throughput, memory, dirty_ratio, dirty_background_ratio",
     );
 }
 
@@ -1552,4 +1553,76 @@ fn corrupt_region_is_read_checked_and_written_back() {
     .expect("writes");
     assert!(written.contains("region = \"anywhere\""), "{written}");
     assert_eq!(region(&written), CorruptRegion::Anywhere);
+}
+
+#[test]
+fn a_slow_disk_takes_a_latency_a_throughput_or_both() {
+    let slow = |fields: &str| {
+        format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"slow-disk\"\ntarget = \"broker-2\"\n{fields}")
+    };
+    let action = |text: &str| ok(text).variants[0].settings.faults[0].action.clone();
+    assert_eq!(
+        action(&slow("throughput = 2000000\n")),
+        FaultAction::SlowDisk {
+            target: Target::Host(HostName::Broker(2)),
+            latency: Duration::ZERO,
+            throughput: Some(2_000_000),
+        }
+    );
+    assert_eq!(
+        action(&slow("latency = \"5s\"\nthroughput = 100\n")).to_string(),
+        "slow-disk broker-2 +5000ms at 100 B/s"
+    );
+    assert_eq!(
+        action(&slow("latency = \"50ms\"\n")).to_string(),
+        "slow-disk broker-2 +50ms"
+    );
+    assert_error(
+        &slow(""),
+        "s.toml:7:10: action `slow-disk` needs `latency`, `throughput` (bytes per second) or both",
+    );
+    assert_error(
+        &slow("throughput = 0\n"),
+        "s.toml:9:14: `throughput` must be at least 1, found 0",
+    );
+    // Written back as it was given, as `shrink` writes a file.
+    let text = slow("throughput = 2000000\n");
+    let scenario = ok(&text);
+    let variant = &scenario.variants[0];
+    let written = standalone(&Standalone {
+        text: &text,
+        variant: &variant.name,
+        original: &variant.settings,
+        settings: &variant.settings,
+        sets: &[],
+        expect: &[],
+        expect_some: &[],
+        name: "slow",
+        seed: 1,
+        header: &[],
+    })
+    .expect("writes");
+    assert!(!written.contains("latency"), "{written}");
+    assert_eq!(action(&written), variant.settings.faults[0].action);
+}
+
+#[test]
+fn a_disk_s_throughput_is_bytes_per_second_or_unlimited() {
+    let disk = |value: &str| format!("{MINIMAL}[disk]\nthroughput = {value}\nmemory = 8388608\n");
+    let settings = |text: &str| ok(text).variants[0].settings.disk.clone();
+    assert_eq!(settings(&disk("150000")).throughput, Some(150_000));
+    assert_eq!(settings(&disk("\"unlimited\"")).throughput, None);
+    assert_eq!(settings(&disk("1")).memory, 8 << 20);
+    assert_error(
+        &disk("\"fast\""),
+        "s.toml:6:14: `throughput` must be bytes per second (an integer) or \"unlimited\", found a string",
+    );
+    assert_error(
+        &format!("{MINIMAL}[disk]\nmemory = 1000\n"),
+        "s.toml:6:10: `memory` must be at least 1048576, found 1000",
+    );
+    assert_error(
+        &format!("{MINIMAL}[disk]\ndirty_ratio = 0\n"),
+        "s.toml:6:15: `dirty_ratio` must be from 1 to 100, found 0",
+    );
 }
