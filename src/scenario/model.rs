@@ -149,6 +149,8 @@ pub use crate::config::workload::{Arrivals, OnError};
 pub struct Network {
     pub latency_min: Duration,
     pub latency_max: Duration,
+    /// Bytes per second every link carries each way; `None` carries any amount at once.
+    pub bandwidth: Option<u64>,
 }
 
 /// A scripted fault: `action` at simulated time `at`, or, with a `jitter`, at an instant
@@ -169,9 +171,12 @@ pub enum FaultAction {
     Partition(Vec<Target>),
     Isolate(Target),
     Heal,
+    /// Links whose messages take `latency` longer, and carry at most `bandwidth` bytes a
+    /// second each way if given.
     SlowLink {
         between: (Target, Target),
         latency: Duration,
+        bandwidth: Option<u64>,
     },
     /// A disk whose writes and fsyncs take `latency` longer, and whose device writes at
     /// most `throughput` bytes a second if given.
@@ -268,7 +273,7 @@ fault_kinds! {
     Partition: "partition", ["groups"], disk: false;
     Isolate: "isolate", ["target"], disk: false;
     Heal: "heal", [], disk: false;
-    SlowLink: "slow-link", ["between", "latency"], disk: false;
+    SlowLink: "slow-link", ["between"] or ["latency", "bandwidth"], disk: false;
     SlowDisk: "slow-disk", ["target"] or ["latency", "throughput"], disk: true;
     HealDisk: "heal-disk", ["target"], disk: true;
     FsyncError: "fsync-error", ["target"], disk: true;
@@ -361,13 +366,20 @@ impl std::fmt::Display for FaultAction {
                 write!(f, " {}", groups.join(" | "))
             }
             FaultAction::Heal => Ok(()),
-            FaultAction::SlowLink { between, latency } => write!(
-                f,
-                " {} <-> {} +{}ms",
-                between.0,
-                between.1,
-                latency.as_millis()
-            ),
+            FaultAction::SlowLink {
+                between,
+                latency,
+                bandwidth,
+            } => {
+                write!(f, " {} <-> {}", between.0, between.1)?;
+                if bandwidth.is_none() || !latency.is_zero() {
+                    write!(f, " +{}ms", latency.as_millis())?;
+                }
+                match bandwidth {
+                    Some(bytes_per_second) => write!(f, " at {bytes_per_second} B/s"),
+                    None => Ok(()),
+                }
+            }
             FaultAction::SlowDisk {
                 target,
                 latency,
@@ -548,8 +560,17 @@ mod tests {
                 FaultAction::SlowLink {
                     between: (broker(1), Target::Leader(TopicPartition::new("orders", 0))),
                     latency: Duration::from_millis(50),
+                    bandwidth: None,
                 },
                 "slow-link broker-1 <-> leader:orders/0 +50ms",
+            ),
+            (
+                FaultAction::SlowLink {
+                    between: (broker(1), broker(2)),
+                    latency: Duration::ZERO,
+                    bandwidth: Some(1_000_000),
+                },
+                "slow-link broker-1 <-> broker-2 at 1000000 B/s",
             ),
             (
                 FaultAction::Corrupt {

@@ -273,10 +273,20 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
                 let groups: Array = groups.iter().map(target_value).collect();
                 table.insert("groups", value(groups));
             }
-            FaultAction::SlowLink { between, latency } => {
+            FaultAction::SlowLink {
+                between,
+                latency,
+                bandwidth,
+            } => {
                 let pair = Array::from_iter([target_value(&between.0), target_value(&between.1)]);
                 table.insert("between", value(pair));
-                table.insert("latency", value(format_duration(*latency)));
+                if bandwidth.is_none() || !latency.is_zero() {
+                    table.insert("latency", value(format_duration(*latency)));
+                }
+                if let Some(bytes_per_second) = bandwidth {
+                    let bytes_per_second = i64::try_from(*bytes_per_second).unwrap_or(i64::MAX);
+                    table.insert("bandwidth", value(bytes_per_second));
+                }
             }
             FaultAction::SlowDisk {
                 latency,

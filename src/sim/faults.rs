@@ -120,6 +120,7 @@ pub fn nemesis_episodes(
                     FaultAction::SlowLink {
                         between: (host(victim), host(peer)),
                         latency,
+                        bandwidth: None,
                     },
                     FaultAction::Heal,
                 )
@@ -232,12 +233,22 @@ pub fn apply<S: System>(
         }
         FaultAction::Isolate(t) => hosts(world, t).into_iter().for_each(|h| world.isolate(h)),
         FaultAction::Heal => world.heal_network(),
-        FaultAction::SlowLink { between, latency } => {
+        FaultAction::SlowLink {
+            between,
+            latency,
+            bandwidth,
+        } => {
             let (a, b) = (hosts(world, &between.0), hosts(world, &between.1));
             for &x in &a {
                 for &y in &b {
-                    if x != y {
+                    if x == y {
+                        continue;
+                    }
+                    if bandwidth.is_none() || !latency.is_zero() {
                         world.slow_link(x, y, *latency);
+                    }
+                    if let Some(bytes_per_second) = bandwidth {
+                        world.narrow_link(x, y, *bytes_per_second);
                     }
                 }
             }

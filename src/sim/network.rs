@@ -62,6 +62,10 @@ pub struct Network {
     /// Extra latency on links slowed by `slow-link`.
     slow: BTreeMap<Link, Duration>,
     base_latency: (Duration, Duration),
+    /// Bytes per second every link carries each way (`None`: any amount at once), and the
+    /// links a `slow-link` narrowed.
+    base_bandwidth: Option<u64>,
+    narrowed: BTreeSet<Link>,
     unacked: BTreeMap<Connection, Unacked>,
     /// Retransmissions to send on open links, by instant.
     due: BTreeSet<(SimTime, Connection)>,
@@ -77,12 +81,29 @@ impl Network {
             closed: BTreeSet::new(),
             slow: BTreeMap::new(),
             base_latency: (latency_min, latency_max),
+            base_bandwidth: None,
+            narrowed: BTreeSet::new(),
             unacked: BTreeMap::new(),
             due: BTreeSet::new(),
         }
     }
 
-    pub fn add_host(&mut self, name: HostName, addr: IpAddr) {
+    /// Every link's bandwidth; set before any host is added.
+    pub fn set_bandwidth(&mut self, bandwidth: Option<u64>) {
+        assert!(
+            self.hosts.is_empty(),
+            "the bandwidth is set before the hosts are"
+        );
+        self.base_bandwidth = bandwidth;
+    }
+
+    /// A host joins, with a link to each host before it.
+    pub fn add_host(&mut self, sim: &Sim, name: HostName, addr: IpAddr) {
+        if self.base_bandwidth.is_some() {
+            for &other in &self.hosts {
+                sim.set_link_bandwidth(name.to_string(), other.to_string(), self.base_bandwidth);
+            }
+        }
         self.hosts.push(name);
         self.names.insert(addr, name);
     }
@@ -134,6 +155,9 @@ impl Network {
             sim.set_link_latency(a.to_string(), b.to_string(), min);
             sim.set_link_max_message_latency(a.to_string(), b.to_string(), max);
         }
+        for (a, b) in std::mem::take(&mut self.narrowed) {
+            sim.set_link_bandwidth(a.to_string(), b.to_string(), self.base_bandwidth);
+        }
     }
 
     /// Add latency to one link (a lagging follower).
@@ -142,6 +166,12 @@ impl Network {
         sim.set_link_latency(a.to_string(), b.to_string(), latency);
         let max = latency + self.base_latency.1;
         sim.set_link_max_message_latency(a.to_string(), b.to_string(), max);
+    }
+
+    /// Narrow one link to `bandwidth` bytes per second each way.
+    pub fn narrow_link(&mut self, sim: &Sim, a: HostName, b: HostName, bandwidth: u64) {
+        self.narrowed.insert(link(a, b));
+        sim.set_link_bandwidth(a.to_string(), b.to_string(), Some(bandwidth));
     }
 
     /// `host` loses power, before its software is crashed: what it already sent is on its

@@ -156,6 +156,7 @@ fn simulate<S: System>(
         settings.network.latency_min,
         settings.network.latency_max,
     );
+    world.set_bandwidth(settings.network.bandwidth);
     let history = History::with_capacity(expected_events(settings));
     // What the cluster's programs record doing (elections, truncations, ...).
     let facts = Facts::default();

@@ -117,7 +117,7 @@ impl<'a> World<'a> {
         self.hosts.push(name);
         self.addrs.push(addr);
         self.process.push(process);
-        self.network.add_host(name, addr);
+        self.network.add_host(&self.sim, name, addr);
         if let Some(disk) = disk {
             self.disks.insert(name, disk);
         }
@@ -288,6 +288,18 @@ impl<'a> World<'a> {
     pub fn heal_network(&mut self) {
         tracing::info!("heal network");
         self.network.heal(&self.sim, self.elapsed());
+    }
+
+    /// Every link's bandwidth in bytes per second each way (`None`, the default: any
+    /// amount at once). Set before adding hosts.
+    pub fn set_bandwidth(&mut self, bandwidth: Option<u64>) {
+        self.network.set_bandwidth(bandwidth);
+    }
+
+    /// Narrow one link to `bandwidth` bytes per second each way.
+    pub fn narrow_link(&mut self, a: HostName, b: HostName, bandwidth: u64) {
+        tracing::info!(a = %a, b = %b, bandwidth, "narrow link");
+        self.network.narrow_link(&self.sim, a, b, bandwidth);
     }
 
     /// Add latency to one link (a lagging follower).

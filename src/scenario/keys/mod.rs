@@ -310,22 +310,29 @@ pub(crate) static DISK: Section<DiskConfig> = Section {
 };
 
 fn set_throughput(disk: &mut DiskConfig, node: &Node) -> Result<(), Error> {
-    disk.throughput = match &node.value {
-        Value::String(text) if text == "unlimited" => None,
-        Value::Integer(_) => Some(integer_in("throughput", node, 1, LONG_MAX)? as u64),
-        _ => {
-            return Err(wrong_type(
-                "throughput",
-                "bytes per second (an integer) or \"unlimited\"",
-                node,
-            ))
-        }
-    };
+    disk.throughput = bytes_per_second_or_unlimited("throughput", node)?;
     Ok(())
 }
 
 fn show_throughput(disk: &DiskConfig) -> String {
-    match disk.throughput {
+    show_rate(disk.throughput)
+}
+
+/// A rate key: bytes per second, or `"unlimited"` (`None`).
+fn bytes_per_second_or_unlimited(name: &str, node: &Node) -> Result<Option<u64>, Error> {
+    match &node.value {
+        Value::String(text) if text == "unlimited" => Ok(None),
+        Value::Integer(_) => Ok(Some(integer_in(name, node, 1, LONG_MAX)? as u64)),
+        _ => Err(wrong_type(
+            name,
+            "bytes per second (an integer) or \"unlimited\"",
+            node,
+        )),
+    }
+}
+
+fn show_rate(bytes_per_second: Option<u64>) -> String {
+    match bytes_per_second {
         Some(bytes_per_second) => bytes_per_second.to_string(),
         None => "\"unlimited\"".to_owned(),
     }
@@ -335,20 +342,34 @@ pub(crate) fn default_network() -> Network {
     Network {
         latency_min: Duration::from_millis(1),
         latency_max: Duration::from_millis(5),
+        bandwidth: None,
     }
 }
 
 pub(crate) static NETWORK: Section<Network> = Section {
     name: "network",
     title: "The simulated network",
-    keys: &[Key {
-        name: "latency",
-        meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
-        kind: Kind::Other {
-            set: set_latency,
-            show: show_latency,
+    keys: &[
+        Key {
+            name: "latency",
+            meaning: "One-way latency of every message, drawn uniformly (seeded) from min to max.",
+            kind: Kind::Other {
+                set: set_latency,
+                show: show_latency,
+            },
         },
-    }],
+        Key {
+            name: "bandwidth",
+            meaning: "Bytes per second every link carries each way, or \"unlimited\": a message arrives its latency after its last byte is sent, behind what the link still had to send.",
+            kind: Kind::Other {
+                set: |network, node| {
+                    network.bandwidth = bytes_per_second_or_unlimited("bandwidth", node)?;
+                    Ok(())
+                },
+                show: |network| show_rate(network.bandwidth),
+            },
+        },
+    ],
 };
 
 fn set_latency(network: &mut Network, node: &Node) -> Result<(), Error> {

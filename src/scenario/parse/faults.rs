@@ -118,6 +118,7 @@ pub(super) const FAULT_FIELDS: &[&str] = &[
     "between",
     "latency",
     "throughput",
+    "bandwidth",
     "file",
     "bytes",
     "region",
@@ -215,22 +216,8 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         FaultKind::Heal => FaultAction::Heal,
         FaultKind::SlowDisk => {
             let target = target("target")?;
-            let latency = match fields.get("latency") {
-                Some(entry) => keys::duration("latency", &entry.value)?,
-                None => Duration::ZERO,
-            };
-            let throughput = match fields.get("throughput") {
-                Some(entry) => {
-                    Some(keys::integer_in("throughput", &entry.value, 1, i64::MAX)? as u64)
-                }
-                None => None,
-            };
-            if !fields.contains_key("latency") && throughput.is_none() {
-                return Err(Error::at(
-                    &action_node.span,
-                    format!("action `{action}` needs `latency`, `throughput` (bytes per second) or both"),
-                ));
-            }
+            let (latency, throughput) =
+                latency_and_rate(&fields, action, "throughput", action_node)?;
             FaultAction::SlowDisk {
                 target,
                 latency,
@@ -307,9 +294,11 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
                     ))
                 }
             };
+            let (latency, bandwidth) = latency_and_rate(&fields, action, "bandwidth", action_node)?;
             FaultAction::SlowLink {
                 between: pair,
-                latency: field_duration(&fields, "latency", action_node)?,
+                latency,
+                bandwidth,
             }
         }
     };
@@ -339,15 +328,29 @@ fn describe_len(node: &Node) -> String {
     }
 }
 
-fn field_duration(
+/// A slowdown's `latency` (zero if not given) and its rate in bytes per second (`rate`),
+/// of which it needs one or both.
+fn latency_and_rate(
     fields: &BTreeMap<&str, &Entry>,
-    name: &str,
+    action: &str,
+    rate: &str,
     action_node: &Node,
-) -> Result<Duration, Error> {
-    match fields.get(name) {
-        Some(entry) => keys::duration(name, &entry.value),
-        None => Err(Error::at(&action_node.span, format!("missing `{name}`"))),
+) -> Result<(Duration, Option<u64>), Error> {
+    let latency = match fields.get("latency") {
+        Some(entry) => keys::duration("latency", &entry.value)?,
+        None => Duration::ZERO,
+    };
+    let bytes_per_second = match fields.get(rate) {
+        Some(entry) => Some(keys::integer_in(rate, &entry.value, 1, i64::MAX)? as u64),
+        None => None,
+    };
+    if !fields.contains_key("latency") && bytes_per_second.is_none() {
+        return Err(Error::at(
+            &action_node.span,
+            format!("action `{action}` needs `latency`, `{rate}` (bytes per second) or both"),
+        ));
     }
+    Ok((latency, bytes_per_second))
 }
 
 pub(super) fn check_faults(faults: &[ParsedFault], settings: &Settings) -> Result<(), Error> {

@@ -539,6 +539,7 @@ target = "consumer-1"
             FaultAction::SlowLink {
                 between: (Target::Host(HostName::Broker(1)), Target::Follower(tp(1))),
                 latency: Duration::from_millis(250),
+                bandwidth: None,
             },
             FaultAction::Partition(vec![
                 Target::List(vec![
@@ -1624,5 +1625,33 @@ fn a_disk_s_throughput_is_bytes_per_second_or_unlimited() {
     assert_error(
         &format!("{MINIMAL}[disk]\ndirty_ratio = 0\n"),
         "s.toml:6:15: `dirty_ratio` must be from 1 to 100, found 0",
+    );
+}
+
+#[test]
+fn a_slow_link_takes_a_latency_a_bandwidth_or_both() {
+    let slow = |fields: &str| {
+        format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"slow-link\"\nbetween = [\"broker-1\", \"broker-2\"]\n{fields}")
+    };
+    let action = |text: &str| ok(text).variants[0].settings.faults[0].action.clone();
+    assert_eq!(
+        action(&slow("bandwidth = 1000000\n")).to_string(),
+        "slow-link broker-1 <-> broker-2 at 1000000 B/s"
+    );
+    assert_eq!(
+        action(&slow("latency = \"20ms\"\nbandwidth = 10\n")).to_string(),
+        "slow-link broker-1 <-> broker-2 +20ms at 10 B/s"
+    );
+    assert_error(
+        &slow(""),
+        "s.toml:7:10: action `slow-link` needs `latency`, `bandwidth` (bytes per second) or both",
+    );
+    let network = |value: &str| format!("{MINIMAL}[network]\nbandwidth = {value}\n");
+    let bandwidth = |text: &str| ok(text).variants[0].settings.network.bandwidth;
+    assert_eq!(bandwidth(&network("125000000")), Some(125_000_000));
+    assert_eq!(bandwidth(&network("\"unlimited\"")), None);
+    assert_error(
+        &network("-1"),
+        "s.toml:6:13: `bandwidth` must be at least 1, found -1",
     );
 }

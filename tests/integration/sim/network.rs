@@ -272,3 +272,104 @@ fn a_request_held_by_a_partition_goes_out_at_the_next_retransmission_after_the_h
         .unwrap_or_else(|| panic!("no reply: client saw {:?}", run.client));
     assert!(ms(1_500) <= reply && reply <= ms(1_540), "reply at {reply}");
 }
+
+/// Sends two 100,000-byte writes as soon as a client connects.
+async fn bulk_server() -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+    loop {
+        let (mut stream, _) = listener.accept().await?;
+        tokio::task::spawn_local(async move {
+            for _ in 0..2 {
+                if stream.write_all(&[7; 100_000]).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Connects at 0 s and again at 2 s, and notes when each 100,000 bytes have arrived.
+async fn bulk_client(log: Log) -> turmoil::Result {
+    for (round, at) in [(1, 0), (2, 2_000)] {
+        clock::sleep_until(ms(at)).await;
+        let mut stream = TcpStream::connect((SERVER.to_string(), PORT)).await?;
+        note(&log, format!("connected {round}"));
+        let mut buf = vec![0; 100_000];
+        for n in 1..=2 {
+            stream.read_exact(&mut buf).await?;
+            note(&log, format!("chunk {round}.{n}"));
+        }
+    }
+    std::future::pending().await
+}
+
+/// What the client noted, with every link carrying `bandwidth`; with `narrowed`, the one
+/// link carries that from the start until a heal at 1 s.
+fn bulk(bandwidth: Option<u64>, narrowed: Option<u64>) -> Vec<(SimTime, String)> {
+    let log: Log = Rc::default();
+    {
+        let mut world = World::new(1, LATENCY, LATENCY);
+        world.set_bandwidth(bandwidth);
+        world.add_host(SERVER, None, bulk_server);
+        let client_log = log.clone();
+        world.add_host(CLIENT, None, move || bulk_client(client_log.clone()));
+        if let Some(narrowed) = narrowed {
+            world.narrow_link(SERVER, CLIENT, narrowed);
+        }
+        world.run_until(ms(1_000)).expect("the world runs");
+        world.heal_network();
+        world.run_until(ms(5_000)).expect("the world runs");
+    }
+    let notes = log.borrow().clone();
+    notes
+}
+
+/// Milliseconds from `connected R` to `what` (`chunk R.N`).
+fn since_connected(notes: &[(SimTime, String)], what: &str) -> u128 {
+    let find = |what: &str| {
+        let (t, _) = notes.iter().find(|(_, w)| w == what).expect(what);
+        *t
+    };
+    let round = &what["chunk ".len()..what.find('.').expect("chunk R.N")];
+    (find(what) - find(&format!("connected {round}"))).as_millis()
+}
+
+#[test]
+fn a_link_with_a_bandwidth_sends_one_write_after_another() {
+    let unlimited = bulk(None, None);
+    assert_eq!(
+        since_connected(&unlimited, "chunk 1.1"),
+        10,
+        "{unlimited:?}"
+    );
+    assert_eq!(
+        since_connected(&unlimited, "chunk 1.2"),
+        10,
+        "{unlimited:?}"
+    );
+    // 1 GB/s: 0.1 ms on the wire each, which rounds to no step at all.
+    let fast = bulk(Some(1_000_000_000), None);
+    assert_eq!(since_connected(&fast, "chunk 1.2"), 10, "{fast:?}");
+    // 1 MB/s: each 100,000 bytes take 100 ms on the wire, the second behind the first.
+    let limited = bulk(Some(1_000_000), None);
+    for round in [1, 2] {
+        let first = since_connected(&limited, &format!("chunk {round}.1"));
+        let second = since_connected(&limited, &format!("chunk {round}.2"));
+        assert!((110..=112).contains(&first), "{limited:?}");
+        assert!((210..=212).contains(&second), "{limited:?}");
+    }
+}
+
+#[test]
+fn a_narrowed_link_is_wide_again_after_a_heal() {
+    let notes = bulk(None, Some(1_000_000));
+    assert!(
+        (110..=112).contains(&since_connected(&notes, "chunk 1.1")),
+        "{notes:?}"
+    );
+    assert!(
+        (210..=212).contains(&since_connected(&notes, "chunk 1.2")),
+        "{notes:?}"
+    );
+    assert_eq!(since_connected(&notes, "chunk 2.2"), 10, "{notes:?}");
+}

@@ -345,6 +345,19 @@ impl<'a> Sim<'a> {
         });
     }
 
+    /// Set the bandwidth, in bytes per second each way, of any links matching `a` and `b`;
+    /// `None` carries any amount at once (the default). A message is delivered its latency
+    /// after its last byte is sent, behind what the link was still sending that way.
+    pub fn set_link_bandwidth(&self, a: impl ToIpAddrs, b: impl ToIpAddrs, value: Option<u64>) {
+        let mut world = self.world.borrow_mut();
+        let a = world.lookup_many(a);
+        let b = world.lookup_many(b);
+
+        for_pairs(&a, &b, |a, b| {
+            world.topology.set_link_bandwidth(a, b, value);
+        });
+    }
+
     /// Set the message latency distribution curve for all links.
     ///
     /// Message latency follows an exponential distribution curve. The `value`

@@ -1,4 +1,4 @@
-use crate::envelope::{Envelope, Protocol};
+use crate::envelope::{Datagram, Envelope, Protocol, Segment};
 use crate::host::Host;
 use crate::{config, TRACING_TARGET};
 
@@ -183,6 +183,15 @@ struct Link {
 
     /// The current network time, moved forward with [`Link::tick`].
     now: Instant,
+
+    /// Bytes per second each direction carries; `None` carries any amount at once.
+    bandwidth: Option<u64>,
+
+    /// When each direction (a to b, b to a) has put its last queued byte on the wire.
+    busy_until: [Instant; 2],
+
+    /// The simulation's step, which a message's time on the wire is rounded to.
+    tick: Duration,
 }
 
 /// States that a link between two nodes can be in.
@@ -238,6 +247,10 @@ impl Topology {
             .unwrap_or_else(|| panic!("unable to find link between {pair:?}"))
             .latency(self.config.latency())
             .max_message_latency = value;
+    }
+
+    pub(crate) fn set_link_bandwidth(&mut self, a: IpAddr, b: IpAddr, value: Option<u64>) {
+        self.get_link_mut(&Pair::new(a, b)).bandwidth = value;
     }
 
     pub(crate) fn set_message_latency_curve(&mut self, value: f64) {
@@ -316,7 +329,7 @@ impl Topology {
         self.clock.tick(duration);
         let now = self.clock.now;
         for link in self.links.values_mut() {
-            link.tick(now);
+            link.tick(now, duration);
         }
     }
 
@@ -363,7 +376,32 @@ impl Link {
             deliverable: IndexMap::default(),
             queued: 0,
             now,
+            bandwidth: None,
+            busy_until: [now; 2],
+            tick: Duration::from_millis(1),
         }
+    }
+
+    /// When the last byte of `message` from `src` to `dst` leaves: at once without a
+    /// bandwidth, else after what the direction still has to send and the message itself.
+    /// Messages arrive at a step, so the time on the wire is rounded to the nearest step:
+    /// rounded up, a 100-byte message on a fast link would arrive a whole step late.
+    fn transmitted(&mut self, src: IpAddr, dst: IpAddr, message: &Protocol) -> Instant {
+        let Some(bandwidth) = self.bandwidth else {
+            return self.now;
+        };
+        let bytes = match message {
+            Protocol::Tcp(Segment::Data(_, data)) => data.len(),
+            Protocol::Udp(Datagram(data)) => data.len(),
+            Protocol::Tcp(_) => 0,
+        };
+        let busy = &mut self.busy_until[usize::from(src > dst)];
+        let nanos = bytes as u128 * 1_000_000_000 / u128::from(bandwidth.max(1));
+        *busy = (*busy).max(self.now) + Duration::from_nanos(nanos as u64);
+        let on_wire = (*busy - self.now).as_nanos();
+        let tick = self.tick.as_nanos().max(1);
+        let steps = (on_wire + tick / 2) / tick;
+        self.now + Duration::from_nanos((steps * tick) as u64)
     }
 
     fn enqueue_message(
@@ -414,7 +452,8 @@ impl Link {
         let status = match state {
             State::Healthy => {
                 let delay = self.delay(global_config.latency(), rand);
-                DeliveryStatus::DeliverAfter(self.now + delay)
+                let sent = self.transmitted(src.ip(), dst.ip(), &message);
+                DeliveryStatus::DeliverAfter(sent + delay)
             }
             // Only A->B is blocked, so B can send, so we can send if src is B
             State::Hold => {
@@ -438,8 +477,9 @@ impl Link {
         Ok(())
     }
 
-    fn tick(&mut self, now: Instant) {
+    fn tick(&mut self, now: Instant, tick: Duration) {
         self.now = now;
+        self.tick = tick;
         self.process_deliverables();
     }
 
