@@ -232,11 +232,14 @@ struct Inode {
     dirty: BTreeMap<u64, SimTime>,
     cached_name: Option<String>,
     durable_name: Option<String>,
+    /// The longest the cached image has been: the medium can never hold more.
+    longest: u64,
 }
 
 impl Inode {
     fn new() -> Inode {
         Inode {
+            longest: 0,
             cached: Pages::new(),
             durable: Pages::new(),
             dirty: BTreeMap::new(),
@@ -268,6 +271,7 @@ impl Inode {
         let stale_end = new_len.min(self.durable.len());
         self.mark_dirty(old_len, stale_end, now);
         self.cached.set_len(new_len);
+        self.longest = self.longest.max(new_len);
     }
 
     fn set_len(&mut self, new_len: u64, now: SimTime) {
@@ -287,6 +291,30 @@ impl Inode {
         self.extend_to(offset, now);
         self.cached.write(offset, data);
         self.mark_dirty(offset, end, now);
+        self.longest = self.longest.max(end);
+    }
+
+    /// Put the first `limit` bytes of a cached page on the medium (the flusher, or the
+    /// part of a page a power loss let through). What reaches the medium is what the
+    /// process wrote: the bytes the cache holds, within the longest the file has been.
+    fn write_back(&mut self, page: u64, limit: u64) {
+        self.durable.copy_page_from(&self.cached, page, limit);
+        debug_assert!(
+            self.durable.len() <= self.longest,
+            "the medium holds {} bytes of a file never longer than {}",
+            self.durable.len(),
+            self.longest
+        );
+        debug_assert!(
+            {
+                let start = page * PAGE_BYTES;
+                let n = limit
+                    .min(PAGE_BYTES)
+                    .min(self.cached.len().saturating_sub(start)) as usize;
+                self.durable.read(start, n) == self.cached.read(start, n)
+            },
+            "page {page} reads back from the medium as the cache held it"
+        );
     }
 
     /// Make data and length durable: only dirty pages are written.
@@ -563,9 +591,7 @@ impl DiskState {
             }
             let inode = self.inodes.get_mut(&ino).expect("listed above");
             inode.dirty.remove(&page);
-            inode
-                .durable
-                .copy_page_from(&inode.cached, page, PAGE_BYTES);
+            inode.write_back(page, PAGE_BYTES);
             self.dirty_pages -= 1;
         }
         false
@@ -611,11 +637,10 @@ impl DiskState {
             match model {
                 PowerLossModel::DropUnflushed => {}
                 PowerLossModel::RandomWriteback => {
-                    for &page in inode.dirty.keys() {
+                    let dirty: Vec<u64> = inode.dirty.keys().copied().collect();
+                    for page in dirty {
                         if rng.random_bool(0.5) {
-                            inode
-                                .durable
-                                .copy_page_from(&inode.cached, page, PAGE_BYTES);
+                            inode.write_back(page, PAGE_BYTES);
                         }
                     }
                 }
@@ -626,8 +651,7 @@ impl DiskState {
                             .saturating_sub(page * PAGE_BYTES)
                             .min(PAGE_BYTES);
                         let sectors = rng.random_range(0..=in_page.div_ceil(SECTOR_BYTES));
-                        let limit = sectors * SECTOR_BYTES;
-                        inode.durable.copy_page_from(&inode.cached, page, limit);
+                        inode.write_back(page, sectors * SECTOR_BYTES);
                     }
                 }
             }

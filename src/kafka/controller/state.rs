@@ -721,6 +721,16 @@ impl ControllerState {
                 .all(|b| current.isr.contains(b) || self.is_eligible(*b))),
             "an ineligible broker joins the ISR {isr:?} of {tp}"
         );
+        // A fenced broker leaves every ISR, except as the last member of one without ELR,
+        // which Kafka keeps (an ISR is never empty) while the partition has no leader.
+        debug_assert!(
+            self.bugs.keep_fenced_in_isr
+                || isr.iter().all(|b| {
+                    !self.metadata.brokers.get(b).is_some_and(|r| r.fenced)
+                        || (isr.len() == 1 && leader.is_none() && !self.elr_enabled)
+                }),
+            "the ISR {isr:?} of {tp} names a fenced broker"
+        );
         debug_assert!(
             elr.iter().all(|b| !isr.contains(b)),
             "the ELR {elr:?} of {tp} overlaps its ISR {isr:?}"
@@ -1625,5 +1635,37 @@ mod tests {
             None,
             &mut changes,
         );
+    }
+
+    /// Only the last member of a leaderless partition's ISR may be fenced: a fenced
+    /// broker kept beside others trips the assertion, as the injected bug
+    /// `keep_fenced_in_isr` would without its exemption.
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "names a fenced broker")]
+    fn a_fenced_broker_left_in_an_isr_trips_the_image_assertion() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let mut changes = Vec::new();
+        // Fenced, and (unlike `fence`) not failed: it is still in the ISR.
+        state.set_fenced(BrokerId(3), FenceCause::SessionTimeout, &mut changes);
+        state.update_partition(
+            &tp(0),
+            Some(BrokerId(2)),
+            ids(&[2, 1, 3]),
+            Vec::new(),
+            None,
+            &mut changes,
+        );
+    }
+
+    #[test]
+    fn the_fenced_last_member_of_a_leaderless_isr_stays() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        let mut changes = Vec::new();
+        for broker in [3, 2, 1] {
+            state.fence(BrokerId(broker), FenceCause::SessionTimeout, &mut changes);
+        }
+        assert_eq!(partition(&state, 0).isr, ids(&[1]));
+        assert_eq!(partition(&state, 0).leader, None);
     }
 }
