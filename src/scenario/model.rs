@@ -348,6 +348,27 @@ impl FaultAction {
     }
 }
 
+/// The latency a `slow-link` or `slow-disk` adds: the one it names, or, when it names no
+/// rate in bytes per second, its latency whatever it is.
+pub fn added_latency(latency: Duration, rate: Option<u64>) -> Option<Duration> {
+    (rate.is_none() || !latency.is_zero()).then_some(latency)
+}
+
+/// ` +50ms at 1000000 B/s`: what a slowdown adds, as a fired fault reads.
+fn write_slowdown(
+    f: &mut std::fmt::Formatter<'_>,
+    latency: Duration,
+    rate: Option<u64>,
+) -> std::fmt::Result {
+    if let Some(latency) = added_latency(latency, rate) {
+        write!(f, " +{}ms", latency.as_millis())?;
+    }
+    match rate {
+        Some(bytes_per_second) => write!(f, " at {bytes_per_second} B/s"),
+        None => Ok(()),
+    }
+}
+
 impl std::fmt::Display for FaultAction {
     /// As a person would write it in a scenario file: `slow-link broker-1 <-> broker-2 +50ms`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -372,13 +393,7 @@ impl std::fmt::Display for FaultAction {
                 bandwidth,
             } => {
                 write!(f, " {} <-> {}", between.0, between.1)?;
-                if bandwidth.is_none() || !latency.is_zero() {
-                    write!(f, " +{}ms", latency.as_millis())?;
-                }
-                match bandwidth {
-                    Some(bytes_per_second) => write!(f, " at {bytes_per_second} B/s"),
-                    None => Ok(()),
-                }
+                write_slowdown(f, *latency, *bandwidth)
             }
             FaultAction::SlowDisk {
                 target,
@@ -386,13 +401,7 @@ impl std::fmt::Display for FaultAction {
                 throughput,
             } => {
                 write!(f, " {target}")?;
-                if throughput.is_none() || !latency.is_zero() {
-                    write!(f, " +{}ms", latency.as_millis())?;
-                }
-                match throughput {
-                    Some(bytes_per_second) => write!(f, " at {bytes_per_second} B/s"),
-                    None => Ok(()),
-                }
+                write_slowdown(f, *latency, *throughput)
             }
             FaultAction::Corrupt {
                 target,

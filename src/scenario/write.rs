@@ -9,9 +9,10 @@
 //! must parse it again and check that it resolves to the settings meant (`hightide
 //! shrink` does).
 
-use super::model::{CorruptRegion, Fault, FaultAction, Settings, Target};
+use super::model::{added_latency, CorruptRegion, Fault, FaultAction, Settings, Target};
 use super::values::format_duration;
 use crate::check::{comparison_symbol, count_name, Comparison, Expectation};
+use std::time::Duration;
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, Item, Table, TableLike, Value};
 
 /// What to write: the original file's text and what the standalone file holds instead.
@@ -255,6 +256,19 @@ fn set_partitions(root: &mut Table, i: usize, partitions: u32) -> Result<(), Str
     Ok(())
 }
 
+/// A slowdown's `latency` and its rate (`bandwidth` or `throughput`), each if it has one.
+fn insert_slowdown(table: &mut Table, latency: Duration, (key, rate): (&str, Option<u64>)) {
+    if let Some(latency) = added_latency(latency, rate) {
+        table.insert("latency", value(format_duration(latency)));
+    }
+    if let Some(bytes_per_second) = rate {
+        table.insert(
+            key,
+            value(i64::try_from(bytes_per_second).unwrap_or(i64::MAX)),
+        );
+    }
+}
+
 /// Each fault as a `[[faults]]` table, in firing order.
 fn faults(faults: &[Fault]) -> ArrayOfTables {
     let mut tables = ArrayOfTables::new();
@@ -280,27 +294,13 @@ fn faults(faults: &[Fault]) -> ArrayOfTables {
             } => {
                 let pair = Array::from_iter([target_value(&between.0), target_value(&between.1)]);
                 table.insert("between", value(pair));
-                if bandwidth.is_none() || !latency.is_zero() {
-                    table.insert("latency", value(format_duration(*latency)));
-                }
-                if let Some(bytes_per_second) = bandwidth {
-                    let bytes_per_second = i64::try_from(*bytes_per_second).unwrap_or(i64::MAX);
-                    table.insert("bandwidth", value(bytes_per_second));
-                }
+                insert_slowdown(&mut table, *latency, ("bandwidth", *bandwidth));
             }
             FaultAction::SlowDisk {
                 latency,
                 throughput,
                 ..
-            } => {
-                if throughput.is_none() || !latency.is_zero() {
-                    table.insert("latency", value(format_duration(*latency)));
-                }
-                if let Some(bytes_per_second) = throughput {
-                    let bytes_per_second = i64::try_from(*bytes_per_second).unwrap_or(i64::MAX);
-                    table.insert("throughput", value(bytes_per_second));
-                }
-            }
+            } => insert_slowdown(&mut table, *latency, ("throughput", *throughput)),
             FaultAction::Corrupt {
                 file,
                 bytes,

@@ -7,7 +7,9 @@ use super::system::System;
 use super::world::World;
 use crate::history::facts::{Fact, Facts};
 use crate::os::disk::DiskFault;
-use crate::scenario::model::{CorruptRegion, Fault, FaultAction, Nemesis, NemesisAction, Target};
+use crate::scenario::model::{
+    added_latency, CorruptRegion, Fault, FaultAction, Nemesis, NemesisAction, Target,
+};
 use crate::types::HostName;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -244,8 +246,8 @@ pub fn apply<S: System>(
                     if x == y {
                         continue;
                     }
-                    if bandwidth.is_none() || !latency.is_zero() {
-                        world.slow_link(x, y, *latency);
+                    if let Some(latency) = added_latency(*latency, *bandwidth) {
+                        world.slow_link(x, y, latency);
                     }
                     if let Some(bytes_per_second) = bandwidth {
                         world.narrow_link(x, y, *bytes_per_second);
@@ -259,8 +261,8 @@ pub fn apply<S: System>(
             throughput,
         } => {
             let struck = hosts(world, target);
-            if throughput.is_none() || !latency.is_zero() {
-                inject(world, struck.clone(), DiskFault::Slow(*latency));
+            if let Some(latency) = added_latency(*latency, *throughput) {
+                inject(world, struck.clone(), DiskFault::Slow(latency));
             }
             if let Some(bytes_per_second) = throughput {
                 inject(world, struck, DiskFault::Throughput(*bytes_per_second));

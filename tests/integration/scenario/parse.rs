@@ -117,6 +117,25 @@ fn assert_error(text: &str, expected: &str) {
     assert_eq!(err(text).to_string(), expected, "for:\n{text}");
 }
 
+/// `text`'s only variant, written back as `shrink` writes a file, unchanged.
+fn written_back(text: &str) -> String {
+    let scenario = ok(text);
+    let variant = &scenario.variants[0];
+    standalone(&Standalone {
+        text,
+        variant: &variant.name,
+        original: &variant.settings,
+        settings: &variant.settings,
+        sets: &[],
+        expect: &[],
+        expect_some: &[],
+        name: "written back",
+        seed: 1,
+        header: &[],
+    })
+    .expect("writes")
+}
+
 fn eq(count: Count, value: u64) -> Expectation {
     Expectation {
         count,
@@ -1485,23 +1504,9 @@ fn arrivals_and_fault_jitter_are_read_checked_and_written_back() {
         .to_string(),
         "s.toml:7:10: `jitter` must be a duration with a unit, like \"250ms\" or \"10s\", found an integer"
     );
-    let scenario = ok(&jittered);
-    let variant = &scenario.variants[0];
-    let written = standalone(&Standalone {
-        text: &jittered,
-        variant: &variant.name,
-        original: &variant.settings,
-        settings: &variant.settings,
-        sets: &[],
-        expect: &[],
-        expect_some: &[],
-        name: "jittered",
-        seed: 1,
-        header: &[],
-    })
-    .expect("writes");
+    let written = written_back(&jittered);
     assert!(written.contains("jitter = \"500ms\""), "{written}");
-    assert_eq!(settings(&written).faults, variant.settings.faults);
+    assert_eq!(settings(&written).faults, settings(&jittered).faults);
 }
 
 /// A `corrupt` fault rots the tail unless its `region` says `anywhere`; another word, or
@@ -1537,21 +1542,7 @@ fn corrupt_region_is_read_checked_and_written_back() {
         &corrupt("latency = \"1s\"\n"),
         "s.toml:11:1: `latency` does not apply to action `corrupt` (it takes `target`, `file`, `bytes`, `region`)",
     );
-    let scenario = ok(&anywhere);
-    let variant = &scenario.variants[0];
-    let written = standalone(&Standalone {
-        text: &anywhere,
-        variant: &variant.name,
-        original: &variant.settings,
-        settings: &variant.settings,
-        sets: &[],
-        expect: &[],
-        expect_some: &[],
-        name: "anywhere",
-        seed: 1,
-        header: &[],
-    })
-    .expect("writes");
+    let written = written_back(&anywhere);
     assert!(written.contains("region = \"anywhere\""), "{written}");
     assert_eq!(region(&written), CorruptRegion::Anywhere);
 }
@@ -1588,23 +1579,9 @@ fn a_slow_disk_takes_a_latency_a_throughput_or_both() {
     );
     // Written back as it was given, as `shrink` writes a file.
     let text = slow("throughput = 2000000\n");
-    let scenario = ok(&text);
-    let variant = &scenario.variants[0];
-    let written = standalone(&Standalone {
-        text: &text,
-        variant: &variant.name,
-        original: &variant.settings,
-        settings: &variant.settings,
-        sets: &[],
-        expect: &[],
-        expect_some: &[],
-        name: "slow",
-        seed: 1,
-        header: &[],
-    })
-    .expect("writes");
+    let written = written_back(&text);
     assert!(!written.contains("latency"), "{written}");
-    assert_eq!(action(&written), variant.settings.faults[0].action);
+    assert_eq!(action(&written), action(&text));
 }
 
 #[test]
