@@ -386,7 +386,11 @@ impl<'a> Printer<'a> {
             ));
         }
         for variant in &scenario.variants {
-            if let Some(why) = variant.settings.never_acknowledges() {
+            let settings = &variant.settings;
+            for why in [settings.never_acknowledges(), settings.ignored_power_loss()]
+                .into_iter()
+                .flatten()
+            {
                 eprintln!("warning: variant {}: {why}", variant.name);
             }
         }

@@ -5,7 +5,7 @@ use crate::check::{self, Expectation};
 use crate::config::kafka::{
     Acks, BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig,
 };
-use crate::os::disk::DiskConfig;
+use crate::os::disk::{DiskConfig, Filesystem};
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -94,6 +94,23 @@ impl Settings {
                 topic.replication_factor, topic.name
             )
         })
+    }
+
+    /// Why `[disk] power_loss` does nothing here, if it does not: ext4's journal commits a
+    /// size only after the pages under it, so every model keeps what the commits named.
+    /// Only a model other than the default can be told apart from the key left unset.
+    pub fn ignored_power_loss(&self) -> Option<String> {
+        let disk = &self.disk;
+        (disk.filesystem == Filesystem::Ext4Ordered
+            && disk.power_loss != DiskConfig::default().power_loss)
+            .then(|| {
+                format!(
+                    "power_loss = \"{}\" changes nothing under filesystem = \"{}\": a power loss keeps what the journal's commits named (set filesystem = \"{}\" for the power-loss models)",
+                    disk.power_loss.name(),
+                    disk.filesystem.name(),
+                    Filesystem::NoMetadataWriteback.name()
+                )
+            })
     }
 }
 

@@ -321,6 +321,9 @@ pub fn disk_for(settings: &Settings, seed: u64, host: HostName) -> Disk {
     if settings.bugs.power_loss_keeps_page_cache {
         disk.inject_cache_that_survives_power_loss();
     }
+    if settings.bugs.journal_per_file {
+        disk.inject_journal_per_file();
+    }
     disk
 }
 

@@ -296,6 +296,7 @@ lessons! {
     lesson_of_coordinator_failover: "coordinator-failover.toml" => coordinator_skips_load,
     lesson_of_corrupt_tail: "corrupt-tail.toml" => skip_crc_on_recovery,
     lesson_of_fenced_follower: "fenced-follower.toml" => keep_fenced_in_isr,
+    lesson_of_flusher_and_journal: "flusher-and-journal.toml" => journal_per_file,
     lesson_of_follower_falls_behind: "follower-falls-behind.toml" => any_fetch_caught_up,
     lesson_of_fsync_vs_os_flusher: "fsync-vs-os-flusher.toml" => fsync_returns_early,
     lesson_of_group_rewind: "group-rewind.toml" => skip_position_validation,

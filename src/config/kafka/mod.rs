@@ -468,6 +468,9 @@ pub struct Bugs {
     pub coordinator_skips_load: bool,
     /// A power loss keeps the page cache, as a process crash does.
     pub power_loss_keeps_page_cache: bool,
+    /// ext4's journal never commits on its `commit=` timer, and an fsync makes durable
+    /// only its own file's data, size and name, not the rest of the running transaction.
+    pub journal_per_file: bool,
     /// The producer puts a retried batch behind the newer ones queued for its partition,
     /// where Kafka's `RecordAccumulator.reenqueue` puts it in front.
     pub retries_enqueue_at_back: bool,

@@ -12,7 +12,7 @@ use super::node::{Node, Value};
 use super::values::{format_duration, parse_duration};
 use super::Error;
 use crate::config::kafka::Release;
-use crate::os::disk::{DiskConfig, PowerLossModel};
+use crate::os::disk::{DiskConfig, Filesystem, PowerLossModel};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -294,7 +294,11 @@ pub(crate) static DISK: Section<DiskConfig> = Section {
             "Pages dirty at least this long are written back when the flusher runs (dirty_expire_centisecs)."),
         duration!("fsync_latency", fsync_latency, "How long an fsync takes."),
         choice!("power_loss", power_loss: PowerLossModel,
-            "What of the page cache survives a power loss: \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector."),
+            "What of the page cache survives a power loss under filesystem = \"no-metadata-writeback\": \"drop-unflushed\" nothing, \"random-writeback\" a seeded subset of dirty pages, \"torn-tail\" each file's last dirty page up to a seeded 512-byte sector. Under ext4-ordered a page written at the power loss has no committed size: nothing survives but what a commit named."),
+        choice!("filesystem", filesystem: Filesystem,
+            "When names and sizes reach the medium: \"ext4-ordered\" at the journal's commits (ext4's data=ordered with delayed allocation: every journal_commit and at an fsync), \"no-metadata-writeback\" a name only through an fsync, a size with each page written back."),
+        duration!("journal_commit", journal_commit,
+            "How long ext4's running transaction stays open before it commits (the commit= mount option)."),
         Key {
             name: "throughput",
             meaning: "Bytes per second the device writes (write-back and fsync share it), or \"unlimited\": any amount at once.",

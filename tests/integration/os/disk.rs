@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hightide::os::clock::{self, SimTime};
 use hightide::os::disk::{
-    Disk, DiskConfig, DiskError, DiskFault, PowerLossModel, PAGE_BYTES, SECTOR_BYTES,
+    Disk, DiskConfig, DiskError, DiskFault, Filesystem, PowerLossModel, PAGE_BYTES, SECTOR_BYTES,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -22,11 +22,19 @@ const MODELS: [PowerLossModel; 3] = [
     PowerLossModel::TornTail,
 ];
 
+/// The filesystem that names a file only through an fsync, where the power-loss models
+/// apply.
 fn config(power_loss: PowerLossModel) -> DiskConfig {
     DiskConfig {
         power_loss,
+        filesystem: Filesystem::NoMetadataWriteback,
         ..DiskConfig::default()
     }
+}
+
+/// ext4 with its defaults.
+fn ext4() -> DiskConfig {
+    DiskConfig::default()
 }
 
 fn at(seconds: u64) -> SimTime {
@@ -216,6 +224,8 @@ fn op() -> impl Strategy<Value = Op> {
 struct ModelFile {
     cached: Vec<u8>,
     durable: Vec<u8>,
+    /// ext4: the image the journal's next commit makes durable.
+    next: Option<Vec<u8>>,
     dirty: BTreeMap<u64, SimTime>,
     /// Pages a failed fsync marked clean without writing them.
     lost: BTreeSet<u64>,
@@ -232,11 +242,17 @@ impl ModelFile {
         }
     }
 
+    /// What write-back and fsync change: the journal's image if it has one.
+    fn medium(&mut self) -> &mut Vec<u8> {
+        self.next.as_mut().unwrap_or(&mut self.durable)
+    }
+
     /// Zeros past the old end differ from the medium wherever it still holds bytes.
     fn extend(&mut self, len: usize, now: SimTime) {
         let old = self.cached.len();
         if len > old {
-            self.dirty_range(old, len.min(self.durable.len()), now);
+            let medium = self.medium().len();
+            self.dirty_range(old, len.min(medium), now);
             self.cached.resize(len, 0);
         }
     }
@@ -267,14 +283,25 @@ impl ModelFile {
     /// The file becomes its cached image on the medium, except pages a failed fsync lost.
     fn sync(&mut self) {
         let mut image = self.cached.clone();
+        let medium = self.next.as_ref().unwrap_or(&self.durable);
         for &page in &self.lost {
             let start = page as usize * PAGE;
             let end = (start + PAGE).min(image.len());
             for (at, byte) in image.iter_mut().enumerate().take(end).skip(start) {
-                *byte = self.durable.get(at).copied().unwrap_or(0);
+                *byte = medium.get(at).copied().unwrap_or(0);
             }
         }
-        self.durable = image;
+        *self.medium() = image;
+        self.dirty.clear();
+    }
+
+    /// Write every dirty page to the medium.
+    fn write_back_all(&mut self) {
+        let pages: Vec<u64> = self.dirty.keys().copied().collect();
+        let cached = self.cached.clone();
+        for page in pages {
+            overlay_page(self.medium(), &cached, page, PAGE);
+        }
         self.dirty.clear();
     }
 }
@@ -290,6 +317,10 @@ struct Model {
     fsync_error: bool,
     full: bool,
     next_writeback: SimTime,
+    /// ext4's running transaction: changed paths, files with a `next` image, when it commits.
+    journal_names: BTreeSet<String>,
+    journal_files: BTreeSet<u64>,
+    commit_at: Option<SimTime>,
 }
 
 fn prefix(dir: &str) -> String {
@@ -312,10 +343,60 @@ impl Model {
             synced: BTreeMap::new(),
             fsync_error: false,
             full: false,
+            journal_names: BTreeSet::new(),
+            journal_files: BTreeSet::new(),
+            commit_at: None,
         }
     }
 
-    fn open(&mut self, path: &str) -> &mut ModelFile {
+    fn ext4(&self) -> bool {
+        self.config.filesystem == Filesystem::Ext4Ordered
+    }
+
+    fn arm(&mut self, now: SimTime) {
+        if self.ext4() && self.commit_at.is_none() {
+            self.commit_at = Some(now + self.config.journal_commit);
+        }
+    }
+
+    fn name_changed(&mut self, path: &str, now: SimTime) {
+        if self.ext4() {
+            self.journal_names.insert(path.to_string());
+            self.arm(now);
+        }
+    }
+
+    /// ext4: the file's image on the medium changes in the running transaction.
+    fn stage(&mut self, id: u64, now: SimTime) {
+        if self.ext4() {
+            let file = self.files.get_mut(&id).unwrap();
+            if file.next.is_none() {
+                file.next = Some(file.durable.clone());
+            }
+            self.journal_files.insert(id);
+            self.arm(now);
+        }
+    }
+
+    fn commit(&mut self) {
+        for id in std::mem::take(&mut self.journal_files) {
+            let file = self.files.get_mut(&id).unwrap();
+            if let Some(next) = file.next.take() {
+                file.durable = next;
+            }
+        }
+        for path in std::mem::take(&mut self.journal_names) {
+            match self.names.get(&path) {
+                Some(&id) => self.link_durable(id, &path),
+                None => {
+                    self.durable_names.remove(&path);
+                }
+            }
+        }
+        self.commit_at = None;
+    }
+
+    fn open(&mut self, path: &str, now: SimTime) -> &mut ModelFile {
         let id = match self.names.get(path) {
             Some(&id) => id,
             None => {
@@ -323,6 +404,7 @@ impl Model {
                 self.next_id += 1;
                 self.files.insert(id, ModelFile::default());
                 self.names.insert(path.to_string(), id);
+                self.name_changed(path, now);
                 id
             }
         };
@@ -346,52 +428,66 @@ impl Model {
     ) -> Result<(), DiskError> {
         self.space(path)?;
         self.synced.remove(path);
-        self.open(path).write(offset, data, now);
+        self.open(path, now).write(offset, data, now);
+        self.arm(now);
         Ok(())
     }
 
     fn append(&mut self, path: &str, data: &[u8], now: SimTime) -> Result<u64, DiskError> {
         self.space(path)?;
         self.synced.remove(path);
-        let file = self.open(path);
+        let file = self.open(path, now);
         let position = file.cached.len();
         file.write(position, data, now);
+        self.arm(now);
         Ok(position as u64)
     }
 
     fn create(&mut self, path: &str, now: SimTime) -> Result<(), DiskError> {
         self.space(path)?;
-        self.synced.remove(path);
-        self.open(path).set_len(0, now);
-        Ok(())
+        self.open(path, now);
+        self.set_len(path, 0, now)
     }
 
+    /// ext4 journals a new size at once.
     fn set_len(&mut self, path: &str, len: usize, now: SimTime) -> Result<(), DiskError> {
         let id = *self.names.get(path).ok_or_else(|| not_found(path))?;
         self.synced.remove(path);
-        self.files.get_mut(&id).unwrap().set_len(len, now);
+        self.stage(id, now);
+        let file = self.files.get_mut(&id).unwrap();
+        file.set_len(len, now);
+        if let Some(next) = &mut file.next {
+            next.resize(len, 0);
+        }
         Ok(())
     }
 
-    fn unlink(&mut self, path: &str) -> Option<u64> {
+    fn unlink(&mut self, path: &str, now: SimTime) -> Option<u64> {
         let id = self.names.remove(path)?;
+        self.name_changed(path, now);
         self.synced.remove(path);
         self.files.get_mut(&id).unwrap().dirty.clear();
         Some(id)
     }
 
-    fn rename(&mut self, from: &str, to: &str) -> Result<(), DiskError> {
+    /// ext4 writes a file renamed over another before the commit (`auto_da_alloc`).
+    fn rename(&mut self, from: &str, to: &str, now: SimTime) -> Result<(), DiskError> {
         let id = *self.names.get(from).ok_or_else(|| not_found(from))?;
         if from != to {
-            self.unlink(to);
+            if self.unlink(to, now).is_some() && self.ext4() {
+                self.stage(id, now);
+                self.files.get_mut(&id).unwrap().write_back_all();
+            }
             self.names.remove(from);
             self.synced.remove(from);
             self.names.insert(to.to_string(), id);
+            self.name_changed(from, now);
+            self.name_changed(to, now);
         }
         Ok(())
     }
 
-    fn delete_dir(&mut self, dir: &str) -> Result<(), DiskError> {
+    fn delete_dir(&mut self, dir: &str, now: SimTime) -> Result<(), DiskError> {
         let prefix = prefix(dir);
         let paths: Vec<String> = self
             .names
@@ -403,7 +499,7 @@ impl Model {
             return Err(not_found(dir));
         }
         for path in paths {
-            self.unlink(&path);
+            self.unlink(&path, now);
         }
         Ok(())
     }
@@ -413,7 +509,9 @@ impl Model {
         self.durable_names.insert(path.to_string(), id);
     }
 
-    fn fsync(&mut self, path: &str) -> Result<(), DiskError> {
+    /// ext4 commits the transaction if it holds a change of the file (its pages to write
+    /// are one).
+    fn fsync(&mut self, path: &str, now: SimTime) -> Result<(), DiskError> {
         let id = *self.names.get(path).ok_or_else(|| not_found(path))?;
         let file = self.files.get_mut(&id).unwrap();
         if std::mem::take(&mut self.fsync_error) {
@@ -422,6 +520,22 @@ impl Model {
             file.dirty.clear();
             self.synced.remove(path);
             return Err(DiskError::Io(path.to_string()));
+        }
+        if self.config.filesystem == Filesystem::Ext4Ordered {
+            let touched =
+                !file.dirty.is_empty() || file.next.is_some() || self.journal_names.contains(path);
+            if touched {
+                self.stage(id, now);
+                self.files.get_mut(&id).unwrap().sync();
+                self.commit();
+            }
+            let file = &self.files[&id];
+            if file.lost.is_empty() {
+                self.synced.insert(path.to_string(), file.cached.clone());
+            } else {
+                self.synced.remove(path);
+            }
+            return Ok(());
         }
         file.sync();
         if file.lost.is_empty() {
@@ -438,6 +552,16 @@ impl Model {
             return Err(DiskError::Io(dir.to_string()));
         }
         let prefix = prefix(dir);
+        if self.ext4() {
+            if self
+                .journal_names
+                .iter()
+                .any(|path| path.starts_with(&prefix))
+            {
+                self.commit();
+            }
+            return Ok(());
+        }
         let names = &self.names;
         self.durable_names.retain(|path, id| {
             let Some(rest) = path.strip_prefix(&prefix) else {
@@ -466,46 +590,60 @@ impl Model {
         Ok(())
     }
 
+    /// The flusher, then ext4's commit if its time has come.
     fn writeback(&mut self, now: SimTime) {
-        if now < self.next_writeback {
-            return;
-        }
-        self.next_writeback = now + self.config.writeback;
-        for file in self.files.values_mut() {
-            let expired: Vec<u64> = file
-                .dirty
-                .iter()
-                .filter(|(_, &since)| now - since >= self.config.dirty_expire)
-                .map(|(&page, _)| page)
-                .collect();
-            for page in expired {
-                overlay_page(&mut file.durable, &file.cached, page, PAGE);
-                file.dirty.remove(&page);
+        if now >= self.next_writeback {
+            self.next_writeback = now + self.config.writeback;
+            let ids: Vec<u64> = self.files.keys().copied().collect();
+            for id in ids {
+                let expired: Vec<u64> = self.files[&id]
+                    .dirty
+                    .iter()
+                    .filter(|(_, &since)| now - since >= self.config.dirty_expire)
+                    .map(|(&page, _)| page)
+                    .collect();
+                if expired.is_empty() {
+                    continue;
+                }
+                self.stage(id, now);
+                let file = self.files.get_mut(&id).unwrap();
+                let cached = file.cached.clone();
+                for page in expired {
+                    overlay_page(file.medium(), &cached, page, PAGE);
+                    file.dirty.remove(&page);
+                }
             }
+        }
+        if self.commit_at.is_some_and(|at| now >= at) {
+            self.commit();
         }
     }
 
     /// Check what the disk left after a power loss, then adopt it (the choice was seeded).
+    /// ext4 keeps only what a commit named, whatever the power-loss model.
     fn power_loss(&mut self, disk: &Disk) -> Result<(), String> {
+        let model = if self.ext4() {
+            PowerLossModel::DropUnflushed
+        } else {
+            self.config.power_loss
+        };
         for (path, id) in &self.durable_names {
             let file = self.files.get_mut(id).unwrap();
             let after = disk
                 .read_all(path)
                 .map_err(|e| format!("{path} durable but gone after power loss: {e}"))?;
             let dirty: Vec<u64> = file.dirty.keys().copied().collect();
-            explain_power_loss(
-                self.config.power_loss,
-                &file.durable,
-                &file.cached,
-                &dirty,
-                &after,
-            )
-            .map_err(|e| format!("{path}: {e}"))?;
+            explain_power_loss(model, &file.durable, &file.cached, &dirty, &after)
+                .map_err(|e| format!("{path}: {e}"))?;
             file.durable = after.clone();
             file.cached = after;
+            file.next = None;
             file.dirty.clear();
             file.lost.clear();
         }
+        self.journal_names.clear();
+        self.journal_files.clear();
+        self.commit_at = None;
         for (path, content) in &self.synced {
             let after = disk
                 .read_all(path)
@@ -596,19 +734,21 @@ fn run_against_model(config: DiskConfig, seed: u64, ops: &[Op]) -> Result<(), Te
             }
             Op::Rename { from, to } => compare(
                 disk.rename(FILES[from], FILES[to]),
-                model.rename(FILES[from], FILES[to]),
+                model.rename(FILES[from], FILES[to], now),
             ),
             Op::Delete { file } => compare(
                 disk.delete(FILES[file]),
                 model
-                    .unlink(FILES[file])
+                    .unlink(FILES[file], now)
                     .map(|_| ())
                     .ok_or_else(|| not_found(FILES[file])),
             ),
             Op::DeleteDir { dir } => {
-                compare(disk.delete_dir(DIRS[dir]), model.delete_dir(DIRS[dir]))
+                compare(disk.delete_dir(DIRS[dir]), model.delete_dir(DIRS[dir], now))
             }
-            Op::Fsync { file } => compare(disk.fsync_now(FILES[file]), model.fsync(FILES[file])),
+            Op::Fsync { file } => {
+                compare(disk.fsync_now(FILES[file]), model.fsync(FILES[file], now))
+            }
             Op::FsyncDir { dir } => {
                 compare(disk.fsync_dir_now(DIRS[dir]), model.fsync_dir(DIRS[dir]))
             }
@@ -660,11 +800,13 @@ fn compare<T: PartialEq + std::fmt::Debug>(
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1000))]
 
-    /// The whole model: page cache, fsync (file and dir), flusher, fsync errors, disk full,
-    /// and power loss under each model — checked after every operation.
+    /// The whole model: page cache, fsync (file and dir), flusher, ext4's journal, fsync
+    /// errors, disk full, and power loss under each model — checked after every operation.
     #[test]
     fn disk_matches_its_model_under_random_operations(
         model in prop::sample::select(MODELS.to_vec()),
+        filesystem in prop::sample::select(Filesystem::ALL.to_vec()),
+        commit_s in 1..8u64,
         writeback_s in 1..6u64,
         expire_s in 0..20u64,
         seed in any::<u64>(),
@@ -675,6 +817,8 @@ proptest! {
             dirty_expire: Duration::from_secs(expire_s),
             fsync_latency: Duration::from_millis(2),
             power_loss: model,
+            filesystem,
+            journal_commit: Duration::from_secs(commit_s),
             ..DiskConfig::default()
         };
         run_against_model(config, seed, &ops)?;
@@ -893,6 +1037,149 @@ fn a_flushed_but_unnamed_file_vanishes_on_power_loss() {
     assert!(disk.dirty_pages("new").is_empty());
     disk.power_loss();
     assert!(!disk.exists("new"));
+}
+
+/// ext4: a file created more than a commit interval before the power loss keeps its name,
+/// and the pages the flusher wrote once the commit after them has named their size.
+#[test]
+fn ext4_keeps_a_name_after_a_commit_and_written_pages_after_the_next() {
+    let crash_at = |seconds: u64| {
+        at(0);
+        let disk = Disk::new(ext4(), 3);
+        disk.write("orders-0/0.log", 0, &[1; 3 * PAGE]).unwrap();
+        for second in 1..=seconds {
+            disk.writeback(at(second));
+        }
+        disk.power_loss();
+        disk.read_all("orders-0/0.log")
+            .ok()
+            .map(|content| content.len())
+    };
+    assert_eq!(crash_at(4), None, "no commit yet: the create is lost");
+    assert_eq!(
+        crash_at(5),
+        Some(0),
+        "the commit at 5 s named the file, empty"
+    );
+    assert_eq!(
+        crash_at(34),
+        Some(0),
+        "the flusher wrote the pages at 30 s; their size is not committed"
+    );
+    assert_eq!(
+        crash_at(35),
+        Some(3 * PAGE),
+        "the commit at 35 s named their size"
+    );
+}
+
+/// ext4 commits the whole running transaction at an fsync: one file's fsync makes another's
+/// rename and create durable, but not the other's unwritten pages (delayed allocation).
+#[test]
+fn ext4_an_fsync_commits_every_name_but_only_its_own_pages() {
+    at(0);
+    let disk = Disk::new(ext4(), 3);
+    disk.write("a/checkpoint.tmp", 0, b"42").unwrap();
+    disk.rename("a/checkpoint.tmp", "a/checkpoint").unwrap();
+    disk.write("b/0.log", 0, &[7; 100]).unwrap();
+    disk.fsync_now("b/0.log").unwrap();
+    disk.power_loss();
+    assert_eq!(disk.list("a"), vec!["checkpoint"]);
+    assert_eq!(
+        disk.read_all("a/checkpoint").unwrap(),
+        b"",
+        "its data was never written"
+    );
+    assert_eq!(disk.read_all("b/0.log").unwrap(), vec![7; 100]);
+}
+
+/// ext4 commits nothing at an fsync of a file the running transaction does not hold.
+#[test]
+fn ext4_an_fsync_of_an_unchanged_file_commits_nothing() {
+    at(0);
+    let disk = Disk::new(ext4(), 3);
+    disk.write("clean", 0, b"x").unwrap();
+    disk.fsync_now("clean").unwrap();
+    disk.write("new", 0, b"y").unwrap();
+    disk.fsync_now("clean").unwrap();
+    disk.fsync_dir_now("a").unwrap();
+    disk.power_loss();
+    assert_eq!(disk.list(""), vec!["clean"]);
+    disk.write("a/new", 0, b"y").unwrap();
+    disk.fsync_dir_now("a").unwrap();
+    disk.power_loss();
+    assert_eq!(
+        disk.list("a"),
+        vec!["new"],
+        "a directory fsync commits its changes"
+    );
+}
+
+/// ext4 journals a truncation at once: lost before the commit, durable after, and the
+/// freed bytes never come back under a size grown again.
+#[test]
+fn ext4_a_truncation_reaches_the_medium_at_the_commit() {
+    let truncated = |then_seconds: u64| {
+        at(0);
+        let disk = Disk::new(ext4(), 3);
+        disk.write("log", 0, &[5; 6000]).unwrap();
+        disk.fsync_now("log").unwrap();
+        disk.set_len("log", 1000).unwrap();
+        disk.set_len("log", 6000).unwrap();
+        for second in 1..=then_seconds {
+            disk.writeback(at(second));
+        }
+        disk.power_loss();
+        disk.read_all("log").unwrap()
+    };
+    assert_eq!(
+        truncated(4),
+        vec![5; 6000],
+        "before the commit: the old file"
+    );
+    let mut expected = vec![5; 1000];
+    expected.resize(6000, 0);
+    assert_eq!(truncated(5), expected, "after: zeros past the truncation");
+}
+
+/// ext4's `auto_da_alloc`: a file renamed over another is written before the commit that
+/// holds the rename, so the replacement is never an empty file.
+#[test]
+fn ext4_a_rename_over_a_file_carries_its_data_into_the_commit() {
+    at(0);
+    let disk = Disk::new(ext4(), 3);
+    disk.write("offsets", 0, b"old").unwrap();
+    disk.fsync_now("offsets").unwrap();
+    disk.write("offsets.tmp", 0, b"new").unwrap();
+    disk.rename("offsets.tmp", "offsets").unwrap();
+    disk.writeback(at(5));
+    disk.power_loss();
+    assert_eq!(disk.read_all("offsets").unwrap(), b"new");
+}
+
+/// Under ext4 no power-loss model keeps more than the commits named: a page written at the
+/// instant of the power loss has no committed size to be read through.
+#[test]
+fn ext4_keeps_only_what_commits_named_under_every_power_loss_model() {
+    for power_loss in MODELS {
+        at(0);
+        let disk = Disk::new(
+            DiskConfig {
+                power_loss,
+                ..ext4()
+            },
+            9,
+        );
+        disk.write("log", 0, &[1; PAGE]).unwrap();
+        disk.fsync_now("log").unwrap();
+        disk.append("log", &[2; 4 * PAGE]).unwrap();
+        disk.power_loss();
+        assert_eq!(
+            disk.read_all("log").unwrap(),
+            vec![1; PAGE],
+            "{power_loss:?}"
+        );
+    }
 }
 
 #[test]

@@ -647,7 +647,7 @@ fn unknown_keys_suggest_the_nearest() {
     );
     assert_error(
         &format!("{MINIMAL}[disk]\ncompression = 1\n"),
-        "s.toml:6:1: unknown key `compression` in [disk]; expected one of: writeback, dirty_expire, fsync_latency, power_loss, throughput, memory, dirty_ratio, dirty_background_ratio",
+        "s.toml:6:1: unknown key `compression` in [disk]; expected one of: writeback, dirty_expire, fsync_latency, power_loss, filesystem, journal_commit, throughput, memory, dirty_ratio, dirty_background_ratio",
     );
 }
 
