@@ -384,6 +384,7 @@ fn add_broker(
             shutdown: flag.clone(),
             facts: facts.clone(),
             bugs,
+            seed: derive_seed(seed, &format!("broker-{n} {}", incarnation.get())),
         })
     });
     shutdown

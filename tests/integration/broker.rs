@@ -82,6 +82,7 @@ fn cluster(config: BrokerConfig) -> Cluster {
                 shutdown: shutdown.clone(),
                 facts: Facts::default(),
                 bugs: Default::default(),
+                seed: u64::from(id) << 32 | incarnation.get().0,
             })
         });
     }

@@ -445,6 +445,9 @@ pub struct Bugs {
     pub clean_election_outside_isr: bool,
     /// The controller leaves a fenced broker in the ISRs it was in; only its leadership moves.
     pub keep_fenced_in_isr: bool,
+    /// The controller registers a broker's new incarnation while its old one still holds a
+    /// valid session, failing the old one over at once.
+    pub register_in_session: bool,
     /// fsync reports success without making anything durable.
     pub fsync_returns_early: bool,
     /// A group member commits its fetch position, past records fetched and not yet

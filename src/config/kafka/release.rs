@@ -424,7 +424,7 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(3, 3),
-        change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000; it ignores `unclean.leader.election.enable`; a controlled shutdown leaves a partition whose only in-sync replica is stopping without a leader, where ZooKeeper's controller kept the broker leading",
+        change: "A KRaft controller (production ready): brokers heartbeat every 2000 ms and are fenced after `broker.session.timeout.ms` 9000 (a restarted broker's registration is refused until then, and retried from 100 ms doubling up to it); it ignores `unclean.leader.election.enable`; a controlled shutdown leaves a partition whose only in-sync replica is stopping without a leader, where ZooKeeper's controller kept the broker leading",
         source: "KIP-833, KIP-631",
         defaults: &[
             "broker.broker.session.timeout.ms",

@@ -14,6 +14,8 @@ use crate::kafka::protocol::messages::{
 };
 use crate::kafka::types::{Brokers, ProducerId};
 use crate::types::HostName;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -21,8 +23,11 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(1_000);
 /// Time allowed for an ordinary controller request.
 const REQUEST_TIMEOUT: Duration = Duration::from_millis(5_000);
-/// Pause between attempts when the controller is unreachable or refuses.
+/// Pause between attempts when the controller is unreachable or refuses (the first, for
+/// a registration).
 const RETRY_BACKOFF: Duration = Duration::from_millis(100);
+/// The registration backoff's jitter, a fraction either way.
+const BACKOFF_JITTER: f64 = 0.02;
 
 /// Send one request on a fresh connection.
 async fn call(request: &Request, timeout: Duration) -> Option<Response> {
@@ -32,29 +37,65 @@ async fn call(request: &Request, timeout: Duration) -> Option<Response> {
     connection.call(request, timeout).await.ok()
 }
 
-/// Register this incarnation until the controller accepts it.
-pub async fn register(rm: &ReplicaManager) {
+/// Register this incarnation until the controller accepts it. A restart within the old
+/// process's session is refused (`DUPLICATE_BROKER_REGISTRATION`) until that session
+/// expires. A KRaft broker backs off between attempts as `BrokerLifecycleManager` does
+/// (`seed` draws the jitter). A ZooKeeper-era broker finds its ephemeral znode still there,
+/// fails its start-up with `NodeExistsException` and exits; it is taken as restarted at
+/// once by a supervisor (systemd's default `RestartSec` is 100 ms, and a start here takes
+/// no time), so it tries again every `RETRY_BACKOFF`.
+pub async fn register(rm: &ReplicaManager, seed: u64) {
     let request = Request::RegisterBroker {
         broker: rm.id,
         incarnation: rm.incarnation,
         clean_shutdown: rm.clean_shutdown.get(),
     };
-    loop {
+    let mut jitter = StdRng::seed_from_u64(seed);
+    for failed_attempts in 0.. {
         if rm.stopped.get() || rm.offline.get() {
             return;
         }
-        if let Some(Response::RegisterBroker { error: None }) =
-            call(&request, REQUEST_TIMEOUT).await
-        {
-            tracing::info!(
-                broker = rm.id.0,
-                incarnation = %rm.incarnation,
-                "registered with the controller"
-            );
-            return;
+        match call(&request, REQUEST_TIMEOUT).await {
+            Some(Response::RegisterBroker { error: None }) => {
+                tracing::info!(
+                    broker = rm.id.0,
+                    incarnation = %rm.incarnation,
+                    "registered with the controller"
+                );
+                return;
+            }
+            Some(Response::RegisterBroker { error: Some(error) }) => {
+                tracing::info!(
+                    broker = rm.id.0,
+                    error = error.name(),
+                    "registration refused"
+                );
+            }
+            _ => {}
         }
-        tokio::time::sleep(RETRY_BACKOFF).await;
+        let pause = if rm.config.rules.kraft_controller {
+            let factor = jitter.random_range(1.0 - BACKOFF_JITTER..1.0 + BACKOFF_JITTER);
+            registration_backoff(failed_attempts, rm.config.broker_session_timeout, factor)
+        } else {
+            RETRY_BACKOFF
+        };
+        tokio::time::sleep(pause).await;
     }
+}
+
+/// Kafka's registration backoff: `ExponentialBackoff(100, 2, broker.session.timeout.ms,
+/// 0.02)` after `failed_attempts` failures, `factor` its jitter (within 1 ± 0.02).
+fn registration_backoff(failed_attempts: u32, session_timeout: Duration, factor: f64) -> Duration {
+    debug_assert!((1.0 - BACKOFF_JITTER..=1.0 + BACKOFF_JITTER).contains(&factor));
+    let initial = RETRY_BACKOFF.min(session_timeout).as_millis() as f64;
+    let max = session_timeout.as_millis() as f64;
+    let exp_max = if max > initial {
+        (max / initial).log2()
+    } else {
+        0.0
+    };
+    let term = initial * 2f64.powf(f64::from(failed_attempts).min(exp_max));
+    Duration::from_millis(((factor * term) as u64).min(max as u64))
 }
 
 /// The heartbeat long poll: proves liveness and brings every new metadata image, which
@@ -194,5 +235,38 @@ pub async fn allocate_producer_id() -> Option<ProducerId> {
     match call(&Request::AllocateProducerId, REQUEST_TIMEOUT).await {
         Some(Response::AllocateProducerId { producer_id }) => Some(producer_id),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(millis: u64) -> Duration {
+        Duration::from_millis(millis)
+    }
+
+    #[test]
+    fn the_registration_backoff_doubles_from_100_ms_up_to_the_session_timeout() {
+        let session = ms(9_000);
+        let pauses: Vec<Duration> = (0..9)
+            .map(|n| registration_backoff(n, session, 1.0))
+            .collect();
+        let expected = [100, 200, 400, 800, 1_600, 3_200, 6_400, 9_000, 9_000].map(ms);
+        assert_eq!(pauses, expected);
+    }
+
+    #[test]
+    fn the_jitter_scales_the_pause_but_never_past_the_session_timeout() {
+        let session = ms(9_000);
+        assert_eq!(registration_backoff(3, session, 0.98), ms(784));
+        assert_eq!(registration_backoff(3, session, 1.02), ms(816));
+        assert_eq!(registration_backoff(20, session, 1.02), session);
+    }
+
+    #[test]
+    fn a_session_shorter_than_the_first_pause_caps_it() {
+        assert_eq!(registration_backoff(0, ms(50), 1.0), ms(50));
+        assert_eq!(registration_backoff(5, ms(50), 1.0), ms(50));
     }
 }

@@ -104,6 +104,8 @@ pub struct BrokerContext {
     pub facts: Facts,
     /// Bugs a mutation test injected (none in any real run).
     pub bugs: Bugs,
+    /// This process's own random choices (the registration backoff's jitter).
+    pub seed: u64,
 }
 
 /// How many times a controlled shutdown asks the controller to move leadership away
@@ -150,8 +152,9 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         }
     });
     let link = rm.clone();
+    let seed = ctx.seed;
     tokio::task::spawn_local(async move {
-        controller_link::register(&link).await;
+        controller_link::register(&link, seed).await;
         controller_link::heartbeat_loop(link).await;
     });
     tokio::task::spawn_local(controller_link::alter_partition_loop(rm.clone()));

@@ -32,6 +32,10 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
     } else {
         batches_unchecked_crc(bytes)
     };
+    // Kafka's `CompletedFetch` returns a record only at or past the offset after the last
+    // one it returned: a batch whose base offset rotted upwards (the CRC does not cover
+    // it) hides the records behind it.
+    let mut next = from;
     for batch in batches {
         let Ok((_, header, batch)) = batch else { break };
         let Ok(batch_records) = record_views(batch) else {
@@ -39,10 +43,11 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
         };
         for record in batch_records {
             let offset = Offset(header.base_offset.0 + i64::from(record.offset_delta));
-            if offset >= from {
+            if offset >= next {
                 decoded
                     .records
                     .push(ReadRecord::new(offset, record.value.unwrap_or_default()));
+                next = Offset(offset.0 + 1);
             }
         }
         decoded.next_offset = Some(header.next_offset());
@@ -201,6 +206,21 @@ mod tests {
         let mut position = FetchPosition::new(Offset(1));
         let outcome = position.apply(&response(batch(0, 1, &["a", "b", "c"])), true);
         assert_eq!(offsets(&outcome), vec![1, 2]);
+    }
+
+    /// The CRC does not cover a batch's base offset: one that rotted upwards passes the
+    /// check, and Kafka's consumer then skips every record behind it, as already read.
+    #[test]
+    fn a_base_offset_rotted_upwards_hides_the_records_behind_it() {
+        let mut bytes = batch(4, 1, &["e", "f"]);
+        bytes.extend(batch(2, 1, &["c", "d"]));
+        bytes.extend(batch(6, 1, &["g"]));
+        let mut position = FetchPosition::new(Offset(0));
+        assert_eq!(
+            offsets(&position.apply(&response(bytes), true)),
+            vec![4, 5, 6]
+        );
+        assert_eq!(position.offset, Offset(7));
     }
 
     #[test]

@@ -5,7 +5,11 @@
 //!
 //! ## Rules
 //! - A broker registers with an incarnation (one per process start). A new incarnation of
-//!   a known broker is first the failure of the old one: it leaves every ISR it was in
+//!   a known broker is refused (`DUPLICATE_BROKER_REGISTRATION`) while the old one holds a
+//!   valid session: unfenced and heard from within `broker.session.timeout.ms` (Kafka's
+//!   `ClusterControlManager.registerBroker`, `BrokerHeartbeatManager.hasValidSession`;
+//!   ZooKeeper's ephemeral broker znode lives as long). Once the session is gone, the new
+//!   incarnation is first the failure of the old one: it leaves every ISR it was in
 //!   (unless that would empty the ISR), its partitions get new leaders; then it is
 //!   registered unfenced.
 //! - A broker without a heartbeat for `broker.session.timeout.ms` is fenced: it leaves
@@ -269,9 +273,9 @@ impl ControllerState {
     }
 
     /// `RegisterBroker`. The same incarnation again is a retry (it refreshes the session
-    /// and unfences); a newer one is first the failure of the old, and, with ELR, after an
-    /// unclean shutdown (`clean_shutdown` false) the end of its eligibility; an older one
-    /// is stale.
+    /// and unfences); a newer one is refused while the old one's session is valid, and
+    /// after it is first the failure of the old, and, with ELR, after an unclean shutdown
+    /// (`clean_shutdown` false) the end of its eligibility; an older one is stale.
     pub fn register(
         &mut self,
         broker: BrokerId,
@@ -286,6 +290,9 @@ impl ControllerState {
                 self.last_heartbeat.insert(broker, now);
                 self.unfence(broker, &mut changes);
                 return Ok(changes);
+            }
+            Some(_) if self.has_valid_session(broker, now) && !self.bugs.register_in_session => {
+                return Err(ErrorCode::DuplicateBrokerRegistration);
             }
             Some(_) => {
                 self.fence(broker, FenceCause::NewIncarnation, &mut changes);
@@ -317,8 +324,9 @@ impl ControllerState {
     }
 
     /// `BrokerHeartbeat`. A heartbeat from an unknown broker or a newer incarnation
-    /// registers it (its registration was lost or is still in flight); one from an older
-    /// incarnation changes nothing and is answered "fenced".
+    /// registers it if `register` would (its registration was lost with a controller that
+    /// restarted); one from an older incarnation, or a refused newer one, changes nothing
+    /// and is answered "fenced".
     pub fn heartbeat(
         &mut self,
         broker: BrokerId,
@@ -334,10 +342,10 @@ impl ControllerState {
                 self.unfence(broker, &mut changes);
                 changes
             }
-            // Unknown broker or newer incarnation: `register` cannot fail here. The
-            // heartbeat cannot say how the last process ended; its own registration, on
-            // its way, will (as the same incarnation it then changes nothing more), so
-            // the new process is taken as unclean: the side that keeps no stale ELR member.
+            // Unknown broker or newer incarnation. The heartbeat cannot say how the last
+            // process ended; its own registration, on its way, will (as the same
+            // incarnation it then changes nothing more), so the new process is taken as
+            // unclean: the side that keeps no stale ELR member. Refused, it stays fenced.
             _ => self
                 .register(broker, incarnation, false, now)
                 .unwrap_or_default(),
@@ -346,6 +354,19 @@ impl ControllerState {
             fenced: self.is_fenced(broker, incarnation),
             changes,
         }
+    }
+
+    /// Whether `broker`'s registration holds a valid session at `now`: unfenced, and its
+    /// last heartbeat not yet a session timeout old.
+    fn has_valid_session(&self, broker: BrokerId, now: SimTime) -> bool {
+        self.metadata
+            .brokers
+            .get(&broker)
+            .is_some_and(|r| !r.fenced)
+            && self
+                .last_heartbeat
+                .get(&broker)
+                .is_some_and(|&last| now - last < self.session_timeout)
     }
 
     /// The liveness timer: fence every broker whose session expired at `now`.
@@ -1058,7 +1079,7 @@ mod tests {
     fn a_new_incarnation_is_first_the_failure_of_the_old() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
         let changes = state
-            .register(BrokerId(1), Incarnation(2), false, at(100))
+            .register(BrokerId(1), Incarnation(2), false, at(SESSION_MS))
             .expect("register");
         let after = partition(&state, 0);
         assert_eq!(
@@ -1099,7 +1120,12 @@ mod tests {
     #[test]
     fn a_heartbeat_from_a_new_incarnation_registers_it_and_an_older_one_is_fenced() {
         let mut state = cluster(3, &[&[1, 2, 3]], None);
-        let outcome = state.heartbeat(BrokerId(1), Incarnation(2), at(100));
+        let refused = state.heartbeat(BrokerId(1), Incarnation(2), at(100));
+        assert!(
+            refused.fenced && refused.changes.is_empty(),
+            "the old session is valid"
+        );
+        let outcome = state.heartbeat(BrokerId(1), Incarnation(2), at(SESSION_MS));
         assert!(!outcome.fenced);
         assert_eq!(
             outcome.changes.first(),
@@ -1115,9 +1141,43 @@ mod tests {
                 incarnation: Incarnation(2)
             })
         );
-        let stale = state.heartbeat(BrokerId(1), Incarnation(1), at(200));
+        let stale = state.heartbeat(BrokerId(1), Incarnation(1), at(SESSION_MS + 100));
         assert!(stale.fenced);
         assert_eq!(stale.changes, []);
+    }
+
+    /// Kafka's `ClusterControlManager.registerBroker`: a new incarnation is refused while
+    /// the old one is unfenced and heard from within the session timeout, and changes
+    /// nothing; it is taken the instant the session expires, or at once if the old one was
+    /// fenced (here by its controlled shutdown).
+    #[test]
+    fn a_new_incarnation_waits_for_the_old_session_to_expire() {
+        let mut state = cluster(3, &[&[1, 2, 3]], None);
+        state.heartbeat(BrokerId(1), Incarnation(1), at(1_000));
+        let image = state.metadata().clone();
+        for now in [1_001, 5_000, 1_000 + SESSION_MS - 1] {
+            assert_eq!(
+                state.register(BrokerId(1), Incarnation(2), false, at(now)),
+                Err(ErrorCode::DuplicateBrokerRegistration)
+            );
+            assert_eq!(state.metadata(), &image, "a refusal changes nothing");
+        }
+        let changes = state
+            .register(BrokerId(1), Incarnation(2), false, at(1_000 + SESSION_MS))
+            .expect("the session expired");
+        assert_eq!(partition(&state, 0).leader, Some(BrokerId(2)));
+        assert!(changes.contains(&Change::Fenced {
+            broker: BrokerId(1),
+            cause: FenceCause::NewIncarnation
+        }));
+
+        let outcome = state
+            .controlled_shutdown(BrokerId(3), Incarnation(1))
+            .expect("shutdown");
+        assert_eq!(outcome.remaining, 0);
+        assert!(state
+            .register(BrokerId(3), Incarnation(2), true, at(1_000 + SESSION_MS))
+            .is_ok());
     }
 
     #[test]
@@ -1128,13 +1188,13 @@ mod tests {
             Ok(vec![])
         );
         state
-            .register(BrokerId(2), Incarnation(5), false, at(6))
+            .register(BrokerId(2), Incarnation(5), false, at(5 + SESSION_MS))
             .expect("register");
         assert_eq!(
-            state.register(BrokerId(2), Incarnation(4), false, at(7)),
+            state.register(BrokerId(2), Incarnation(4), false, at(6 + SESSION_MS)),
             Err(ErrorCode::StaleBrokerEpoch)
         );
-        let outcome = state.heartbeat(BrokerId(2), Incarnation(4), at(8));
+        let outcome = state.heartbeat(BrokerId(2), Incarnation(4), at(7 + SESSION_MS));
         assert!(outcome.fenced && outcome.changes.is_empty());
     }
 
@@ -1567,7 +1627,16 @@ mod tests {
                     }
                     Op::Restart(b, clean) => {
                         incarnations[b as usize] = incarnations[b as usize].next();
-                        state.register(BrokerId(b), incarnations[b as usize], clean, at(now)).expect("register");
+                        let in_session = state.has_valid_session(BrokerId(b), at(now));
+                        let image = state.metadata().clone();
+                        match state.register(BrokerId(b), incarnations[b as usize], clean, at(now)) {
+                            Ok(_) => prop_assert!(!in_session),
+                            Err(error) => {
+                                prop_assert_eq!(error, ErrorCode::DuplicateBrokerRegistration);
+                                prop_assert!(in_session);
+                                prop_assert_eq!(state.metadata(), &image);
+                            }
+                        }
                     }
                     Op::Tick(step) => {
                         now += step;

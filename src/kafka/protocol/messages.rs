@@ -49,6 +49,8 @@ pub enum ErrorCode {
     RebalanceInProgress,
     /// What a coordinator answers for a failure that has no code of its own.
     UnknownServerError,
+    /// A new incarnation of a broker whose old one still holds a valid session.
+    DuplicateBrokerRegistration,
 }
 
 impl ErrorCode {
@@ -69,6 +71,7 @@ impl ErrorCode {
             ErrorCode::InvalidRecord => "INVALID_RECORD",
             ErrorCode::CorruptMessage => "CORRUPT_MESSAGE",
             ErrorCode::StaleBrokerEpoch => "STALE_BROKER_EPOCH",
+            ErrorCode::DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",

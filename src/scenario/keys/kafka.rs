@@ -347,7 +347,7 @@ pub(super) fn reference(out: &mut String, release: Release) {
     );
     let _ = writeln!(
         out,
-        "# Kafka {release}: 0.10's rules and defaults (no leader epochs, unclean elections on, acks=1 without retries, no idempotent producer, a ZooKeeper controller) and these changes:"
+        "# Kafka {release}: 0.10's rules and defaults (no leader epochs, unclean elections on, acks=1 without retries, no idempotent producer, a ZooKeeper controller, whose broker znode keeps a restarted broker out until the old session expires) and these changes:"
     );
     for step in release.history() {
         let _ = writeln!(
