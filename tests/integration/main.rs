@@ -41,6 +41,7 @@ mod sim {
     mod latency;
     mod network;
     mod outcomes;
+    mod release_fixes;
     mod world;
 }
 

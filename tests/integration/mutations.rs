@@ -324,6 +324,7 @@ lessons! {
     lesson_of_kip_101_divergence: "kip-101-divergence.toml" => skip_follower_truncation,
     lesson_of_kip_101: "kip-101.toml" => skip_follower_truncation,
     lesson_of_kip_279: "kip-279.toml" => skip_follower_truncation,
+    lesson_of_kip_903: "kip-903.toml" => ignore_broker_epochs,
     lesson_of_lagging_follower: "lagging-follower.toml" => never_shrink_isr,
     lesson_of_last_replica_standing: "last-replica-standing.toml" => clean_election_outside_isr,
     lesson_of_leader_cut_from_followers: "leader-cut-from-followers.toml" => hw_on_leader_leo,

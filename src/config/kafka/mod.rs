@@ -155,6 +155,11 @@ impl Default for BrokerConfig {
                 unclean_election_honoured: true,
                 eligible_leader_replicas: true,
                 kraft_controller: true,
+                fetch_current_leader_epoch: true,
+                truncate_at_every_epoch: true,
+                out_of_range_never_fatal: true,
+                isr_members_must_be_eligible: true,
+                isr_broker_epochs: true,
             },
         }
     }
@@ -280,11 +285,12 @@ pub struct ConsumerConfig {
     /// still stops at a batch or record it cannot parse, but takes rotten bytes inside a
     /// well-formed one for data.
     pub check_crcs: bool,
-    /// Commits carry the leader epoch of the record before the committed offset, so a
-    /// member resuming there validates it against the log (KIP-320, Kafka 2.1); before,
-    /// it fetched from the committed offset whatever the log had become. Not a key: the
-    /// release decides it.
-    pub commit_leader_epoch: bool,
+    /// The consumer sends the leader epoch it knows with each fetch, and after a leader
+    /// change asks the new leader where its position's epoch ends before fetching again,
+    /// moving back if the log was truncated under it (KIP-320 on the consumer, Kafka 2.3).
+    /// Before, it fetched on from its position: a position past a truncated log got
+    /// OFFSET_OUT_OF_RANGE and `auto.offset.reset`. Not a key: the release decides it.
+    pub validate_positions: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -303,7 +309,7 @@ impl Default for ConsumerConfig {
             max_poll_interval: ms(300_000),
             max_poll_records: 500,
             check_crcs: true,
-            commit_leader_epoch: true,
+            validate_positions: true,
         }
     }
 }
@@ -448,6 +454,9 @@ pub struct Bugs {
     /// The controller registers a broker's new incarnation while its old one still holds a
     /// valid session, failing the old one over at once.
     pub register_in_session: bool,
+    /// The controller ignores the broker epochs an AlterPartition names (no KIP-903), so a
+    /// follower's new process can join the ISR on its old process's fetches.
+    pub ignore_broker_epochs: bool,
     /// fsync reports success without making anything durable.
     pub fsync_returns_early: bool,
     /// A group member commits its fetch position, past records fetched and not yet

@@ -184,6 +184,28 @@ pub struct Rules {
     /// the broker stops at once. ZooKeeper's controller left such a broker leading, and the
     /// broker retried its controlled shutdown before stopping anyway.
     pub kraft_controller: bool,
+    /// Followers send the leader epoch they believe current with each Fetch and
+    /// OffsetsForLeaderEpoch, and a leader refuses an older one (KIP-320 replica fencing,
+    /// 2.1). Before, a zombie follower of a deposed leader kept fetching from it.
+    pub fetch_current_leader_epoch: bool,
+    /// A follower told of a new epoch under the same leader truncates unless the epoch
+    /// moved by exactly one (KAFKA-7164, 2.0.1; from 2.1 with `fetch_current_leader_epoch`
+    /// at every change). Before, it reset its fetcher, and so truncated, only when the
+    /// leader changed, and kept a suffix the leader had dropped in between.
+    pub truncate_at_every_epoch: bool,
+    /// A follower whose log ends past its leader's truncates to the leader's end, whatever
+    /// unclean election allows (KAFKA-7414, 2.0.1). Before, with
+    /// `unclean.leader.election.enable` off, it refused and its broker exited.
+    pub out_of_range_never_fatal: bool,
+    /// The controller refuses an ISR naming a fenced or shutting-down broker, and a leader
+    /// does not propose one (KIP-841, KAFKA-14140, 3.3). Before, ISR changes were checked
+    /// only for being based on the current version.
+    pub isr_members_must_be_eligible: bool,
+    /// Fetches carry the follower's broker epoch and the leader passes it on in
+    /// AlterPartition; the controller refuses a member whose epoch is not its current
+    /// registration's (KIP-903, 3.5). Before, an expansion proposed from a dead
+    /// process's fetches could admit its successor, whatever log it came back with.
+    pub isr_broker_epochs: bool,
 }
 
 /// A release's defaults and rules: the broker's, the producer's and the consumer's.
@@ -214,6 +236,11 @@ impl Era {
                     unclean_election_honoured: true,
                     eligible_leader_replicas: false,
                     kraft_controller: false,
+                    fetch_current_leader_epoch: false,
+                    truncate_at_every_epoch: false,
+                    out_of_range_never_fatal: false,
+                    isr_members_must_be_eligible: false,
+                    isr_broker_epochs: false,
                 },
                 ..BrokerConfig::default()
             },
@@ -228,7 +255,7 @@ impl Era {
             },
             consumer: ConsumerConfig {
                 session_timeout: ms(10_000),
-                commit_leader_epoch: false,
+                validate_positions: false,
                 ..ConsumerConfig::default()
             },
         }
@@ -272,6 +299,8 @@ pub enum Reach {
     Every,
     /// Runs whose consumers form a group.
     Groups,
+    /// Runs with consumers, in a group or not.
+    Consumers,
     /// Runs whose producer is idempotent.
     IdempotentProducer,
     /// Runs that allow an unclean leader election.
@@ -282,6 +311,7 @@ impl Reach {
     /// What a run lacks for the step to reach it, or `None` if it is reached.
     pub fn missed_by(
         self,
+        consumers: bool,
         groups: bool,
         broker: &BrokerConfig,
         producer: &ProducerConfig,
@@ -289,6 +319,7 @@ impl Reach {
         match self {
             Reach::Every => None,
             Reach::Groups => (!groups).then_some("have no consumer group"),
+            Reach::Consumers => (!consumers).then_some("have no consumer"),
             Reach::IdempotentProducer => {
                 (!producer.idempotent()).then_some("have no idempotent producer")
             }
@@ -355,6 +386,24 @@ pub static STEPS: &[Step] = &[
         apply: |era| era.broker.replication_truncation = Truncation::LeaderEpoch,
     },
     Step {
+        since: v(2, 0),
+        change: "A follower told of a new leader epoch under the same leader truncates, unless the epoch moved by exactly one (from 2.1, KIP-320, at every change); before, only a new leader reset its fetcher, and a follower that missed the epochs in between kept records the leader had dropped (2.0.1; the fix is on the 1.1 branch too, which had no release after 1.1.1)",
+        source: "KAFKA-7164",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.truncate_at_every_epoch = true,
+    },
+    Step {
+        since: v(2, 0),
+        change: "A follower whose log ends past its leader's (an out-of-range fetch) truncates to the leader's end; before, with `unclean.leader.election.enable` off, it refused (\"Exiting because log truncation is not allowed\") and its broker exited, at every restart again (2.0.1)",
+        source: "KAFKA-7414",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.out_of_range_never_fatal = true,
+    },
+    Step {
         since: v(2, 1),
         change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired after `linger.ms` + `request.timeout.ms`",
         source: "KIP-91",
@@ -368,12 +417,21 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(2, 1),
-        change: "A committed offset carries the leader epoch of the record before it, and a member resuming there validates it against the leader's log (a log rewound below it moves the member back); before, it fetched from the committed offset whatever the log had become",
-        source: "KIP-320",
+        change: "Replica fencing: a follower's Fetch and OffsetsForLeaderEpoch carry the leader epoch it believes current, and a leader refuses an older one (FENCED_LEADER_EPOCH); before, a follower still following a deposed leader fetched from it and appended what it had",
+        source: "KIP-320, KAFKA-7395",
         defaults: &[],
         rule: true,
-        reach: Reach::Groups,
-        apply: |era| era.consumer.commit_leader_epoch = true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.fetch_current_leader_epoch = true,
+    },
+    Step {
+        since: v(2, 3),
+        change: "The consumer sends the leader epoch it knows with each fetch, and after a leader change, or resuming at a committed offset, asks the leader where that position's epoch ends, moving back if the log was truncated under it; before, it fetched on from its position, and a position past the end got OFFSET_OUT_OF_RANGE and `auto.offset.reset` (commits have carried the epoch since 2.1, KAFKA-7437, but nothing read it)",
+        source: "KIP-320, KAFKA-7440, KAFKA-7747",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Consumers,
+        apply: |era| era.consumer.validate_positions = true,
     },
     Step {
         since: v(2, 5),
@@ -438,6 +496,24 @@ pub static STEPS: &[Step] = &[
             era.broker.rules.unclean_election_honoured = false;
             era.broker.rules.kraft_controller = true;
         },
+    },
+    Step {
+        since: v(3, 3),
+        change: "The controller refuses an AlterPartition that adds a fenced or shutting-down broker to the ISR (INELIGIBLE_REPLICA), and a leader does not propose one; before, an ISR change was checked only for being based on the current version (by ZooKeeper's conditional write before 2.7, by the controller's AlterIsr from 2.7, KIP-497)",
+        source: "KIP-841, KAFKA-13916, KAFKA-14140",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.isr_members_must_be_eligible = true,
+    },
+    Step {
+        since: v(3, 5),
+        change: "A follower's Fetch carries its broker epoch and the leader passes each member's on in AlterPartition; the controller refuses a member whose epoch is not its current registration's (INELIGIBLE_REPLICA), so an expansion proposed from a dead process's fetches cannot admit a successor that came back with less",
+        source: "KIP-903, KAFKA-14617",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.isr_broker_epochs = true,
     },
     Step {
         since: v(3, 7),
@@ -562,6 +638,15 @@ mod tests {
         assert_eq!(era(4, 0).producer.linger, ms(5));
         assert!(!era(4, 0).broker.rules.eligible_leader_replicas);
         assert!(era(4, 1).broker.rules.eligible_leader_replicas);
+        let rules = |major, minor| era(major, minor).broker.rules;
+        assert!(!rules(1, 1).truncate_at_every_epoch && rules(2, 0).truncate_at_every_epoch);
+        assert!(!rules(1, 1).out_of_range_never_fatal && rules(2, 0).out_of_range_never_fatal);
+        assert!(!rules(2, 0).fetch_current_leader_epoch && rules(2, 1).fetch_current_leader_epoch);
+        assert!(!era(2, 2).consumer.validate_positions && era(2, 3).consumer.validate_positions);
+        assert!(
+            !rules(3, 2).isr_members_must_be_eligible && rules(3, 3).isr_members_must_be_eligible
+        );
+        assert!(!rules(3, 4).isr_broker_epochs && rules(3, 5).isr_broker_epochs);
     }
 
     #[test]

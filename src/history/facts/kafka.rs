@@ -81,6 +81,14 @@ pub enum Fact {
     /// disk, a checkpoint it cannot read): the broker halts, as Kafka's does when its only
     /// log dir fails.
     LogDirOffline { broker: BrokerId, error: String },
+    /// A follower's log ended past its leader's while unclean election was off, and the
+    /// release (before KAFKA-7414, 2.0.1) does not let it truncate: the broker exits.
+    TruncationNotAllowed {
+        tp: TopicPartition,
+        broker: BrokerId,
+        leader_end_offset: Offset,
+        log_end_offset: Offset,
+    },
     /// A follower's fetch from its leader failed, with an error other than the previous
     /// round's: what keeps a replica out of the ISR, recorded once per change.
     FetchFailed {
@@ -113,6 +121,7 @@ impl Fact {
             Fact::NoLeader { .. }
             | Fact::LogMissing { .. }
             | Fact::LogDirOffline { .. }
+            | Fact::TruncationNotAllowed { .. }
             | Fact::LeaderStarted { .. }
             | Fact::Appended { .. }
             | Fact::Acknowledged { .. }

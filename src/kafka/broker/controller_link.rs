@@ -146,7 +146,10 @@ fn apply(
 }
 
 /// Send queued AlterPartition proposals, one at a time, and apply the controller's answer.
-/// A rejected or lost proposal is dropped; the leader proposes again when its ISR check
+/// A proposal the controller did not answer (unreachable, crashed, slow) is sent again
+/// until it answers, as Kafka's `AlterPartitionManager` retries it without a timeout, for
+/// as long as it is still based on the partition's current state (a stale one would be
+/// refused). A refused proposal is dropped; the leader proposes again when its ISR check
 /// next finds a difference.
 pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
     while !rm.stopped.get() && !rm.offline.get() {
@@ -159,6 +162,7 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
             leader_epoch,
             partition_epoch,
             new_isr,
+            broker_epochs,
         }) = next
         else {
             let _ =
@@ -172,8 +176,24 @@ pub async fn alter_partition_loop(rm: Rc<ReplicaManager>) {
             leader_epoch,
             partition_epoch,
             new_isr,
+            broker_epochs,
         });
-        let answer = call(&request, REQUEST_TIMEOUT).await;
+        let still_based = || {
+            rm.partitions.borrow().get(&tp).is_some_and(|p| {
+                p.is_leader()
+                    && p.leader_epoch() == leader_epoch
+                    && p.partition_epoch() == partition_epoch
+            })
+        };
+        let answer = loop {
+            match call(&request, REQUEST_TIMEOUT).await {
+                Some(answer) => break Some(answer),
+                None if still_based() && !rm.stopped.get() && !rm.offline.get() => {
+                    tokio::time::sleep(RETRY_BACKOFF).await;
+                }
+                None => break None,
+            }
+        };
         let mut partitions = rm.partitions.borrow_mut();
         let Some(partition) = partitions.get_mut(&tp) else {
             continue;

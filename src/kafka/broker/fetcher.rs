@@ -281,7 +281,7 @@ fn plan(rm: &ReplicaManager, set: &FetchSet) -> (Round, Vec<(TopicPartition, u64
         round.partitions.push(FetchPartition {
             tp: tp.clone(),
             fetch_offset: partition.log().log_end_offset(),
-            current_leader_epoch: f.leader_epoch,
+            current_leader_epoch: fencing_epoch(rm, f.leader_epoch),
             last_fetched_epoch: if send_last_fetched_epoch {
                 partition.log().epochs().latest_epoch()
             } else {
@@ -323,6 +323,7 @@ async fn fetch_round(
     let session = set.session.borrow_mut().build(&round.partitions);
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
+        replica_epoch: rm.config.rules.isr_broker_epochs.then_some(rm.incarnation),
         max_wait_ms: rm.config.replica_fetch_wait_max.as_millis() as u64,
         min_bytes: rm.config.replica_fetch_min_bytes,
         session_id: session.session_id,
@@ -553,6 +554,16 @@ async fn reconcile(
     truncate_step(rm, tp, answer, "leader-epoch").map(|_| ())
 }
 
+/// The leader epoch a follower's request names for the leader to check (KIP-320, 2.1);
+/// before, none (`Epoch::NONE`, which the leader does not check).
+fn fencing_epoch(rm: &ReplicaManager, leader_epoch: Epoch) -> Epoch {
+    if rm.config.rules.fetch_current_leader_epoch {
+        leader_epoch
+    } else {
+        Epoch::NONE
+    }
+}
+
 async fn ask_epoch_end(
     rm: &ReplicaManager,
     set: &FetchSet,
@@ -564,7 +575,7 @@ async fn ask_epoch_end(
     let request = Request::OffsetsForLeaderEpoch(OffsetsForLeaderEpoch {
         replica: rm.id,
         tp: tp.clone(),
-        current_leader_epoch,
+        current_leader_epoch: fencing_epoch(rm, current_leader_epoch),
         leader_epoch,
     });
     let call = connection.call(&request, rm.config.replica_socket_timeout);
@@ -631,6 +642,12 @@ async fn out_of_range(
     let partition = partitions.get_mut(tp).ok_or(Backoff::Gone)?;
     let leo = partition.log().log_end_offset();
     if leader_leo < leo {
+        if !rm.config.rules.out_of_range_never_fatal && !rm.unclean_leader_election(&tp.topic) {
+            rm.exit_on_truncation_not_allowed(tp, leader_leo, leo);
+            return Err(Backoff::Local(
+                "exiting: log truncation is not allowed".into(),
+            ));
+        }
         return partition
             .update(|p| p.on_leader_leo_below_ours(leader_leo, clock::now()))
             .map_err(|e| storage_failed(rm, partition, &e));

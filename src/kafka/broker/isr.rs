@@ -9,6 +9,7 @@
 //!   of the leader's current epoch (its fetches are in this leader epoch).
 //! - The leader proposes ISR changes to the controller (AlterPartition); one at a time.
 
+use crate::kafka::types::Incarnation;
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Offset};
 use std::time::Duration;
@@ -23,6 +24,9 @@ pub struct FollowerState {
     /// The leader's LEO when the follower last fetched, and when that was.
     pub last_fetch_leader_leo: Offset,
     pub last_fetch: SimTime,
+    /// The broker epoch its last fetch carried (KIP-903, 3.5), passed on in
+    /// AlterPartition so the controller can tell its process from a later one.
+    pub broker_epoch: Option<Incarnation>,
 }
 
 impl FollowerState {
@@ -34,12 +38,19 @@ impl FollowerState {
             last_caught_up: if in_isr { now } else { SimTime::ZERO },
             last_fetch_leader_leo: Offset::NONE,
             last_fetch: SimTime::ZERO,
+            broker_epoch: None,
         }
     }
 
-    /// Record a fetch at `fetch_offset` arriving at `now` while the leader's LEO is
-    /// `leader_leo` (Kafka's `Replica.updateFetchState`).
-    pub fn on_fetch(&mut self, fetch_offset: Offset, leader_leo: Offset, now: SimTime) {
+    /// Record a fetch at `fetch_offset` from the process of `broker_epoch` arriving at
+    /// `now` while the leader's LEO is `leader_leo` (Kafka's `Replica.updateFetchState`).
+    pub fn on_fetch(
+        &mut self,
+        fetch_offset: Offset,
+        broker_epoch: Option<Incarnation>,
+        leader_leo: Offset,
+        now: SimTime,
+    ) {
         if fetch_offset >= leader_leo {
             self.last_caught_up = self.last_caught_up.max(now);
         } else if fetch_offset >= self.last_fetch_leader_leo {
@@ -48,6 +59,7 @@ impl FollowerState {
         self.leo = fetch_offset;
         self.last_fetch_leader_leo = leader_leo;
         self.last_fetch = now;
+        self.broker_epoch = broker_epoch;
     }
 
     /// Kafka's `isCaughtUp`: at the leader's LEO, or caught up within the lag limit.
@@ -121,7 +133,7 @@ mod tests {
     #[test]
     fn fetch_at_leader_leo_is_caught_up_now() {
         let mut f = FollowerState::new_leader(true, at(0));
-        f.on_fetch(Offset(5), Offset(5), at(1_000));
+        f.on_fetch(Offset(5), None, Offset(5), at(1_000));
         assert_eq!(f.last_caught_up, at(1_000));
         assert_eq!(f.leo, Offset(5));
     }
@@ -131,10 +143,10 @@ mod tests {
     #[test]
     fn fetch_reaching_previous_leader_leo_counts_as_caught_up_then() {
         let mut f = FollowerState::new_leader(true, at(0));
-        f.on_fetch(Offset(5), Offset(8), at(1_000));
-        f.on_fetch(Offset(8), Offset(12), at(2_000));
+        f.on_fetch(Offset(5), None, Offset(8), at(1_000));
+        f.on_fetch(Offset(8), None, Offset(12), at(2_000));
         assert_eq!(f.last_caught_up, at(1_000));
-        f.on_fetch(Offset(11), Offset(15), at(3_000));
+        f.on_fetch(Offset(11), None, Offset(15), at(3_000));
         assert_eq!(
             f.last_caught_up,
             at(1_000),
@@ -147,7 +159,7 @@ mod tests {
         let leader = BrokerId(1);
         let isr = [BrokerId(1), BrokerId(2), BrokerId(3)];
         let mut f2 = FollowerState::new_leader(true, at(0));
-        f2.on_fetch(Offset(10), Offset(10), at(0));
+        f2.on_fetch(Offset(10), None, Offset(10), at(0));
         let f3 = FollowerState::new_leader(true, at(0));
         let get = |id: BrokerId| match id.0 {
             2 => Some(&f2),

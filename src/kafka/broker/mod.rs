@@ -50,11 +50,11 @@
 //!   replica id, which our protocol does not carry.
 //! - **A follower does not copy the leader's log start offset**: retention runs on every
 //!   replica by its own clock and HW, so logs may start at different offsets.
-//! - **AlterPartition is one request per partition on a fresh connection**; a lost or
-//!   rejected proposal is dropped and proposed again when the leader next finds the
-//!   difference (that follower's next fetch, or the next ISR check); Kafka retries the
-//!   same proposal. The HW is computed over the *maximal* ISR (committed plus a
-//!   pending addition), as in Kafka since KIP-497.
+//! - **AlterPartition is one request per partition on a fresh connection**, sent again
+//!   until the controller answers, as Kafka's `AlterPartitionManager` does; a refused
+//!   proposal is dropped and proposed again when the leader next finds the difference
+//!   (that follower's next fetch, or the next ISR check). The HW is computed over the
+//!   *maximal* ISR (committed plus a pending addition), as in Kafka since KIP-497.
 //! - **The flush scheduler is Kafka's**: `log.flush.interval.ms` acts only when
 //!   `log.flush.scheduler.interval.ms` (default: never) makes the flusher run.
 //! - **`acks=0` produces get an answer** (after the append, like `acks=1`): our protocol
@@ -165,6 +165,11 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     tokio::task::spawn_local(scheduler::retention(rm.clone()));
     loop {
         tokio::time::sleep(scheduler::POLL).await;
+        if rm.exiting.get() {
+            rm.wake_all();
+            tokio::time::sleep(HALT_GRACE).await;
+            return Ok(());
+        }
         if rm.offline.get() {
             tracing::error!(broker = rm.id.0, "halting: log dir offline");
             rm.wake_all();

@@ -11,13 +11,13 @@
 use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
-use crate::config::kafka::{Bugs, Truncation};
+use crate::config::kafka::{Bugs, Rules, Truncation};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::protocol::messages::PartitionState;
 use crate::kafka::record;
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
-use crate::kafka::types::{EpochEndOffset, PartitionEpoch};
+use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch};
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::borrow::Cow;
@@ -63,8 +63,9 @@ pub struct Partition {
     /// Leader only: the LEO when this leader epoch began.
     leader_epoch_start_offset: Offset,
     min_insync_replicas: u32,
-    /// Kafka 3.7+ (KAFKA-15583): under min ISR, the HW holds.
-    strict_min_isr: bool,
+    /// What the release does that no key says: under min ISR the HW holds (KAFKA-15583,
+    /// 3.7); which leader epochs make a follower truncate (KAFKA-7164, KIP-320).
+    rules: Rules,
     /// Bumped at every role change: the partition leaves a fetcher of an older generation.
     generation: u64,
     /// Follower, leader-epoch rule: the log must be reconciled with the leader's before
@@ -85,7 +86,7 @@ impl Partition {
         log: Log,
         hw: Offset,
         min_insync_replicas: u32,
-        strict_min_isr: bool,
+        rules: Rules,
         facts: Facts,
         bugs: Bugs,
     ) -> Partition {
@@ -103,7 +104,7 @@ impl Partition {
             followers: BTreeMap::new(),
             leader_epoch_start_offset: Offset::NONE,
             min_insync_replicas,
-            strict_min_isr,
+            rules,
             generation: 0,
             truncation_pending: false,
             wake: false,
@@ -184,6 +185,9 @@ impl Partition {
             } else {
                 self.take_isr(state)
             }
+        } else if newer_epoch && self.keeps_fetching(state) {
+            self.take_epoch_only(state);
+            Transition::None
         } else if newer_epoch
             || self.role
                 != (Role::Follower {
@@ -199,6 +203,35 @@ impl Partition {
         };
         self.check_invariants();
         Ok(transition)
+    }
+
+    /// Whether a follower told of a newer epoch under the same leader goes on fetching as
+    /// it was, without truncating: Kafka's `makeFollower` skipped a follower whose leader
+    /// had not changed before KAFKA-7164 (2.0.1), and one whose epoch moved by one until
+    /// KIP-320 (2.1) made every epoch change reset the fetcher.
+    fn keeps_fetching(&self, state: &PartitionState) -> bool {
+        let same_leader = self.role
+            == Role::Follower {
+                leader: state.leader,
+            }
+            && state.leader.is_some();
+        let skips = if self.rules.fetch_current_leader_epoch {
+            false
+        } else if self.rules.truncate_at_every_epoch {
+            state.leader_epoch.0 == self.leader_epoch.0 + 1
+        } else {
+            true
+        };
+        same_leader && skips
+    }
+
+    /// The new epoch's state, without a role change: the fetcher goes on as it was.
+    fn take_epoch_only(&mut self, state: &PartitionState) {
+        self.leader_epoch = state.leader_epoch;
+        self.partition_epoch = state.partition_epoch;
+        self.replicas.clone_from(&state.replicas);
+        self.isr.clone_from(&state.isr);
+        tracing::info!(tp = %self.tp(), epoch = %state.leader_epoch, "same leader, new epoch: the follower goes on fetching without truncating (before KAFKA-7164 and KIP-320)");
     }
 
     /// The same leadership with a newer ISR, if the partition epoch says it is newer.
@@ -312,7 +345,7 @@ impl Partition {
     /// the committed ISR is under min ISR (`hw::under_min_isr`) and the release is strict.
     fn maybe_increment_hw(&mut self) {
         if !self.is_leader()
-            || (self.strict_min_isr
+            || (self.rules.strict_min_isr
                 && hw::under_min_isr(
                     self.isr.len(),
                     self.min_insync_replicas,
@@ -387,22 +420,27 @@ impl Partition {
         Ok(outcome)
     }
 
-    /// Leader: a follower fetched at `fetch_offset`. Returns an ISR expansion to propose.
+    /// Leader: a follower's process of `broker_epoch` (if its fetch said) fetched at
+    /// `fetch_offset`. Returns an ISR expansion to propose, if `may_join`: the leader's
+    /// metadata does not show the replica fenced (KIP-841; always, before 3.3).
     pub fn on_follower_fetch(
         &mut self,
         replica: BrokerId,
+        broker_epoch: Option<Incarnation>,
+        may_join: bool,
         fetch_offset: Offset,
         now: SimTime,
     ) -> Option<Vec<BrokerId>> {
         let leo = self.log.log_end_offset();
         let follower = self.followers.get_mut(&replica)?;
-        follower.on_fetch(fetch_offset, leo, now);
+        follower.on_fetch(fetch_offset, broker_epoch, leo, now);
         if self.bugs.any_fetch_caught_up {
             follower.last_caught_up = now;
         }
         self.maybe_increment_hw();
         let proposal = match self.pending_isr {
             Some(_) => None,
+            None if !may_join => None,
             None => isr::expand_proposal(
                 &self.isr,
                 &self.replicas,
@@ -443,6 +481,14 @@ impl Partition {
         }
         self.check_invariants();
         proposal
+    }
+
+    /// Leader: the broker epoch of each of `isr`'s followers, as their last fetches gave
+    /// it (KIP-903's `NewIsrWithEpochs`; the leader adds its own).
+    pub fn broker_epochs(&self, isr: &[BrokerId]) -> Vec<(BrokerId, Incarnation)> {
+        isr.iter()
+            .filter_map(|id| Some((*id, self.followers.get(id)?.broker_epoch?)))
+            .collect()
     }
 
     /// Leader: the controller committed an ISR change (ours or a newer one). Returns
@@ -648,7 +694,7 @@ impl Partition {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::kafka::LogConfig;
+    use crate::config::kafka::{BrokerConfig, LogConfig};
     use crate::kafka::record::BatchBuilder;
     use crate::kafka::types::ProducerId;
     use crate::os::disk::{Disk, DiskConfig};
@@ -673,7 +719,7 @@ mod tests {
             log,
             Offset(0),
             1,
-            true,
+            BrokerConfig::default().rules,
             Facts::default(),
             Bugs::default(),
         );
@@ -748,10 +794,10 @@ mod tests {
             SimTime::ZERO,
         )
         .expect("become leader");
-        p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(2), None, true, Offset(1), SimTime::ZERO);
         assert_eq!(p.hw, Offset(1));
-        p.on_follower_fetch(BrokerId(3), Offset(0), SimTime::ZERO);
-        p.on_follower_fetch(BrokerId(2), Offset(2), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(3), None, true, Offset(0), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(2), None, true, Offset(2), SimTime::ZERO);
         assert_eq!(p.hw, Offset(2), "broker 3 is not in the ISR");
         p.pending_isr = Some(vec![BrokerId(1), BrokerId(2), BrokerId(3)]);
         p.log
@@ -761,7 +807,13 @@ mod tests {
                 SimTime::ZERO,
             )
             .ok();
-        p.on_follower_fetch(BrokerId(2), p.log.log_end_offset(), SimTime::ZERO);
+        p.on_follower_fetch(
+            BrokerId(2),
+            None,
+            true,
+            p.log.log_end_offset(),
+            SimTime::ZERO,
+        );
         assert_eq!(
             p.hw,
             Offset(2),
@@ -775,14 +827,14 @@ mod tests {
     fn leader_alone_after_an_append(strict_min_isr: bool) -> Partition {
         let mut p = partition_with(0);
         p.min_insync_replicas = 2;
-        p.strict_min_isr = strict_min_isr;
+        p.rules.strict_min_isr = strict_min_isr;
         p.apply(
             &state(1, 0, 0, &[1, 2]),
             Truncation::LeaderEpoch,
             SimTime::ZERO,
         )
         .expect("become leader");
-        p.on_follower_fetch(BrokerId(2), Offset(0), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(2), None, true, Offset(0), SimTime::ZERO);
         p.on_isr_committed(&state(1, 0, 1, &[1]));
         let mut batch = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
         batch.push(0, None, Some(b"m0"));
@@ -799,7 +851,7 @@ mod tests {
             Offset(0),
             "the ISR is the leader alone, under min ISR 2"
         );
-        p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO);
+        p.on_follower_fetch(BrokerId(2), None, true, Offset(1), SimTime::ZERO);
         assert!(
             p.pending_isr.is_some(),
             "broker 2 caught up: expansion proposed"
@@ -828,15 +880,15 @@ mod tests {
         .expect("become leader");
         assert_eq!(p.hw, Offset(2));
         assert_eq!(
-            p.on_follower_fetch(BrokerId(2), Offset(1), SimTime::ZERO),
+            p.on_follower_fetch(BrokerId(2), None, true, Offset(1), SimTime::ZERO),
             None
         );
         assert_eq!(
-            p.on_follower_fetch(BrokerId(2), Offset(2), SimTime::ZERO),
+            p.on_follower_fetch(BrokerId(2), None, true, Offset(2), SimTime::ZERO),
             Some(vec![BrokerId(1), BrokerId(2)])
         );
         assert_eq!(
-            p.on_follower_fetch(BrokerId(3), Offset(2), SimTime::ZERO),
+            p.on_follower_fetch(BrokerId(3), None, true, Offset(2), SimTime::ZERO),
             None,
             "one change at a time"
         );
@@ -884,6 +936,104 @@ mod tests {
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
+    }
+
+    /// KAFKA-7164 and KIP-320: told of a newer epoch under the same leader, a follower
+    /// truncates (its fetcher starts again) from 2.1 at every epoch; in 2.0 (2.0.1) unless
+    /// the epoch moved by exactly one; before, never.
+    #[test]
+    fn a_new_epoch_under_the_same_leader_truncates_by_release() {
+        let cases = [
+            ("1.1", false, false),
+            ("2.0", false, true),
+            ("2.1", true, true),
+        ];
+        for (release, after_one, after_two) in cases {
+            for (bump, truncates) in [(1, after_one), (2, after_two)] {
+                let mut p = partition_with(3);
+                p.rules = crate::config::kafka::Release::parse(release)
+                    .expect("known")
+                    .era()
+                    .broker
+                    .rules;
+                p.apply(
+                    &state(2, 1, 1, &[1, 2]),
+                    Truncation::LeaderEpoch,
+                    SimTime::ZERO,
+                )
+                .expect("follow");
+                p.truncation_pending = false;
+                let generation = p.generation;
+                let transition = p
+                    .apply(
+                        &state(2, 1 + bump, 1 + bump, &[1, 2]),
+                        Truncation::LeaderEpoch,
+                        SimTime::ZERO,
+                    )
+                    .expect("a new epoch");
+                let case = format!("{release}, epoch +{bump}");
+                assert_eq!(p.leader_epoch, Epoch(1 + bump), "{case}");
+                assert_eq!(p.truncation_pending, truncates, "{case}");
+                assert_eq!(p.generation != generation, truncates, "{case}");
+                let expected = if truncates {
+                    Transition::BecameFollower {
+                        leader: Some(BrokerId(2)),
+                    }
+                } else {
+                    Transition::None
+                };
+                assert_eq!(transition, expected, "{case}");
+            }
+        }
+    }
+
+    /// KIP-903: the leader passes on the broker epoch each follower's fetches carried,
+    /// where they carried one.
+    #[test]
+    fn the_leader_knows_each_followers_broker_epoch_from_its_fetches() {
+        let mut p = partition_with(2);
+        p.apply(
+            &state(1, 0, 0, &[1]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
+        let proposal = p.on_follower_fetch(
+            BrokerId(2),
+            Some(Incarnation(3)),
+            true,
+            Offset(2),
+            SimTime::ZERO,
+        );
+        let isr = proposal.expect("caught up");
+        p.on_follower_fetch(BrokerId(3), None, true, Offset(0), SimTime::ZERO);
+        assert_eq!(p.broker_epochs(&isr), vec![(BrokerId(2), Incarnation(3))]);
+        assert_eq!(
+            p.broker_epochs(&[BrokerId(1), BrokerId(2), BrokerId(3)]),
+            vec![(BrokerId(2), Incarnation(3))],
+            "none for the leader itself, nor for a fetch that carried none"
+        );
+    }
+
+    /// KIP-841: a replica the leader's metadata shows fenced is not proposed.
+    #[test]
+    fn a_replica_that_may_not_join_is_not_proposed() {
+        let mut p = partition_with(2);
+        p.apply(
+            &state(1, 0, 0, &[1]),
+            Truncation::LeaderEpoch,
+            SimTime::ZERO,
+        )
+        .expect("become leader");
+        assert_eq!(
+            p.on_follower_fetch(BrokerId(2), None, false, Offset(2), SimTime::ZERO),
+            None
+        );
+        assert_eq!(p.pending_isr, None);
+        assert_eq!(
+            p.on_follower_fetch(BrokerId(2), None, true, Offset(2), SimTime::ZERO),
+            Some(vec![BrokerId(1), BrokerId(2)])
+        );
     }
 
     /// The leader's batch [0, 5) in epoch 1, as a fetch from offset 3 would return it.

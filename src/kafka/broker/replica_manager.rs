@@ -50,6 +50,8 @@ pub struct ReplicaManager {
     pub offline: Cell<bool>,
     /// Controlled shutdown finished: background tasks stop.
     pub stopped: Cell<bool>,
+    /// A follower met a truncation it may not make (before KAFKA-7414): the broker exits.
+    pub exiting: Cell<bool>,
     /// This process found the clean-shutdown marker: the controller learns it at
     /// registration (KIP-966 takes a broker back from an unclean one out of ELRs).
     pub clean_shutdown: Cell<bool>,
@@ -122,6 +124,8 @@ pub struct IsrProposal {
     pub leader_epoch: Epoch,
     pub partition_epoch: PartitionEpoch,
     pub new_isr: Vec<BrokerId>,
+    /// KIP-903: each member's broker epoch, where known (empty before 3.5).
+    pub broker_epochs: Vec<(BrokerId, Incarnation)>,
 }
 
 /// Whether a broker whose controlled shutdown finished still answers as a leader: it
@@ -161,6 +165,7 @@ impl ReplicaManager {
             partitions: RefCell::new(BTreeMap::new()),
             metadata: RefCell::new(ClusterMetadata::default()),
             offline: Cell::new(false),
+            exiting: Cell::new(false),
             stopped: Cell::new(false),
             clean_shutdown: Cell::new(false),
             isr_proposals: RefCell::new(Vec::new()),
@@ -182,6 +187,34 @@ impl ReplicaManager {
         }
     }
 
+    /// The topic's `unclean.leader.election.enable`, as the broker reads it.
+    pub fn unclean_leader_election(&self, topic: &str) -> bool {
+        self.topic_config(topic)
+            .unclean_leader_election_enable
+            .unwrap_or(self.config.unclean_leader_election_enable)
+    }
+
+    /// Before KAFKA-7414 (2.0.1): a follower whose log ends past its leader's, where
+    /// unclean election is off, may not truncate (`ReplicaFetcherThread`'s "Exiting
+    /// because log truncation is not allowed"): the broker exits, and will again at
+    /// every restart while that leader leads.
+    pub fn exit_on_truncation_not_allowed(
+        &self,
+        tp: &TopicPartition,
+        leader_end_offset: Offset,
+        log_end_offset: Offset,
+    ) {
+        if !self.exiting.replace(true) {
+            tracing::error!(broker = self.id.0, %tp, leader_end_offset = %leader_end_offset, log_end_offset = %log_end_offset, "exiting: log truncation is not allowed (unclean.leader.election.enable is off)");
+            self.facts.record(Fact::TruncationNotAllowed {
+                tp: tp.clone(),
+                broker: self.id,
+                leader_end_offset,
+                log_end_offset,
+            });
+        }
+    }
+
     pub fn min_insync_replicas(&self, topic: &str) -> u32 {
         if self.bugs.ignore_min_insync_replicas {
             return 1;
@@ -200,7 +233,7 @@ impl ReplicaManager {
             log,
             hw,
             min_isr,
-            self.config.rules.strict_min_isr,
+            self.config.rules,
             self.facts.clone(),
             self.bugs,
         );
@@ -339,19 +372,24 @@ impl ReplicaManager {
     }
 
     /// Queue an ISR change for the controller link to send.
-    pub fn propose_isr(
-        &self,
-        tp: &TopicPartition,
-        leader_epoch: Epoch,
-        partition_epoch: PartitionEpoch,
-        isr: Vec<BrokerId>,
-    ) {
+    pub fn propose_isr(&self, partition: &Partition, isr: Vec<BrokerId>) {
+        let tp = partition.tp();
+        let (leader_epoch, partition_epoch) =
+            (partition.leader_epoch(), partition.partition_epoch());
         tracing::info!(broker = self.id.0, %tp, %leader_epoch, %partition_epoch, proposed_isr = %Brokers(&isr), "proposing isr");
+        let broker_epochs = if self.config.rules.isr_broker_epochs {
+            let mut epochs = partition.broker_epochs(&isr);
+            epochs.push((self.id, self.incarnation));
+            epochs
+        } else {
+            Vec::new()
+        };
         self.isr_proposals.borrow_mut().push(IsrProposal {
             tp: tp.clone(),
             leader_epoch,
             partition_epoch,
             new_isr: isr,
+            broker_epochs,
         });
         self.isr_wakeup.notify_one();
     }
@@ -551,7 +589,8 @@ impl ReplicaManager {
     /// belongs to a fetch session (KIP-227): the answer then carries only what has news.
     pub async fn fetch(self: &Rc<Self>, request: Fetch) -> FetchResponse {
         let deadline = clock::now() + Duration::from_millis(request.max_wait_ms);
-        let (replica, min_bytes) = (request.replica, request.min_bytes);
+        let (replica, replica_epoch, min_bytes) =
+            (request.replica, request.replica_epoch, request.min_bytes);
         let opened = self.fetch_sessions.borrow_mut().open(request);
         let (context, partitions) = match opened {
             Ok(opened) => opened,
@@ -574,7 +613,8 @@ impl ReplicaManager {
         loop {
             // Registered before the read, so that nothing appended after it is missed.
             let mut waits: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
-            let (answers, complete) = self.read_for_fetch(replica, &partitions, min_bytes, first);
+            let (answers, complete) =
+                self.read_for_fetch(replica, replica_epoch, &partitions, min_bytes, first);
             first = false;
             let now = clock::now();
             if complete || waits.is_empty() || now >= deadline {
@@ -600,6 +640,7 @@ impl ReplicaManager {
     fn read_for_fetch(
         self: &Rc<Self>,
         replica: Option<BrokerId>,
+        replica_epoch: Option<Incarnation>,
         partitions: &[FetchPartition],
         min_bytes: u64,
         first: bool,
@@ -608,16 +649,18 @@ impl ReplicaManager {
         let mut bytes = 0;
         let answers = partitions
             .iter()
-            .map(|p| match self.read_partition(replica, p, first) {
-                FetchRead::Now(answer) => {
-                    urgent = true;
-                    answer
-                }
-                FetchRead::Data(answer) => {
-                    bytes += answer.records.len() as u64;
-                    answer
-                }
-            })
+            .map(
+                |p| match self.read_partition(replica, replica_epoch, p, first) {
+                    FetchRead::Now(answer) => {
+                        urgent = true;
+                        answer
+                    }
+                    FetchRead::Data(answer) => {
+                        bytes += answer.records.len() as u64;
+                        answer
+                    }
+                },
+            )
             .collect();
         (answers, urgent || bytes >= min_bytes)
     }
@@ -627,6 +670,7 @@ impl ReplicaManager {
     fn read_partition(
         self: &Rc<Self>,
         replica: Option<BrokerId>,
+        replica_epoch: Option<Incarnation>,
         request: &FetchPartition,
         first: bool,
     ) -> FetchRead {
@@ -674,11 +718,19 @@ impl ReplicaManager {
         let upper_bound = match replica {
             Some(replica) => {
                 if first {
+                    let may_join = !self.config.rules.isr_members_must_be_eligible
+                        || self
+                            .metadata
+                            .borrow()
+                            .brokers
+                            .get(&replica)
+                            .is_some_and(|r| !r.fenced);
+                    let now = clock::now();
+                    let offset = request.fetch_offset;
                     if let Some(isr) = partition.update(|p| {
-                        p.on_follower_fetch(replica, request.fetch_offset, clock::now())
+                        p.on_follower_fetch(replica, replica_epoch, may_join, offset, now)
                     }) {
-                        let (epoch, pe) = (partition.leader_epoch(), partition.partition_epoch());
-                        self.propose_isr(tp, epoch, pe, isr);
+                        self.propose_isr(partition, isr);
                     }
                 }
                 leo
@@ -861,7 +913,8 @@ mod tests {
     #[test]
     fn follower_learns_the_hw_one_round_late() {
         let rm = leader();
-        let FetchRead::Data(first) = rm.read_partition(FOLLOWER, &follower_fetch(1), true) else {
+        let FetchRead::Data(first) = rm.read_partition(FOLLOWER, None, &follower_fetch(1), true)
+        else {
             panic!("records at offset 1")
         };
         assert_eq!(
@@ -874,7 +927,8 @@ mod tests {
             Offset(1),
             "the leader's HW moved"
         );
-        let FetchRead::Data(second) = rm.read_partition(FOLLOWER, &follower_fetch(2), true) else {
+        let FetchRead::Data(second) = rm.read_partition(FOLLOWER, None, &follower_fetch(2), true)
+        else {
             panic!("nothing beyond the LEO")
         };
         assert_eq!(second.high_watermark, Offset(2));
@@ -885,12 +939,12 @@ mod tests {
         let rm = leader();
         let mut fetch = follower_fetch(0);
         fetch.current_leader_epoch = Epoch(1);
-        let FetchRead::Now(newer) = rm.read_partition(FOLLOWER, &fetch, true) else {
+        let FetchRead::Now(newer) = rm.read_partition(FOLLOWER, None, &fetch, true) else {
             panic!()
         };
         assert_eq!(newer.error, Some(ErrorCode::UnknownLeaderEpoch));
         rm.apply_metadata(image(2, Epoch(2)));
-        let FetchRead::Now(older) = rm.read_partition(FOLLOWER, &fetch, true) else {
+        let FetchRead::Now(older) = rm.read_partition(FOLLOWER, None, &fetch, true) else {
             panic!()
         };
         assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
@@ -924,7 +978,8 @@ mod tests {
         rm.storage_failed("orders/0", &"EIO");
         drop(held);
         assert!(rm.offline.get());
-        let FetchRead::Now(read) = rm.read_partition(FOLLOWER, &follower_fetch(0), true) else {
+        let FetchRead::Now(read) = rm.read_partition(FOLLOWER, None, &follower_fetch(0), true)
+        else {
             panic!()
         };
         assert_eq!(read.error, Some(ErrorCode::KafkaStorageError));
@@ -937,12 +992,12 @@ mod tests {
             last_fetched_epoch: None,
             ..follower_fetch(0)
         };
-        let FetchRead::Data(nothing) = rm.read_partition(None, &consumer, true) else {
+        let FetchRead::Data(nothing) = rm.read_partition(None, None, &consumer, true) else {
             panic!("no error")
         };
         assert!(nothing.records.is_empty(), "the HW is 0");
-        rm.read_partition(FOLLOWER, &follower_fetch(1), true);
-        let FetchRead::Data(read) = rm.read_partition(None, &consumer, true) else {
+        rm.read_partition(FOLLOWER, None, &follower_fetch(1), true);
+        let FetchRead::Data(read) = rm.read_partition(None, None, &consumer, true) else {
             panic!("offset 0 is below the HW now")
         };
         let offsets: Vec<i64> = crate::kafka::record::batches(&read.records)
@@ -957,19 +1012,20 @@ mod tests {
     #[test]
     fn a_fetch_is_answered_at_min_bytes_or_on_any_error() {
         let rm = leader();
-        let (answers, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(0)], 1, true);
+        let (answers, complete) = rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(0)], 1, true);
         let bytes = answers[0].records.len() as u64;
         assert!(complete && bytes > 0, "one byte is enough");
-        let (_, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(0)], bytes + 1, true);
+        let (_, complete) =
+            rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(0)], bytes + 1, true);
         assert!(!complete, "fewer than min_bytes: wait for more");
-        let (_, complete) = rm.read_for_fetch(FOLLOWER, &[follower_fetch(2)], 0, true);
+        let (_, complete) = rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(2)], 0, true);
         assert!(complete, "min_bytes 0 never waits");
         let unknown = FetchPartition {
             tp: TopicPartition::new("orders", 9),
             ..follower_fetch(0)
         };
         let (answers, complete) =
-            rm.read_for_fetch(FOLLOWER, &[follower_fetch(2), unknown], 1 << 20, true);
+            rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(2), unknown], 1 << 20, true);
         assert!(complete, "an error is news");
         let errors: Vec<_> = answers.iter().map(|p| p.error).collect();
         assert_eq!(errors, vec![None, Some(ErrorCode::UnknownTopicOrPartition)]);

@@ -37,19 +37,10 @@ pub async fn isr_expiration(rm: Rc<ReplicaManager>) {
     let half = Duration::from_millis(lag.as_millis() as u64 / 2);
     every(&rm, half, || async {
         let now = clock::now();
-        let mut proposals = Vec::new();
-        for (tp, partition) in rm.partitions.borrow_mut().iter_mut() {
+        for partition in rm.partitions.borrow_mut().values_mut() {
             if let Some(isr) = partition.update(|p| p.on_isr_expiration(now, lag)) {
-                proposals.push((
-                    tp.clone(),
-                    partition.leader_epoch(),
-                    partition.partition_epoch(),
-                    isr,
-                ));
+                rm.propose_isr(partition, isr);
             }
-        }
-        for (tp, epoch, partition_epoch, isr) in proposals {
-            rm.propose_isr(&tp, epoch, partition_epoch, isr);
         }
     })
     .await;

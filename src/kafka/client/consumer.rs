@@ -327,7 +327,8 @@ async fn validate(consumer: &Consumer, connection: &mut Connection, asks: Vec<As
                 .group
                 .as_ref()
                 .is_some_and(|g| g.bugs.skip_position_validation);
-            if position.validated == Some(ask.epoch) || skip {
+            let before_kip_320 = !consumer.ctx.config.validate_positions;
+            if position.validated == Some(ask.epoch) || skip || before_kip_320 {
                 ready.push(ask);
                 continue;
             }
@@ -375,11 +376,13 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
         asks.iter()
             .map(|ask| {
                 let position = &ask.position(&positions).expect("kept by fetch_from").fetch;
+                // Before KIP-320 reached the consumer (2.3) its fetches named no epoch.
+                let validating = ctx.config.validate_positions;
                 FetchPartition {
                     tp: ask.tp.clone(),
                     fetch_offset: position.offset,
-                    current_leader_epoch: ask.epoch,
-                    last_fetched_epoch: position.last_fetched_epoch,
+                    current_leader_epoch: if validating { ask.epoch } else { Epoch::NONE },
+                    last_fetched_epoch: position.last_fetched_epoch.filter(|_| validating),
                     max_bytes: ctx.config.max_partition_fetch_bytes,
                 }
             })
@@ -387,6 +390,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     };
     let request = Request::Fetch(Fetch {
         replica: None,
+        replica_epoch: None,
         max_wait_ms: ctx.config.fetch_max_wait.as_millis() as u64,
         min_bytes: ctx.config.fetch_min_bytes,
         session_id: 0,

@@ -147,6 +147,7 @@ async fn read_from_leader(
     while position.offset < high_watermark {
         let request = Request::Fetch(Fetch {
             replica: None,
+            replica_epoch: None,
             max_wait_ms: 0,
             min_bytes: 0,
             session_id: 0,

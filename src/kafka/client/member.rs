@@ -652,17 +652,7 @@ fn commit_request(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset
         group: m.spec.name.clone(),
         member: member.to_owned(),
         generation,
-        offsets: offsets
-            .iter()
-            .map(|(tp, c)| {
-                let leader_epoch = if m.ctx().config.commit_leader_epoch {
-                    c.leader_epoch
-                } else {
-                    Epoch::NONE
-                };
-                (tp.clone(), CommittedOffset { leader_epoch, ..*c })
-            })
-            .collect(),
+        offsets: offsets.iter().map(|(tp, c)| (tp.clone(), *c)).collect(),
     })
 }
 

@@ -146,6 +146,11 @@ pub struct ControllerState {
     elr_enabled: bool,
     /// KRaft's controller (3.3): see `Rules::kraft_controller`.
     kraft_controller: bool,
+    /// KIP-841 (3.3): an ISR may name only eligible brokers.
+    isr_members_must_be_eligible: bool,
+    /// KIP-903 (3.5): an ISR member's broker epoch, where the leader gives one, must be
+    /// its registration's.
+    isr_broker_epochs: bool,
     session_timeout: Duration,
     next_producer_id: ProducerId,
     /// Bugs a mutation test injected (none in any real run).
@@ -227,6 +232,8 @@ impl ControllerState {
             unclean_election_honoured: config.rules.unclean_election_honoured,
             elr_enabled: config.rules.eligible_leader_replicas,
             kraft_controller: config.rules.kraft_controller,
+            isr_members_must_be_eligible: config.rules.isr_members_must_be_eligible,
+            isr_broker_epochs: config.rules.isr_broker_epochs,
             session_timeout: config.broker_session_timeout,
             next_producer_id: snapshot.next_producer_id,
             bugs: Bugs::default(),
@@ -413,12 +420,28 @@ impl ControllerState {
         }
         let valid = request.new_isr.contains(&request.broker)
             && request.new_isr.iter().enumerate().all(|(i, &member)| {
-                current.replicas.contains(&member)
-                    && !request.new_isr[..i].contains(&member)
-                    && (member == request.broker || self.is_eligible(member))
+                current.replicas.contains(&member) && !request.new_isr[..i].contains(&member)
             });
         if !valid {
             return Err(ErrorCode::InvalidUpdateVersion);
+        }
+        // ReplicationControlManager.ineligibleReplicasForIsr: fenced or shutting down
+        // (KIP-841), or another process than the one whose fetches the leader saw
+        // (KIP-903). Before KIP-841 nothing checked who the members were.
+        let ineligible = |member: BrokerId| {
+            let registered = self.metadata.brokers.get(&member);
+            let other_process = request
+                .broker_epochs
+                .iter()
+                .find(|(id, _)| *id == member)
+                .is_some_and(|&(_, epoch)| registered.is_none_or(|r| r.incarnation != epoch));
+            (self.isr_members_must_be_eligible
+                && member != request.broker
+                && !self.is_eligible(member))
+                || (self.isr_broker_epochs && !self.bugs.ignore_broker_epochs && other_process)
+        };
+        if request.new_isr.iter().any(|&member| ineligible(member)) {
+            return Err(ErrorCode::IneligibleReplica);
         }
         // Canonical order: assignment order, so equal ISRs compare equal.
         let isr: Vec<BrokerId> = current
@@ -736,16 +759,21 @@ impl ControllerState {
         );
         // Only a registered, unfenced broker that is not shutting down joins an ISR, on
         // every path (AlterPartition, an election, a fencing): Kafka's INELIGIBLE_REPLICA.
+        // Before KIP-841 (3.3) an AlterPartition, the one path without an election, did
+        // not check.
+        let unchecked = !self.isr_members_must_be_eligible && election.is_none();
         debug_assert!(
-            self.metadata.partitions.get(tp).is_none_or(|current| isr
-                .iter()
-                .all(|b| current.isr.contains(b) || self.is_eligible(*b))),
+            unchecked
+                || self.metadata.partitions.get(tp).is_none_or(|current| isr
+                    .iter()
+                    .all(|b| current.isr.contains(b) || self.is_eligible(*b))),
             "an ineligible broker joins the ISR {isr:?} of {tp}"
         );
         // A fenced broker leaves every ISR, except as the last member of one without ELR,
         // which Kafka keeps (an ISR is never empty) while the partition has no leader.
         debug_assert!(
             self.bugs.keep_fenced_in_isr
+                || unchecked
                 || isr.iter().all(|b| {
                     !self.metadata.brokers.get(b).is_some_and(|r| r.fenced)
                         || (isr.len() == 1 && leader.is_none() && !self.elr_enabled)
@@ -904,6 +932,7 @@ mod tests {
             leader_epoch: current.leader_epoch,
             partition_epoch: current.partition_epoch,
             new_isr: ids(new_isr),
+            broker_epochs: Vec::new(),
         }
     }
 
@@ -1447,16 +1476,54 @@ mod tests {
         );
     }
 
+    /// KIP-841 (3.3): a fenced broker may not join an ISR. Before, nothing checked.
     #[test]
-    fn alter_partition_cannot_add_a_fenced_broker() {
-        let mut state = cluster(3, &[&[1, 2, 3]], None);
-        let mut now = 0;
-        time_out(&mut state, &[3], &mut now);
-        let request = alter(&state, 0, 1, &[1, 2, 3]);
-        assert_eq!(
-            state.alter_partition(&request).err(),
-            Some(ErrorCode::InvalidUpdateVersion)
-        );
+    fn alter_partition_adds_a_fenced_broker_only_before_kip_841() {
+        for (release, answer) in [("3.2", None), ("3.3", Some(ErrorCode::IneligibleReplica))] {
+            let mut config = Release::parse(release).expect("known").era().broker;
+            config.broker_session_timeout = std::time::Duration::from_millis(SESSION_MS);
+            let mut state = cluster_with(&config, 3, &[&[1, 2, 3]], None);
+            let mut now = 0;
+            time_out(&mut state, &[3], &mut now);
+            assert_eq!(partition(&state, 0).isr, ids(&[1, 2]), "{release}");
+            let request = alter(&state, 0, 1, &[1, 2, 3]);
+            assert_eq!(state.alter_partition(&request).err(), answer, "{release}");
+        }
+    }
+
+    /// KIP-903 (3.5): an expansion proposed from the fetches of broker 3's old process
+    /// names that process's epoch; once a new process has registered, the controller
+    /// refuses it. Before, the new process joined the ISR whatever its log held.
+    #[test]
+    fn alter_partition_refuses_a_member_of_another_broker_epoch_from_kip_903() {
+        for (release, answer) in [("3.4", None), ("3.5", Some(ErrorCode::IneligibleReplica))] {
+            let config = Release::parse(release).expect("known").era().broker;
+            let mut state = cluster_with(&config, 3, &[&[1, 2, 3]], None);
+            let mut now = 0;
+            time_out(&mut state, &[3], &mut now);
+            state
+                .register(BrokerId(3), Incarnation(2), false, at(now))
+                .expect("its old session expired");
+            let mut stale = alter(&state, 0, 1, &[1, 2, 3]);
+            stale.broker_epochs = vec![(BrokerId(3), Incarnation(1))];
+            let current = AlterPartition {
+                broker_epochs: vec![(BrokerId(3), Incarnation(2))],
+                ..stale.clone()
+            };
+            let version = state.metadata().version;
+            assert_eq!(state.alter_partition(&stale).err(), answer, "{release}");
+            if answer.is_some() {
+                assert_eq!(
+                    state.metadata().version,
+                    version,
+                    "a refusal changes nothing"
+                );
+                state
+                    .alter_partition(&current)
+                    .expect("the current process may join");
+            }
+            assert_eq!(partition(&state, 0).isr, ids(&[1, 2, 3]), "{release}");
+        }
     }
 
     #[test]
@@ -1574,8 +1641,9 @@ mod tests {
                             .brokers
                             .get(member)
                             .is_none_or(|r| r.fenced);
+                        // Before KIP-841 an AlterPartition could name a fenced broker.
                         assert!(
-                            !fenced,
+                            !fenced || !state.isr_members_must_be_eligible,
                             "{tp}: fenced {member} in the ISR of an online partition"
                         );
                     }
@@ -1657,9 +1725,21 @@ mod tests {
                                 tp: tp(p),
                                 leader_epoch: current.leader_epoch,
                                 partition_epoch: current.partition_epoch,
+                                broker_epochs: new_isr
+                                    .iter()
+                                    .map(|&m| (m, incarnations[m.0 as usize]))
+                                    .collect(),
                                 new_isr,
                             };
-                            let _ = state.alter_partition(&request);
+                            if state.alter_partition(&request).is_ok() {
+                                // KIP-903: only the processes whose epochs were named joined.
+                                for &(member, epoch) in &request.broker_epochs {
+                                    prop_assert_eq!(
+                                        state.metadata().brokers[&member].incarnation,
+                                        epoch
+                                    );
+                                }
+                            }
                         }
                     }
                     Op::Shutdown(b) => {

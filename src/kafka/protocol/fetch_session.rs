@@ -283,6 +283,7 @@ mod tests {
     fn fetch(request: SessionRequest) -> Fetch {
         Fetch {
             replica: Some(BrokerId(2)),
+            replica_epoch: None,
             max_wait_ms: 500,
             min_bytes: 1,
             session_id: request.session_id,
@@ -381,6 +382,7 @@ mod tests {
         let mut leader = SessionCache::default();
         let request = Fetch {
             replica: None,
+            replica_epoch: None,
             ..fetch(SessionRequest {
                 session_id: 0,
                 session_epoch: FINAL_EPOCH,

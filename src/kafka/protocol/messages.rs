@@ -51,6 +51,9 @@ pub enum ErrorCode {
     UnknownServerError,
     /// A new incarnation of a broker whose old one still holds a valid session.
     DuplicateBrokerRegistration,
+    /// AlterPartition named a member that may not join the ISR: fenced or shutting down
+    /// (KIP-841), or not the broker epoch whose fetches the leader saw (KIP-903).
+    IneligibleReplica,
 }
 
 impl ErrorCode {
@@ -72,6 +75,7 @@ impl ErrorCode {
             ErrorCode::CorruptMessage => "CORRUPT_MESSAGE",
             ErrorCode::StaleBrokerEpoch => "STALE_BROKER_EPOCH",
             ErrorCode::DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
+            ErrorCode::IneligibleReplica => "INELIGIBLE_REPLICA",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
@@ -356,6 +360,9 @@ pub struct AlterPartition {
     /// The partition epoch the leader based its proposal on; stale proposals are rejected.
     pub partition_epoch: PartitionEpoch,
     pub new_isr: Vec<BrokerId>,
+    /// KIP-903 (AlterPartition v3's `NewIsrWithEpochs`): the broker epoch each member's
+    /// fetches carried, where the leader knows one; empty before 3.5.
+    pub broker_epochs: Vec<(BrokerId, Incarnation)>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -380,6 +387,8 @@ pub struct ProduceResponse {
 pub struct Fetch {
     /// Set for follower fetches; `None` for consumers.
     pub replica: Option<BrokerId>,
+    /// KIP-903 (Fetch v15's `ReplicaState`): the follower's broker epoch, sent from 3.5.
+    pub replica_epoch: Option<Incarnation>,
     /// How long the leader may hold the fetch while it has less than `min_bytes`.
     pub max_wait_ms: u64,
     pub min_bytes: u64,

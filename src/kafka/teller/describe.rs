@@ -536,25 +536,31 @@ fn last_fetch(tp: &TopicPartition, broker: BrokerId, facts: &[FactEvent]) -> Str
     }
 }
 
-/// Why a broker is down at the end: its log dir went offline at each start (it halts),
-/// or a fault stopped it.
+/// Why a broker is down at the end: it halted at each start (its log dir offline, or a
+/// truncation it may not make), or a fault stopped it.
 fn broker_down(broker: BrokerId, facts: &[FactEvent]) -> String {
-    let halts: Vec<(SimTime, &String)> = facts
+    let halts: Vec<(SimTime, String)> = facts
         .iter()
         .filter_map(|e| match &e.fact {
             Fact::Kafka(KafkaFact::LogDirOffline { broker: b, error }) if *b == broker => {
-                Some((e.time, error))
+                Some((e.time, format!("its log dir offline: {error}")))
             }
+            Fact::Kafka(KafkaFact::TruncationNotAllowed {
+                broker: b,
+                tp,
+                leader_end_offset,
+                log_end_offset,
+            }) if *b == broker => Some((
+                e.time,
+                format!("its log of {tp} ends at {log_end_offset}, past its leader's {leader_end_offset}, and it may not truncate (unclean election off, before KAFKA-7414)"),
+            )),
             _ => None,
         })
         .collect();
     match halts.last() {
-        Some((_, error)) => {
-            let at: Vec<String> = halts.iter().map(|&(t, _)| time(t)).collect();
-            format!(
-                "its broker is down: it halted at {}, its log dir offline: {error}",
-                at.join(", ")
-            )
+        Some((_, why)) => {
+            let at: Vec<String> = halts.iter().map(|(t, _)| time(*t)).collect();
+            format!("its broker is down: it halted at {}, {why}", at.join(", "))
         }
         None => "its broker is down".to_string(),
     }

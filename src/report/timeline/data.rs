@@ -406,6 +406,16 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                 "log-dir-offline",
                 format!("{b}'s log dir went offline ({error}): the broker halts"),
             ),
+            Fact::Kafka(KafkaFact::TruncationNotAllowed {
+                tp,
+                broker: b,
+                leader_end_offset,
+                log_end_offset,
+            }) => (
+                broker(*b),
+                "truncation-not-allowed",
+                format!("{b}'s log of {tp} ends at {log_end_offset}, past its leader's {leader_end_offset}, and unclean election is off: it may not truncate, so the broker exits (before KAFKA-7414)"),
+            ),
             Fact::Kafka(KafkaFact::FetchFailed {
                 tp,
                 broker: b,

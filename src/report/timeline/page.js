@@ -13,7 +13,7 @@
     "up": "up",
     "killed": "killed: the process is gone, the page cache survives",
     "power-lost": "no power: what the page cache held and the disk did not is lost",
-    "exited": "exited: a controlled shutdown, or its log dir went offline",
+    "exited": "exited: a controlled shutdown, its log dir went offline, or a truncation it may not make",
   };
   const KIND = {
     "fault": ["#d62728", "fault"],
@@ -27,6 +27,7 @@
     "recovery": ["#8c564b", "log recovery"],
     "log-missing": ["#d62728", "log missing after restart"],
     "log-dir-offline": ["#d62728", "log dir offline: the broker halts"],
+    "truncation-not-allowed": ["#d62728", "truncation not allowed: the broker exits"],
     "fetch-failed": ["#ff7f0e", "fetches failing"],
     "fetch-resumed": ["#2ca02c", "fetches resumed"],
   };

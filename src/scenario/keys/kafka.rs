@@ -431,31 +431,35 @@ fn meaning_in(era: &Era, section: &str, key: &str) -> Option<String> {
 pub(crate) fn release_steps(settings: &Settings, swept: &[&str]) -> Vec<StepReach> {
     let release = settings.cluster.kafka;
     let era = release.era();
-    let groups = settings.workload.consumers > 0 && settings.workload.group.is_some();
+    let consumers = settings.workload.consumers > 0;
+    let groups = consumers && settings.workload.group.is_some();
     let run = (&settings.broker, &settings.producer, &settings.consumer);
     let default = (&era.broker, &era.producer, &era.consumer);
     release
         .history()
         .map(|step| {
-            let missed = match step
-                .reach
-                .missed_by(groups, &settings.broker, &settings.producer)
-            {
-                Some(lack) => Some(format!("these runs {lack}")),
-                None if step.rule => None,
-                None => step
-                    .defaults
-                    .iter()
-                    .all(|path| swept.contains(path) || shown(path, run) != shown(path, default))
-                    .then(|| {
-                        let names: Vec<&str> = step
-                            .defaults
-                            .iter()
-                            .map(|path| path.split_once('.').map_or(*path, |(_, key)| key))
-                            .collect();
-                        format!("these runs set {}", names.join(" and "))
-                    }),
-            };
+            let missed =
+                match step
+                    .reach
+                    .missed_by(consumers, groups, &settings.broker, &settings.producer)
+                {
+                    Some(lack) => Some(format!("these runs {lack}")),
+                    None if step.rule => None,
+                    None => step
+                        .defaults
+                        .iter()
+                        .all(|path| {
+                            swept.contains(path) || shown(path, run) != shown(path, default)
+                        })
+                        .then(|| {
+                            let names: Vec<&str> = step
+                                .defaults
+                                .iter()
+                                .map(|path| path.split_once('.').map_or(*path, |(_, key)| key))
+                                .collect();
+                            format!("these runs set {}", names.join(" and "))
+                        }),
+                };
             StepReach {
                 since: step.since,
                 source: step.source,
@@ -670,7 +674,7 @@ mod tests {
             if before.broker.rules != after.broker.rules
                 || before.producer.idempotence_max_in_flight
                     != after.producer.idempotence_max_in_flight
-                || before.consumer.commit_leader_epoch != after.consumer.commit_leader_epoch
+                || before.consumer.validate_positions != after.consumer.validate_positions
             {
                 assert!(step.rule, "{} changes a rule", step.source);
             }
