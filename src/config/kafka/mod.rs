@@ -152,6 +152,7 @@ impl Default for BrokerConfig {
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
+                leader_epoch_on_election: true,
                 unclean_election_honoured: true,
                 eligible_leader_replicas: true,
                 kraft_controller: true,

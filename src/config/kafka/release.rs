@@ -169,6 +169,10 @@ pub struct Rules {
     /// OffsetsForLeaderEpoch round on becoming follower; hightide's still make it first,
     /// which reaches the same offset one round trip sooner or later.
     pub diverging_epoch_in_fetch: bool,
+    /// A new leader records its epoch, starting at its LEO, when it is elected
+    /// (KAFKA-7415, 2.0.1). Before, it had the epoch only once it appended in it: until
+    /// then it answered OffsetsForLeaderEpoch as if its previous epoch were current.
+    pub leader_epoch_on_election: bool,
     /// Whether the controller elects a leader outside the ISR when
     /// `unclean.leader.election.enable` allows it. ZooKeeper's controller always did;
     /// KRaft's ignored the key until 3.9 (KAFKA-12670).
@@ -233,6 +237,7 @@ impl Era {
                 rules: Rules {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
+                    leader_epoch_on_election: false,
                     unclean_election_honoured: true,
                     eligible_leader_replicas: false,
                     kraft_controller: false,
@@ -393,6 +398,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.truncate_at_every_epoch = true,
+    },
+    Step {
+        since: v(2, 0),
+        change: "A new leader records its epoch when it is elected; before, only at its first append in it, and a follower asking in between about the previous epoch got the leader's LEO, or, asking about an older one it lacked, no answer and truncated to its high watermark (2.0.1; also on the 1.1 branch, never released)",
+        source: "KAFKA-7415",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.leader_epoch_on_election = true,
     },
     Step {
         since: v(2, 0),
@@ -647,6 +661,7 @@ mod tests {
             !rules(3, 2).isr_members_must_be_eligible && rules(3, 3).isr_members_must_be_eligible
         );
         assert!(!rules(3, 4).isr_broker_epochs && rules(3, 5).isr_broker_epochs);
+        assert!(!rules(1, 1).leader_epoch_on_election && rules(2, 0).leader_epoch_on_election);
     }
 
     #[test]

@@ -18,7 +18,8 @@ use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::fetch_session::SessionHandler;
 use crate::kafka::protocol::frame::{Connection, NetError};
 use crate::kafka::protocol::messages::{
-    ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetsForLeaderEpoch, Request, Response,
+    ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetSpec, OffsetsForLeaderEpoch, Request,
+    Response,
 };
 use crate::kafka::storage::log::StorageError;
 use crate::kafka::types::EpochEndOffset;
@@ -554,6 +555,35 @@ async fn reconcile(
     truncate_step(rm, tp, answer, "leader-epoch").map(|_| ())
 }
 
+/// The leader's LEO, as ListOffsets LATEST answers a replica.
+async fn ask_log_end(
+    rm: &ReplicaManager,
+    set: &FetchSet,
+    tp: &TopicPartition,
+    leader_epoch: Epoch,
+    connection: &mut Connection,
+) -> Result<Offset, Backoff> {
+    let request = Request::ListOffsets {
+        replica: Some(rm.id),
+        tp: tp.clone(),
+        spec: OffsetSpec::Latest,
+        current_leader_epoch: fencing_epoch(rm, leader_epoch),
+    };
+    let call = connection.call(&request, rm.config.replica_socket_timeout);
+    match set.unless_closed(call).await {
+        None => Err(Backoff::Gone),
+        Some(Ok(Response::ListOffsets {
+            error: None,
+            offset,
+        })) => Ok(offset),
+        Some(Ok(Response::ListOffsets {
+            error: Some(code), ..
+        })) => Err(Backoff::Leader(code)),
+        Some(Ok(_)) => Err(Backoff::Unexpected),
+        Some(Err(e)) => Err(Backoff::Net(e)),
+    }
+}
+
 /// The leader epoch a follower's request names for the leader to check (KIP-320, 2.1);
 /// before, none (`Epoch::NONE`, which the leader does not check).
 fn fencing_epoch(rm: &ReplicaManager, leader_epoch: Epoch) -> Epoch {
@@ -620,8 +650,8 @@ fn storage_failed(rm: &ReplicaManager, partition: &Partition, error: &StorageErr
 
 /// OFFSET_OUT_OF_RANGE: our LEO is past the leader's (an unclean election, or the
 /// pre-KIP-101 rule keeping more than the new leader has): truncate to the leader's LEO,
-/// learnt as the end of its current epoch. Or we are below its log start: start over
-/// there (Kafka's `handleOutOfRangeOffset`).
+/// asked with ListOffsets as a replica. Or we are below its log start: start over there
+/// (Kafka's `handleOutOfRangeOffset`).
 async fn out_of_range(
     rm: &ReplicaManager,
     set: &FetchSet,
@@ -631,9 +661,7 @@ async fn out_of_range(
     response: &FetchedPartition,
     connection: &mut Connection,
 ) -> Result<(), Backoff> {
-    let leader_leo = ask_epoch_end(rm, set, tp, leader_epoch, leader_epoch, connection)
-        .await?
-        .end_offset;
+    let leader_leo = ask_log_end(rm, set, tp, leader_epoch, connection).await?;
     let out_of_range = Backoff::Leader(ErrorCode::OffsetOutOfRange);
     if !is_current(rm, tp, generation) || leader_leo == Offset::NONE {
         return Err(out_of_range);

@@ -45,9 +45,6 @@
 //! - **Pre-KIP-101 truncation happens on becoming follower only** (with the checkpointed
 //!   HW after a restart, since a restarted broker first follows); a restarted broker that
 //!   becomes leader at once keeps its log, as Kafka 0.10 did.
-//! - **The leader's LEO for OFFSET_OUT_OF_RANGE** is asked with OffsetsForLeaderEpoch for
-//!   the leader's current epoch (its end is the LEO), instead of ListOffsets with a
-//!   replica id, which our protocol does not carry.
 //! - **A follower does not copy the leader's log start offset**: retention runs on every
 //!   replica by its own clock and HW, so logs may start at different offsets.
 //! - **AlterPartition is one request per partition on a fresh connection**, sent again

@@ -272,7 +272,10 @@ impl Partition {
         self.role = Role::Leader;
         self.truncation_pending = false;
         let leo = self.log.log_end_offset();
-        self.log.assign_epoch(state.leader_epoch, leo)?;
+        // Before KAFKA-7415 the epoch entered the cache with the leader's first append.
+        if self.rules.leader_epoch_on_election {
+            self.log.assign_epoch(state.leader_epoch, leo)?;
+        }
         self.leader_epoch_start_offset = leo;
         self.facts.record(Fact::LeaderStarted {
             tp: self.tp().clone(),
@@ -936,6 +939,33 @@ mod tests {
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
         assert!(p.truncation_pending);
+    }
+
+    /// KAFKA-7415: a leader records its epoch when elected from 2.0 (2.0.1); before, at its
+    /// first append in it.
+    #[test]
+    fn a_new_leader_records_its_epoch_at_election_from_kafka_7415() {
+        for (release, at_election) in [("1.1", false), ("2.0", true)] {
+            let mut p = partition_with(2);
+            p.rules = crate::config::kafka::Release::parse(release)
+                .expect("known")
+                .era()
+                .broker
+                .rules;
+            p.apply(
+                &state(1, 3, 3, &[1]),
+                Truncation::LeaderEpoch,
+                SimTime::ZERO,
+            )
+            .expect("become leader");
+            let latest = p.log.epochs().latest_epoch();
+            let expected = if at_election {
+                Some(Epoch(3))
+            } else {
+                Some(Epoch(0))
+            };
+            assert_eq!(latest, expected, "{release}");
+        }
     }
 
     /// KAFKA-7164 and KIP-320: told of a newer epoch under the same leader, a follower

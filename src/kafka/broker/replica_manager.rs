@@ -784,6 +784,7 @@ impl ReplicaManager {
 
     pub fn list_offsets(
         &self,
+        replica: Option<BrokerId>,
         tp: &TopicPartition,
         spec: OffsetSpec,
         current_leader_epoch: Epoch,
@@ -798,6 +799,7 @@ impl ReplicaManager {
         }
         match spec {
             OffsetSpec::Earliest => (None, p.log().log_start_offset()),
+            OffsetSpec::Latest if replica.is_some() => (None, p.log().log_end_offset()),
             OffsetSpec::Latest => (None, p.hw()),
         }
     }
@@ -955,7 +957,7 @@ mod tests {
     #[test]
     fn list_offsets_is_fenced_by_the_leader_epoch() {
         let rm = leader();
-        let ask = |epoch| rm.list_offsets(&tp(), OffsetSpec::Earliest, epoch);
+        let ask = |epoch| rm.list_offsets(None, &tp(), OffsetSpec::Earliest, epoch);
         assert_eq!(
             ask(Epoch(1)),
             (Some(ErrorCode::UnknownLeaderEpoch), Offset::NONE)

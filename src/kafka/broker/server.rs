@@ -15,11 +15,12 @@ pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request
             Response::OffsetsForLeaderEpoch(rm.offsets_for_leader_epoch(&request))
         }
         Request::ListOffsets {
+            replica,
             tp,
             spec,
             current_leader_epoch,
         } => {
-            let (error, offset) = rm.list_offsets(&tp, spec, current_leader_epoch);
+            let (error, offset) = rm.list_offsets(replica, &tp, spec, current_leader_epoch);
             Response::ListOffsets { error, offset }
         }
         Request::Metadata => Response::Metadata(rm.metadata.borrow().clone()),

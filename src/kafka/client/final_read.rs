@@ -207,6 +207,7 @@ async fn list_offset(
     timeout: Duration,
 ) -> Option<Offset> {
     let request = Request::ListOffsets {
+        replica: None,
         tp: tp.clone(),
         spec,
         current_leader_epoch: epoch,

@@ -534,10 +534,16 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
     let config = &m.ctx().config;
     let leader = m.consumer.metadata.borrow().leader(tp);
     if let Some((leader, epoch)) = leader {
+        // Before KIP-320 reached the consumer (2.3) its ListOffsets named no epoch.
         let request = Request::ListOffsets {
+            replica: None,
             tp: tp.clone(),
             spec,
-            current_leader_epoch: epoch,
+            current_leader_epoch: if config.validate_positions {
+                epoch
+            } else {
+                Epoch::NONE
+            },
         };
         let mut link = Link::default();
         if let Some(Response::ListOffsets {

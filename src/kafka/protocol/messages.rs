@@ -178,6 +178,9 @@ pub enum Request {
     Fetch(Fetch),
     OffsetsForLeaderEpoch(OffsetsForLeaderEpoch),
     ListOffsets {
+        /// Set for a follower (ListOffsets' `ReplicaId`): its LATEST is the leader's LEO,
+        /// a client's the HW.
+        replica: Option<BrokerId>,
         tp: TopicPartition,
         spec: OffsetSpec,
         /// KIP-320 fencing, as in ListOffsets v4+: `Epoch::NONE` asks for no check.

@@ -72,8 +72,11 @@ fn facts(kafka: &str) -> Vec<FactEvent> {
 
 /// KAFKA-7414 (2.0.1): before it, a follower whose log ended past its leader's refused to
 /// truncate while unclean election was off, and its broker exited, again at each restart.
-/// Under 0.10 both followers of the emptied leader exit when they meet it, and again when
-/// the heal phase starts them; under 2.0 they truncate to it and follow.
+/// Under 0.10 both followers of the emptied leader truncate to their high watermark, past
+/// its end, and exit; under 1.1 they ask where their epoch ends, but the leader has not
+/// recorded its own epoch yet (KAFKA-7415, also 2.0.1), so they fall back to the high
+/// watermark and exit the same way; each exits again when the heal phase starts it.
+/// Under 2.0 they truncate to the leader and follow.
 #[test]
 fn before_kafka_7414_a_follower_that_may_not_truncate_exits_at_every_start() {
     let refusals = |events: &[FactEvent]| -> Vec<(u32, u64)> {
@@ -93,13 +96,16 @@ fn before_kafka_7414_a_follower_that_may_not_truncate_exits_at_every_start() {
             })
             .collect()
     };
-    let old = refusals(&facts("0.10"));
-    for broker in [2, 3] {
-        let exits: Vec<u64> = old.iter().filter(|r| r.0 == broker).map(|r| r.1).collect();
-        assert!(
-            exits.iter().any(|&t| t < 30_000) && exits.iter().any(|&t| t >= 30_000),
-            "broker-{broker} exits when it meets the leader and again after its restart: {old:?}"
-        );
+    for release in ["0.10", "1.1"] {
+        let old = refusals(&facts(release));
+        for broker in [2, 3] {
+            let exits: Vec<u64> = old.iter().filter(|r| r.0 == broker).map(|r| r.1).collect();
+            assert!(
+                exits.iter().any(|&t| t < 30_000) && exits.iter().any(|&t| t >= 30_000),
+                "{release}: broker-{broker} exits when it meets the leader and again after \
+                 its restart: {old:?}"
+            );
+        }
     }
     let fixed = facts("2.0");
     assert!(refusals(&fixed).is_empty(), "2.0 truncates instead");
