@@ -153,6 +153,7 @@ impl Default for BrokerConfig {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
                 leader_epoch_on_election: true,
+                index_by_last_offset: true,
                 unclean_election_honoured: true,
                 eligible_leader_replicas: true,
                 kraft_controller: true,
@@ -349,6 +350,9 @@ pub struct LogConfig {
     /// Age at which the active segment is rolled even if it is not full.
     pub roll: Duration,
     pub index_interval_bytes: u64,
+    /// `.index` entries name a batch by its last offset (Kafka 2.0 on) or, before, by its
+    /// base offset: the release decides it.
+    pub index_by_last_offset: bool,
     pub retention_bytes: i64,
     /// `None`: keep forever.
     pub retention: Option<Duration>,
@@ -373,6 +377,7 @@ impl LogConfig {
             index_interval_bytes: topic
                 .index_interval_bytes
                 .unwrap_or(broker.log_index_interval_bytes),
+            index_by_last_offset: broker.rules.index_by_last_offset,
             retention_bytes: topic.retention_bytes.unwrap_or(broker.log_retention_bytes),
             retention: topic.retention.unwrap_or(broker.log_retention),
             flush_interval_messages: topic

@@ -173,6 +173,10 @@ pub struct Rules {
     /// (KAFKA-7415, 2.0.1). Before, it had the epoch only once it appended in it: until
     /// then it answered OffsetsForLeaderEpoch as if its previous epoch were current.
     pub leader_epoch_on_election: bool,
+    /// `.index` entries name the batch at their position by its last offset (2.0, with the
+    /// segment splitting of KAFKA-6264); before, by its base offset. Only a dumped index
+    /// shows it: a lookup scans from the entry either way.
+    pub index_by_last_offset: bool,
     /// Whether the controller elects a leader outside the ISR when
     /// `unclean.leader.election.enable` allows it. ZooKeeper's controller always did;
     /// KRaft's ignored the key until 3.9 (KAFKA-12670).
@@ -238,6 +242,7 @@ impl Era {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
                     leader_epoch_on_election: false,
+                    index_by_last_offset: false,
                     unclean_election_honoured: true,
                     eligible_leader_replicas: false,
                     kraft_controller: false,
@@ -398,6 +403,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.truncate_at_every_epoch = true,
+    },
+    Step {
+        since: v(2, 0),
+        change: "`.index` entries name the batch at their position by its last offset (`LogSegment.append` and `recover`); before, by its base offset. A lookup scans on from the entry either way: only a dumped `.index` differs",
+        source: "KAFKA-6264, apache/kafka#5169",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.index_by_last_offset = true,
     },
     Step {
         since: v(2, 0),
@@ -662,6 +676,7 @@ mod tests {
         );
         assert!(!rules(3, 4).isr_broker_epochs && rules(3, 5).isr_broker_epochs);
         assert!(!rules(1, 1).leader_epoch_on_election && rules(2, 0).leader_epoch_on_election);
+        assert!(!rules(1, 1).index_by_last_offset && rules(2, 0).index_by_last_offset);
     }
 
     #[test]

@@ -50,7 +50,7 @@ use crate::kafka::storage::checkpoint::{self, CheckpointError, LEADER_EPOCH};
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;
 use crate::kafka::storage::producer_state::{ProducerStateManager, SequenceCheck};
 use crate::kafka::storage::recovery::{self, ScanMode, SegmentBounds, SegmentScan};
-use crate::kafka::storage::segment::{self, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::kafka::storage::segment::{self, Indexing, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
 use crate::types::{Epoch, Offset, TopicPartition};
@@ -319,7 +319,7 @@ impl Log {
                 &self.dir,
                 base,
                 scan,
-                self.config.index_interval_bytes,
+                self.indexing(),
                 trust_indexes,
                 now,
             )?;
@@ -538,9 +538,9 @@ impl Log {
         if self.should_roll(batch.len(), header.last_offset(), now) {
             self.roll(now)?;
         }
-        let interval = self.config.index_interval_bytes;
+        let indexing = self.indexing();
         let (disk, active) = self.active_mut();
-        active.append(disk, batch, header, interval)?;
+        active.append(disk, batch, header, indexing)?;
         self.log_end_offset = header.next_offset();
         Ok(())
     }
@@ -835,6 +835,13 @@ impl Log {
         self.pending.file(&path);
         self.pending.dir();
         Ok(())
+    }
+
+    fn indexing(&self) -> Indexing {
+        Indexing {
+            interval_bytes: self.config.index_interval_bytes,
+            by_last_offset: self.config.index_by_last_offset,
+        }
     }
 
     fn epoch_checkpoint_path(&self) -> String {

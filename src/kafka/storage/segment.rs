@@ -31,6 +31,15 @@ pub fn parse_log_file_name(name: &str) -> Option<Offset> {
     digits.parse().ok().map(Offset)
 }
 
+/// How a segment indexes its batches: an entry once more than `interval_bytes`
+/// (`index.interval.bytes`) were written since the last, naming the batch at its position
+/// by its last offset (`by_last_offset`, Kafka 2.0 on) or its base offset (0.10 to 1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Indexing {
+    pub interval_bytes: u64,
+    pub by_last_offset: bool,
+}
+
 /// A segment's state in memory; the bytes stay on the disk.
 #[derive(Clone, Debug)]
 pub struct Segment {
@@ -93,17 +102,13 @@ impl Segment {
         dir: &str,
         base_offset: Offset,
         scan: &SegmentScan,
-        index_interval_bytes: u64,
+        indexing: Indexing,
         trust_indexes: bool,
         now: SimTime,
     ) -> Result<Segment, DiskError> {
         let mut segment = Segment::empty(dir, base_offset, now);
         for batch in &scan.batches {
-            segment.account(
-                &batch.header,
-                u64::from(batch.position),
-                index_interval_bytes,
-            );
+            segment.account(&batch.header, u64::from(batch.position), indexing);
         }
         segment.size_bytes = scan.valid_bytes;
         let rebuilt = (segment.index.clone(), segment.time_index.clone());
@@ -197,15 +202,14 @@ impl Segment {
         disk: &Disk,
         batch: &[u8],
         header: &BatchHeader,
-        index_interval_bytes: u64,
+        indexing: Indexing,
     ) -> Result<(), DiskError> {
         debug_assert_eq!(
             header.base_offset, self.next_offset,
             "segment offsets must be contiguous"
         );
         disk.append(&self.log_path, batch)?;
-        let (offset_entry, time_entry) =
-            self.account(header, self.size_bytes, index_interval_bytes);
+        let (offset_entry, time_entry) = self.account(header, self.size_bytes, indexing);
         if let Some(bytes) = offset_entry {
             disk.append(&self.index_path, &bytes)?;
         }
@@ -216,14 +220,13 @@ impl Segment {
     }
 
     /// Update the in-memory state for a batch at `position`, as Kafka's `LogSegment.append`
-    /// and `recover` do: an index entry once more than `index_interval_bytes` were written
-    /// since the last one, naming the batch by its last offset (Kafka 2.0+; see
-    /// `storage::index`). Returns the index entries' bytes to append to the files.
+    /// and `recover` do: an index entry as `indexing` says (see `storage::index`). Returns
+    /// the index entries' bytes to append to the files.
     fn account(
         &mut self,
         header: &BatchHeader,
         position: u64,
-        index_interval_bytes: u64,
+        indexing: Indexing,
     ) -> (Option<[u8; 8]>, Option<[u8; 12]>) {
         let batch_bytes = header.size_bytes() as u64;
         if self.rolling_timestamp_ms.is_none() && header.max_timestamp >= 0 {
@@ -234,8 +237,13 @@ impl Segment {
             self.offset_of_max_timestamp = header.last_offset();
         }
         let mut entries = (None, None);
-        if self.bytes_since_last_index_entry > index_interval_bytes {
-            let relative = index::relative_offset(self.base_offset, header.last_offset());
+        if self.bytes_since_last_index_entry > indexing.interval_bytes {
+            let named = if indexing.by_last_offset {
+                header.last_offset()
+            } else {
+                header.base_offset
+            };
+            let relative = index::relative_offset(self.base_offset, named);
             if let (Some(relative_offset), Ok(position)) = (relative, u32::try_from(position)) {
                 entries.0 = Some(self.index.push(OffsetPosition {
                     relative_offset,
@@ -437,8 +445,11 @@ mod tests {
     const BASE: Offset = Offset(100);
     /// Records per batch: most batches hold several, so base and last offsets differ.
     const COUNTS: [usize; 9] = [3, 1, 4, 2, 5, 1, 3, 2, 4];
-    /// `index.interval.bytes`: about one entry every other batch.
-    const INTERVAL: u64 = 100;
+    /// `index.interval.bytes`: about one entry every other batch, named as Kafka 2.0 on.
+    const INDEXING: Indexing = Indexing {
+        interval_bytes: 100,
+        by_last_offset: true,
+    };
 
     /// A segment at `BASE` with a batch per count, appended as the log appends them, with
     /// an index entry every other batch or so.
@@ -461,7 +472,7 @@ mod tests {
         set_base_offset(&mut batch, segment.next_offset());
         let header = record::parse_header(&batch).expect("built batch");
         segment
-            .append(disk, &batch, &header, INTERVAL)
+            .append(disk, &batch, &header, INDEXING)
             .expect("append");
     }
 
@@ -497,6 +508,55 @@ mod tests {
         );
     }
 
+    /// Kafka 0.10 to 1.1 name each entry by the base offset of the batch at its position,
+    /// and recovery rebuilds the same entries; lookups still land on the holding batch.
+    #[test]
+    fn before_2_0_index_entries_name_the_base_offset() {
+        let old = Indexing {
+            by_last_offset: false,
+            ..INDEXING
+        };
+        let disk = Disk::new(DiskConfig::default(), 1);
+        let mut segment = Segment::create(&disk, "d", BASE, SimTime::ZERO).expect("create");
+        for &count in &COUNTS {
+            let stamp = segment.next_offset().0;
+            let mut builder = BatchBuilder::new(stamp, ProducerId::NONE, -1, -1);
+            for i in 0..count {
+                builder.push(stamp + i as i64, None, Some(b"value"));
+            }
+            let mut batch = builder.build();
+            set_base_offset(&mut batch, segment.next_offset());
+            let header = record::parse_header(&batch).expect("built batch");
+            segment.append(&disk, &batch, &header, old).expect("append");
+        }
+        let log = disk.read_all(&segment.log_path).expect("log");
+        let entries = segment.index().entries().to_vec();
+        assert!(entries.len() >= 3, "{entries:?}");
+        for entry in &entries {
+            let header = record::parse_header(&log[entry.position as usize..]).expect("batch");
+            assert_eq!(
+                BASE.0 + i64::from(entry.relative_offset),
+                header.base_offset.0
+            );
+        }
+        let bounds = SegmentBounds {
+            base: BASE,
+            expected: BASE,
+            next_base: None,
+        };
+        let scan = recovery::scan_segment(&log, bounds, ScanMode::Validate);
+        let rebuilt =
+            Segment::load(&disk, "d", BASE, &scan, old, false, SimTime::ZERO).expect("load");
+        assert_eq!(rebuilt.index(), segment.index());
+        for offset in BASE.0..segment.next_offset().0 {
+            let (_, header) = segment
+                .translate_offset(&disk, Offset(offset))
+                .expect("read")
+                .expect("a batch holds it");
+            assert!(header.base_offset.0 <= offset && offset <= header.last_offset().0);
+        }
+    }
+
     /// Recovery rebuilds the very entries the appends wrote, as Kafka's `recover` does.
     #[test]
     fn a_rebuilt_index_is_the_one_the_appends_wrote() {
@@ -511,7 +571,7 @@ mod tests {
         };
         let scan = recovery::scan_segment(&bytes, bounds, ScanMode::Validate);
         let rebuilt =
-            Segment::load(&disk, "d", BASE, &scan, INTERVAL, false, SimTime::ZERO).expect("load");
+            Segment::load(&disk, "d", BASE, &scan, INDEXING, false, SimTime::ZERO).expect("load");
         assert_eq!(rebuilt.index(), segment.index());
         assert_eq!(rebuilt.time_index(), segment.time_index());
         for (path, written) in [&rebuilt.index_path, &rebuilt.time_index_path]

@@ -22,6 +22,7 @@ fn small_config() -> LogConfig {
         segment_bytes: 600,
         roll: Duration::from_millis(5_000),
         index_interval_bytes: 128,
+        index_by_last_offset: true,
         retention_bytes: 1_500,
         retention: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
