@@ -55,6 +55,19 @@ impl IdempotenceState {
             })
     }
 
+    /// Whether the partition's front batch may be drained now: a new batch (`front` has no
+    /// sequence yet) when `can_assign`; a retried one only once every lower sequence of its
+    /// producer id has completed. Kafka's accumulator does the same
+    /// (`shouldStopDrainBatchesForPartition`: "this effectively reduces our in flight request
+    /// count to 1"), so retries go one at a time, in sequence order, and a retry is never
+    /// sent behind later batches that could push it out of the broker's 5-batch cache.
+    pub fn may_drain(&self, partition: u32, front: Option<&Sequenced>) -> bool {
+        match front {
+            None => self.can_assign(partition),
+            Some(sequenced) => !self.earlier_unresolved(partition, sequenced),
+        }
+    }
+
     /// Stamp a batch of `records` records for `partition` being drained for the first time.
     /// `None` while `can_assign` is false.
     pub fn assign(&mut self, partition: u32, records: usize) -> Option<Sequenced> {
@@ -155,6 +168,30 @@ mod tests {
             state.assign(0, 1).map(|s| (s.producer_id, s.base_sequence)),
             Some((ProducerId(2), 0))
         );
+    }
+
+    /// Retries go one at a time from the lowest sequence: the second and third batches wait
+    /// while the first is unresolved, whatever the in-flight limit, as Kafka's accumulator
+    /// holds them. New batches are not held by retries of the current id.
+    #[test]
+    fn a_retried_batch_is_drained_only_as_the_first_unresolved_sequence() {
+        let mut state = IdempotenceState::default();
+        state.set_producer_id(ProducerId(1), 0);
+        let batches: Vec<_> = (0..3)
+            .map(|_| state.assign(0, 2).expect("sequenced"))
+            .collect();
+        assert!(state.may_drain(0, Some(&batches[0])));
+        assert!(!state.may_drain(0, Some(&batches[1])));
+        assert!(!state.may_drain(0, Some(&batches[2])));
+        assert!(
+            state.may_drain(0, None),
+            "a new batch needs only can_assign"
+        );
+        state.resolve(0, &batches[0], true);
+        assert!(state.may_drain(0, Some(&batches[1])));
+        assert!(!state.may_drain(0, Some(&batches[2])));
+        state.resolve(0, &batches[1], true);
+        assert!(state.may_drain(0, Some(&batches[2])));
     }
 
     /// Guards against reordering after a delivery-timeout failure: a batch of the old id

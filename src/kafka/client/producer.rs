@@ -456,12 +456,12 @@ impl Producer {
     /// idempotent producer cannot stamp a new batch for the partition yet (no usable
     /// producer id, or an older id's batch there is still unresolved).
     fn drain_one(&self, state: &mut State, partition: u32) -> Option<ProducerBatch> {
-        let first_drain = state.accumulator.front(partition)?.encoded.is_none();
-        if first_drain
-            && state
-                .idempotence
-                .as_ref()
-                .is_some_and(|idempotence| !idempotence.can_assign(partition))
+        let front = state.accumulator.front(partition)?;
+        let first_drain = front.encoded.is_none();
+        if state
+            .idempotence
+            .as_ref()
+            .is_some_and(|idempotence| !idempotence.may_drain(partition, front.sequence.as_ref()))
         {
             return None;
         }
