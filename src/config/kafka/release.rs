@@ -165,9 +165,9 @@ pub struct Rules {
     /// acks=1 write cannot become committed on the leader alone (KAFKA-15583, 3.7).
     pub strict_min_isr: bool,
     /// Followers fetch with their last fetched epoch and the leader answers with the epoch
-    /// where their logs diverge (KAFKA-10554, 2.8). Kafka's followers then skip the
-    /// OffsetsForLeaderEpoch round on becoming follower; hightide's still make it first,
-    /// which reaches the same offset one round trip sooner or later.
+    /// where their logs diverge (KAFKA-10554, 2.8). A new follower whose log has an epoch
+    /// then fetches at once, without an OffsetsForLeaderEpoch round
+    /// (`AbstractFetcherThread.addPartitions`: Fetching, not Truncating).
     pub diverging_epoch_in_fetch: bool,
     /// A new leader records its epoch, starting at its LEO, when it is elected
     /// (KAFKA-7415, 2.0.1). Before, it had the epoch only once it appended in it: until
@@ -480,7 +480,7 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(2, 8),
-        change: "Followers send their last fetched epoch with each fetch and the leader answers with the diverging epoch",
+        change: "Followers send their last fetched epoch with each fetch and the leader answers with the diverging epoch; a new follower whose log has an epoch skips the OffsetsForLeaderEpoch round",
         source: "KAFKA-10554",
         defaults: &[],
         rule: true,

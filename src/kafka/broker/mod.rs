@@ -31,10 +31,11 @@
 //!   timeout, not on an HW move. Hence a follower's HW trails the leader's by a round.
 //!   A fetch of many partitions waits for `fetch.min.bytes` / `replica.fetch.min.bytes`
 //!   over all of them, and is answered at once when any has an error or a divergence.
-//! - **Both divergence mechanisms are on under the leader-epoch rule**: OffsetsForLeaderEpoch
-//!   when becoming follower (KIP-101/279), and `diverging_epoch` in fetch responses
-//!   (Kafka 2.7+). Kafka uses only the second when both sides support it; the outcome is
-//!   the same truncation, reached by the same rule ([`truncation::leader_epoch_truncation`]).
+//! - **Divergence is found as the release finds it**: by OffsetsForLeaderEpoch on becoming
+//!   follower (KIP-101/279), and from 2.8 by `diverging_epoch` in fetch responses, a new
+//!   follower whose log has an epoch then skipping the OffsetsForLeaderEpoch round
+//!   (KAFKA-10554); an empty log still asks. Both reach the same truncation by the same
+//!   rule ([`truncation::leader_epoch_truncation`]).
 //!   Under the high-watermark rule followers send no last fetched epoch, as pre-0.11
 //!   followers had none, so only the HW (and OFFSET_OUT_OF_RANGE) decide truncation.
 //! - **A pre-KIP-101 follower whose LEO is inside a leader's batch takes the batch's tail**

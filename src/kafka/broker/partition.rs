@@ -317,8 +317,13 @@ impl Partition {
                 }
                 self.truncation_pending = false;
             }
+            // From 2.8 a follower whose log has an epoch fetches at once, with it as its
+            // last fetched epoch, and the leader's diverging epoch truncates it
+            // (KAFKA-10554); before, or with no epoch, it asks OffsetsForLeaderEpoch first.
             Truncation::LeaderEpoch | Truncation::LeaderEpochSingleRound => {
-                self.truncation_pending = true
+                self.truncation_pending = !(self.rules.diverging_epoch_in_fetch
+                    && rule == Truncation::LeaderEpoch
+                    && self.log.epochs().latest_epoch().is_some());
             }
         }
         self.set_hw(self.hw.min(self.log.log_end_offset()));
@@ -938,7 +943,29 @@ mod tests {
         )
         .expect("become follower");
         assert_eq!(p.log.log_end_offset(), Offset(3));
-        assert!(p.truncation_pending);
+    }
+
+    /// KAFKA-10554: from 2.8 a new follower whose log has an epoch fetches at once (the
+    /// leader's diverging epoch truncates it); before, or with an empty log, it first asks
+    /// OffsetsForLeaderEpoch.
+    #[test]
+    fn a_new_follower_skips_the_epoch_round_from_kafka_10554() {
+        for (release, records, asks) in [("2.7", 3, true), ("2.8", 3, false), ("2.8", 0, true)] {
+            let mut p = partition_with(records);
+            p.rules = crate::config::kafka::Release::parse(release)
+                .expect("known")
+                .era()
+                .broker
+                .rules;
+            p.apply(
+                &state(2, 1, 1, &[1, 2]),
+                Truncation::LeaderEpoch,
+                SimTime::ZERO,
+            )
+            .expect("become follower");
+            assert_eq!(p.truncation_pending, asks, "{release}, {records} records");
+            assert_eq!(p.log.log_end_offset(), Offset(records as i64));
+        }
     }
 
     /// KAFKA-7415: a leader records its epoch when elected from 2.0 (2.0.1); before, at its
