@@ -313,6 +313,12 @@ impl RecordAccumulator {
             .min()
     }
 
+    /// Whether retries keep sequence order: false only under the mutation
+    /// [`Bugs::reenqueue_ignores_sequence`](crate::config::kafka::Bugs::reenqueue_ignores_sequence).
+    pub fn keeps_sequence_order(&self) -> bool {
+        !self.config.reenqueue_ignores_sequence
+    }
+
     pub fn mute(&mut self, partition: u32) {
         self.muted.insert(partition);
     }

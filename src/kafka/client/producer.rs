@@ -458,10 +458,15 @@ impl Producer {
     fn drain_one(&self, state: &mut State, partition: u32) -> Option<ProducerBatch> {
         let front = state.accumulator.front(partition)?;
         let first_drain = front.encoded.is_none();
+        // The mutation that breaks retry order breaks this rule with it.
+        let retried = front
+            .sequence
+            .as_ref()
+            .filter(|_| state.accumulator.keeps_sequence_order());
         if state
             .idempotence
             .as_ref()
-            .is_some_and(|idempotence| !idempotence.may_drain(partition, front.sequence.as_ref()))
+            .is_some_and(|idempotence| !idempotence.may_drain(partition, retried))
         {
             return None;
         }
