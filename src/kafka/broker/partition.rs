@@ -742,6 +742,15 @@ mod tests {
         partition
     }
 
+    /// The rules of a Kafka release, as `hightide config --kafka` names it.
+    fn rules_of(release: &str) -> Rules {
+        crate::config::kafka::Release::parse(release)
+            .expect("known")
+            .era()
+            .broker
+            .rules
+    }
+
     fn state(leader: u32, epoch: i32, partition_epoch: i32, isr: &[u32]) -> PartitionState {
         PartitionState {
             replicas: vec![BrokerId(1), BrokerId(2), BrokerId(3)],
@@ -952,11 +961,7 @@ mod tests {
     fn a_new_follower_skips_the_epoch_round_from_kafka_10554() {
         for (release, records, asks) in [("2.7", 3, true), ("2.8", 3, false), ("2.8", 0, true)] {
             let mut p = partition_with(records);
-            p.rules = crate::config::kafka::Release::parse(release)
-                .expect("known")
-                .era()
-                .broker
-                .rules;
+            p.rules = rules_of(release);
             p.apply(
                 &state(2, 1, 1, &[1, 2]),
                 Truncation::LeaderEpoch,
@@ -974,11 +979,7 @@ mod tests {
     fn a_new_leader_records_its_epoch_at_election_from_kafka_7415() {
         for (release, at_election) in [("1.1", false), ("2.0", true)] {
             let mut p = partition_with(2);
-            p.rules = crate::config::kafka::Release::parse(release)
-                .expect("known")
-                .era()
-                .broker
-                .rules;
+            p.rules = rules_of(release);
             p.apply(
                 &state(1, 3, 3, &[1]),
                 Truncation::LeaderEpoch,
@@ -1008,11 +1009,7 @@ mod tests {
         for (release, after_one, after_two) in cases {
             for (bump, truncates) in [(1, after_one), (2, after_two)] {
                 let mut p = partition_with(3);
-                p.rules = crate::config::kafka::Release::parse(release)
-                    .expect("known")
-                    .era()
-                    .broker
-                    .rules;
+                p.rules = rules_of(release);
                 p.apply(
                     &state(2, 1, 1, &[1, 2]),
                     Truncation::LeaderEpoch,
