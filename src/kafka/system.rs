@@ -35,6 +35,10 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// How long a run waits for a pre-2.1 send (see `give_up_after`): 2.1's default
+/// `delivery.timeout.ms`.
+const PRE_KIP_91_SEND_LIFE: Duration = Duration::from_secs(120);
+
 /// How long the final read may take before the partition counts as unreadable.
 const FINAL_READ_LIMIT: Duration = Duration::from_secs(60);
 
@@ -154,9 +158,23 @@ impl System for Kafka {
         }
     }
 
+    /// A send's longest life, and a request timeout for its answer. Before KIP-91 only
+    /// `retries` bounds it: each attempt may wait `request.timeout.ms` in the accumulator,
+    /// as long in flight and a backoff; a run waits for that, up to the 120 s that
+    /// `delivery.timeout.ms` gave from 2.1, and calls what is still open indeterminate.
     fn give_up_after(&self) -> Duration {
         let producer = &self.settings.producer;
-        producer.delivery_timeout + producer.request_timeout
+        let life = if producer.expire_in_accumulator {
+            let attempt = producer.request_timeout * 2 + producer.retry_backoff;
+            let attempts = producer.retries.saturating_add(1);
+            attempt
+                .saturating_mul(attempts)
+                .saturating_add(producer.linger)
+                .min(PRE_KIP_91_SEND_LIFE)
+        } else {
+            producer.delivery_timeout
+        };
+        life + producer.request_timeout
     }
 
     fn consume(&mut self, phase: &mut Phase<'_, '_>) -> Result<Option<GroupFinal>, RunError> {

@@ -642,6 +642,15 @@ fn release_steps<'a>(rows: &'a [SweepRow]) -> Vec<ReleaseStep<'a>> {
                 _ => reaching.push(step.source),
             }
         }
+        for (first, second) in from.cancelling_steps(to) {
+            let why = format!("{} undoes what {} changed", second.since, first.since);
+            for source in [first.source, second.source] {
+                if let Some(at) = reaching.iter().position(|s| *s == source) {
+                    reaching.remove(at);
+                    left_out.push((source, why.clone()));
+                }
+            }
+        }
         let moved = pairs
             .iter()
             .copied()

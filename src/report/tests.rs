@@ -627,7 +627,8 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
     );
     assert!(
         md.contains(
-            "Left out, as they cannot change these runs: KIP-1030 (these runs set linger.ms)."
+            "Left out, as they cannot change these runs: KAFKA-15046 and KAFKA-16541 (3.8 \
+             undoes what 3.7 changed); KIP-1030 (these runs set linger.ms)."
         ),
         "{md}"
     );

@@ -162,6 +162,8 @@ impl Default for BrokerConfig {
                 out_of_range_never_fatal: true,
                 isr_members_must_be_eligible: true,
                 isr_broker_epochs: true,
+                dir_fsync: true,
+                epoch_truncation_fsync: true,
             },
         }
     }
@@ -201,6 +203,10 @@ pub struct ProducerConfig {
     pub request_timeout: Duration,
     pub retry_backoff: Duration,
     pub metadata_max_age: Duration,
+    /// Before 2.1 (KIP-91) no `delivery.timeout.ms` bounds a send: a batch expires only
+    /// while it waits in the accumulator, `request.timeout.ms` after it was due to leave,
+    /// and `retries` alone bounds its attempts. Not a key: it follows the release.
+    pub expire_in_accumulator: bool,
 }
 
 impl Default for ProducerConfig {
@@ -217,6 +223,7 @@ impl Default for ProducerConfig {
             request_timeout: ms(30_000),
             retry_backoff: ms(100),
             metadata_max_age: ms(300_000),
+            expire_in_accumulator: false,
         }
     }
 }
@@ -358,6 +365,11 @@ pub struct LogConfig {
     pub retention: Option<Duration>,
     pub flush_interval_messages: u64,
     pub flush_interval: Duration,
+    /// Flushes fsync the directory as well as the files (the release's `dir_fsync`).
+    pub dir_fsync: bool,
+    /// The epoch checkpoint is fsynced after a truncation, not only after a new epoch (the
+    /// release's `epoch_truncation_fsync`).
+    pub epoch_truncation_fsync: bool,
     /// Bugs a mutation test injected into the log (none in any real run).
     #[serde(skip)]
     pub bugs: Bugs,
@@ -384,6 +396,8 @@ impl LogConfig {
                 .flush_messages
                 .unwrap_or(broker.log_flush_interval_messages),
             flush_interval: topic.flush_interval.unwrap_or(broker.log_flush_interval),
+            dir_fsync: broker.rules.dir_fsync,
+            epoch_truncation_fsync: broker.rules.epoch_truncation_fsync,
             bugs: Bugs::default(),
         }
     }

@@ -112,6 +112,33 @@ impl Release {
         (before, era)
     }
 
+    /// Pairs of steps after `self` and up to `to` whose changes cancel: the later one, applied
+    /// right after the earlier, gives back the era from before it (KAFKA-16541 restoring
+    /// what KAFKA-15046 dropped). Between these two releases neither changes anything.
+    pub fn cancelling_steps(self, to: Release) -> Vec<(&'static Step, &'static Step)> {
+        let range: Vec<&'static Step> = STEPS
+            .iter()
+            .filter(|step| step.since > self && step.since <= to)
+            .collect();
+        let mut era = self.era();
+        let mut pairs = Vec::new();
+        for (i, &first) in range.iter().enumerate() {
+            let before = era.clone();
+            (first.apply)(&mut era);
+            if era == before {
+                continue;
+            }
+            for &second in &range[i + 1..] {
+                let mut undone = era.clone();
+                (second.apply)(&mut undone);
+                if undone == before {
+                    pairs.push((first, second));
+                }
+            }
+        }
+        pairs
+    }
+
     /// The steps up to this release, oldest first.
     pub fn history(self) -> impl Iterator<Item = &'static Step> {
         STEPS.iter().filter(move |step| step.since <= self)
@@ -214,6 +241,16 @@ pub struct Rules {
     /// registration's (KIP-903, 3.5). Before, an expansion proposed from a dead
     /// process's fetches could admit its successor, whatever log it came back with.
     pub isr_broker_epochs: bool,
+    /// Directory entries are fsynced: the log directory when a flush covers a segment it
+    /// created (`LocalLog.flush`), and a checkpoint's directory after its rename
+    /// (`Utils.atomicMoveWithFallback`), KAFKA-3968, 3.0. Before, Kafka fsynced files only,
+    /// and a new, renamed or deleted name waited for the file system's own commit.
+    pub dir_fsync: bool,
+    /// The leader-epoch checkpoint rewritten after a truncation is fsynced as it is written
+    /// (`LeaderEpochFileCache.truncateFromEnd`). In 3.7 alone it was not (KAFKA-15046 moved
+    /// the fsync off the append path's lock; KAFKA-16541 restored it in 3.8, on the
+    /// scheduler); a new epoch is fsynced at once in every release.
+    pub epoch_truncation_fsync: bool,
 }
 
 /// A release's defaults and rules: the broker's, the producer's and the consumer's.
@@ -251,6 +288,8 @@ impl Era {
                     out_of_range_never_fatal: false,
                     isr_members_must_be_eligible: false,
                     isr_broker_epochs: false,
+                    dir_fsync: false,
+                    epoch_truncation_fsync: true,
                 },
                 ..BrokerConfig::default()
             },
@@ -261,6 +300,7 @@ impl Era {
                 retries: 0,
                 linger: Duration::ZERO,
                 delivery_timeout: FOREVER,
+                expire_in_accumulator: true,
                 ..ProducerConfig::default()
             },
             consumer: ConsumerConfig {
@@ -433,7 +473,7 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(2, 1),
-        change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired after `linger.ms` + `request.timeout.ms`",
+        change: "`delivery.timeout.ms` (120000) bounds a send, retries included, and `retries` defaults to 2147483647; before, a batch expired only while it waited in the accumulator, `request.timeout.ms` after it was due to leave (after `linger.ms`, its last append once full, or a retry's backoff), and `retries` alone bounded its attempts",
         source: "KIP-91",
         defaults: &["producer.delivery.timeout.ms", "producer.retries"],
         rule: true,
@@ -441,6 +481,7 @@ pub static STEPS: &[Step] = &[
         apply: |era| {
             era.producer.delivery_timeout = ms(120_000);
             era.producer.retries = i32::MAX as u32;
+            era.producer.expire_in_accumulator = false;
         },
     },
     Step {
@@ -486,6 +527,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.diverging_epoch_in_fetch = true,
+    },
+    Step {
+        since: v(3, 0),
+        change: "Directories are fsynced: a log's when a flush covers a segment it created, a checkpoint's after the checkpoint is renamed into it; before, Kafka fsynced files only, and a new, renamed or deleted name was durable only once the file system committed it",
+        source: "KAFKA-3968, apache/kafka#10405, apache/kafka#10680",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.dir_fsync = true,
     },
     Step {
         since: v(3, 0),
@@ -551,6 +601,24 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.strict_min_isr = true,
+    },
+    Step {
+        since: v(3, 7),
+        change: "The leader-epoch checkpoint rewritten after a truncation is no longer fsynced as it is written, only renamed into place, and a power loss can bring back entries the truncation removed; a new epoch is still fsynced at once",
+        source: "KAFKA-15046",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.epoch_truncation_fsync = false,
+    },
+    Step {
+        since: v(3, 8),
+        change: "The leader-epoch checkpoint rewritten after a truncation is fsynced again, by the scheduler rather than under the log's lock",
+        source: "KAFKA-16541",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Every,
+        apply: |era| era.broker.rules.epoch_truncation_fsync = true,
     },
     Step {
         since: v(3, 9),
@@ -677,6 +745,31 @@ mod tests {
         assert!(!rules(3, 4).isr_broker_epochs && rules(3, 5).isr_broker_epochs);
         assert!(!rules(1, 1).leader_epoch_on_election && rules(2, 0).leader_epoch_on_election);
         assert!(!rules(1, 1).index_by_last_offset && rules(2, 0).index_by_last_offset);
+        assert!(!rules(2, 8).dir_fsync && rules(3, 0).dir_fsync);
+        assert!(rules(3, 6).epoch_truncation_fsync);
+        assert!(!rules(3, 7).epoch_truncation_fsync && rules(3, 8).epoch_truncation_fsync);
+    }
+
+    #[test]
+    fn a_step_undone_between_two_releases_cancels_with_the_one_that_undoes_it() {
+        let sources = |from: Release, to: Release| -> Vec<(&str, &str)> {
+            from.cancelling_steps(to)
+                .iter()
+                .map(|(a, b)| (a.source, b.source))
+                .collect()
+        };
+        assert_eq!(
+            sources(v(3, 6), v(3, 9)),
+            vec![("KAFKA-15046", "KAFKA-16541")]
+        );
+        assert!(sources(v(3, 6), v(3, 7)).is_empty());
+        assert!(sources(v(3, 7), v(3, 9)).is_empty());
+        assert!(
+            sources(Release::OLDEST, Release::NEWEST)
+                .iter()
+                .all(|pair| *pair == ("KAFKA-15046", "KAFKA-16541")),
+            "a step overridden later (KIP-101 by KIP-279) is not undone"
+        );
     }
 
     #[test]

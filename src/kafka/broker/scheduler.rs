@@ -98,8 +98,8 @@ async fn write(rm: &ReplicaManager, file: &str, offsets: &BTreeMap<TopicPartitio
     if rm.offline.get() {
         return;
     }
-    if let Err(e) =
-        checkpoint::write_atomic(&rm.disk, file, &checkpoint::offsets_to_text(offsets)).await
+    let text = checkpoint::offsets_to_text(offsets);
+    if let Err(e) = checkpoint::write_atomic(&rm.disk, file, &text, rm.config.rules.dir_fsync).await
     {
         rm.storage_failed(file, &e);
     }

@@ -38,6 +38,9 @@ pub struct ProducerBatch {
     pub size_bytes: usize,
     /// When the batch was created (producer time): `linger.ms` and `delivery.timeout.ms` count from here.
     pub created: SimTime,
+    /// When the last record joined it: before KIP-91 a full batch expired
+    /// `request.timeout.ms` after this.
+    pub last_append: SimTime,
     /// Produce requests sent for it so far.
     pub attempts: u32,
     /// Whether some attempt may have written it (an unknown outcome), so that a later
@@ -57,6 +60,7 @@ impl ProducerBatch {
             records: Vec::new(),
             size_bytes: BATCH_HEADER_LEN,
             created,
+            last_append: created,
             attempts: 0,
             maybe_written: false,
             retry_at: None,
@@ -104,12 +108,35 @@ pub fn record_size_bytes(
     varint_size(body as i64) + body
 }
 
+/// When a batch waiting in the accumulator fails with a timeout.
+#[derive(Clone, Copy, Debug)]
+pub enum Expiry {
+    /// `delivery.timeout.ms` after the batch was created (KIP-91, 2.1): any queued batch.
+    Delivery(Duration),
+    /// Before 2.1 (`ProducerBatch.maybeExpire`): `request.timeout.ms` after the batch was
+    /// due to leave, which is its `linger.ms`, its last append once full, or the end of a
+    /// retry's backoff. Only from the front of a partition with nothing in flight under
+    /// `max.in.flight.requests.per.connection` = 1, stopping at the first batch not due.
+    InAccumulator { request_timeout: Duration },
+}
+
+impl Expiry {
+    /// What an expired batch's failure says.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Expiry::Delivery(_) => "delivery timeout (delivery.timeout.ms)",
+            Expiry::InAccumulator { .. } => "expired in the accumulator (request.timeout.ms)",
+        }
+    }
+}
+
 /// The accumulator's configuration, from `ProducerConfig`.
 #[derive(Clone, Copy, Debug)]
 pub struct AccumulatorConfig {
     pub batch_size_bytes: usize,
     pub linger: Duration,
     pub idempotent: bool,
+    pub expiry: Expiry,
     /// A mutation test's bug ([`Bugs::retries_enqueue_at_back`]).
     ///
     /// [`Bugs::retries_enqueue_at_back`]: crate::config::kafka::Bugs::retries_enqueue_at_back
@@ -118,6 +145,29 @@ pub struct AccumulatorConfig {
     ///
     /// [`Bugs::reenqueue_ignores_sequence`]: crate::config::kafka::Bugs::reenqueue_ignores_sequence
     pub reenqueue_ignores_sequence: bool,
+}
+
+impl AccumulatorConfig {
+    /// Kafka's `isFull`: closed by a drain, or at `batch.size`.
+    fn is_full(&self, batch: &ProducerBatch) -> bool {
+        !batch.is_open() || batch.size_bytes >= self.batch_size_bytes
+    }
+
+    /// When a batch expires under [`Expiry::InAccumulator`] (`maybeExpire`).
+    fn expires_at(&self, batch: &ProducerBatch, full: bool) -> SimTime {
+        let Expiry::InAccumulator { request_timeout } = self.expiry else {
+            unreachable!("asked for a pre-KIP-91 expiry under delivery.timeout.ms")
+        };
+        if let Some(backoff_ends) = batch.retry_at {
+            return backoff_ends + request_timeout;
+        }
+        let lingered = batch.created + self.linger + request_timeout;
+        if full {
+            lingered.min(batch.last_append + request_timeout)
+        } else {
+            lingered
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -194,6 +244,7 @@ impl RecordAccumulator {
         if let Some(batch) = queue.back_mut() {
             batch.records.push(record);
             batch.size_bytes += size;
+            batch.last_append = now;
             // Only a record too big for `batch.size` on its own makes a batch larger.
             debug_assert!(
                 batch.records.len() == 1 || batch.size_bytes <= self.config.batch_size_bytes,
@@ -284,33 +335,70 @@ impl RecordAccumulator {
         queue.insert(position, batch);
     }
 
-    /// Remove and return the batches that have waited longer than `delivery_timeout`.
-    pub fn expire(&mut self, now: SimTime, delivery_timeout: Duration) -> Vec<ProducerBatch> {
+    /// Remove and return the batches whose wait has run out (see [`Expiry`]).
+    pub fn expire(&mut self, now: SimTime) -> Vec<ProducerBatch> {
         let mut expired = Vec::new();
-        let due = |batch: &ProducerBatch| now >= batch.created + delivery_timeout;
-        // Called on every pass of the sender: the common case, nothing due, allocates nothing.
-        for queue in self.queues.values_mut().filter(|q| q.iter().any(due)) {
-            let mut kept = VecDeque::with_capacity(queue.len());
-            for batch in queue.drain(..) {
-                if due(&batch) {
-                    expired.push(batch);
-                } else {
-                    kept.push_back(batch);
+        match self.config.expiry {
+            Expiry::Delivery(timeout) => {
+                let due = |batch: &ProducerBatch| now >= batch.created + timeout;
+                // Called on every pass of the sender: the common case, nothing due,
+                // allocates nothing.
+                for queue in self.queues.values_mut().filter(|q| q.iter().any(due)) {
+                    let mut kept = VecDeque::with_capacity(queue.len());
+                    for batch in queue.drain(..) {
+                        if due(&batch) {
+                            expired.push(batch);
+                        } else {
+                            kept.push_back(batch);
+                        }
+                    }
+                    *queue = kept;
                 }
             }
-            *queue = kept;
+            Expiry::InAccumulator { .. } => {
+                let config = &self.config;
+                for (partition, queue) in &mut self.queues {
+                    if self.muted.contains(partition) {
+                        continue;
+                    }
+                    while let Some(front) = queue.front() {
+                        let full = queue.len() > 1 || config.is_full(front);
+                        if now < config.expires_at(front, full) {
+                            break;
+                        }
+                        expired.extend(queue.pop_front());
+                    }
+                }
+            }
         }
         self.queues.retain(|_, queue| !queue.is_empty());
         expired
     }
 
-    /// The earliest time a queued batch reaches its delivery timeout.
-    pub fn next_expiry(&self, delivery_timeout: Duration) -> Option<SimTime> {
-        self.queues
-            .values()
-            .flatten()
-            .map(|b| b.created + delivery_timeout)
-            .min()
+    /// The earliest time [`expire`](Self::expire) would remove a batch, as things stand.
+    pub fn next_expiry(&self) -> Option<SimTime> {
+        match self.config.expiry {
+            Expiry::Delivery(timeout) => self
+                .queues
+                .values()
+                .flatten()
+                .map(|b| b.created + timeout)
+                .min(),
+            Expiry::InAccumulator { .. } => self
+                .queues
+                .iter()
+                .filter(|(p, _)| !self.muted.contains(p))
+                .filter_map(|(_, queue)| {
+                    let front = queue.front()?;
+                    let full = queue.len() > 1 || self.config.is_full(front);
+                    Some(self.config.expires_at(front, full))
+                })
+                .min(),
+        }
+    }
+
+    pub fn expiry(&self) -> Expiry {
+        self.config.expiry
     }
 
     /// Whether retries keep sequence order: false only under the mutation
@@ -369,6 +457,7 @@ mod tests {
             batch_size_bytes,
             linger,
             idempotent,
+            expiry: Expiry::Delivery(ms(100)),
             retries_at_back: false,
             reenqueue_ignores_sequence: false,
         })
@@ -517,13 +606,77 @@ mod tests {
         let mut acc = accumulator(16_384, ms(1_000_000), false);
         acc.append(0, record(0), None, 10, at(0));
         acc.append(1, record(1), None, 10, at(10));
-        assert_eq!(acc.next_expiry(ms(100)), Some(at(100)));
-        let expired = acc.expire(at(100), ms(100));
+        assert_eq!(acc.next_expiry(), Some(at(100)));
+        let expired = acc.expire(at(100));
         assert_eq!(expired.len(), 1);
         assert_eq!(expired[0].partition, 0);
         assert!(!acc.is_empty());
-        assert_eq!(acc.expire(at(110), ms(100)).len(), 1);
+        assert_eq!(acc.expire(at(110)).len(), 1);
         assert!(acc.is_empty());
+    }
+
+    fn pre_kip_91(batch_size_bytes: usize, linger: Duration) -> RecordAccumulator {
+        RecordAccumulator {
+            config: AccumulatorConfig {
+                expiry: Expiry::InAccumulator {
+                    request_timeout: ms(100),
+                },
+                ..accumulator(batch_size_bytes, linger, false).config
+            },
+            ..accumulator(batch_size_bytes, linger, false)
+        }
+    }
+
+    /// Kafka 2.0's `maybeExpire`: an open batch after linger + request timeout, a full one
+    /// request timeout after its last append, a retried one request timeout after its
+    /// backoff; front first, stopping at the first batch not due.
+    #[test]
+    fn before_kip_91_a_batch_expires_by_its_wait_in_the_accumulator() {
+        let mut acc = pre_kip_91(16_384, ms(50));
+        acc.append(0, record(0), None, 10, at(0));
+        acc.append(0, record(1), None, 10, at(30));
+        assert_eq!(
+            acc.next_expiry(),
+            Some(at(150)),
+            "open: linger + request timeout"
+        );
+        assert!(acc.expire(at(149)).is_empty());
+        assert_eq!(acc.expire(at(150)).len(), 1);
+
+        let mut acc = pre_kip_91(200, ms(1_000));
+        acc.append(0, record(0), None, 100, at(0));
+        acc.append(0, record(1), None, 100, at(20));
+        assert_eq!(acc.queues[&0].len(), 2);
+        assert_eq!(
+            acc.next_expiry(),
+            Some(at(100)),
+            "full: its last append + request timeout"
+        );
+        assert_eq!(
+            acc.expire(at(100)).len(),
+            1,
+            "the open batch behind is not yet due"
+        );
+        assert_eq!(acc.next_expiry(), Some(at(1_120)));
+
+        let mut acc = pre_kip_91(16_384, ms(0));
+        acc.append(0, record(0), None, 10, at(0));
+        let batch = acc.drain(0).expect("ready");
+        acc.reenqueue(batch, at(500), ms(100));
+        assert_eq!(
+            acc.next_expiry(),
+            Some(at(700)),
+            "retried: backoff end + request timeout"
+        );
+        acc.mute(0);
+        assert_eq!(
+            acc.next_expiry(),
+            None,
+            "nothing expires behind an in-flight batch"
+        );
+        assert!(acc.expire(at(10_000)).is_empty());
+        acc.unmute(0);
+        assert_eq!(acc.expire(at(700)).len(), 1);
     }
 
     proptest::proptest! {

@@ -86,12 +86,16 @@ pub struct BatchProgress {
 #[derive(Clone, Copy, Debug)]
 pub struct RetryPolicy {
     pub retries: u32,
-    pub delivery_timeout: Duration,
+    /// `None` before 2.1 (KIP-91): then `retries` alone bounds a send's attempts.
+    pub delivery_timeout: Option<Duration>,
 }
 
 impl RetryPolicy {
     pub fn can_retry(&self, progress: &BatchProgress, now: SimTime) -> bool {
-        progress.retries_done < self.retries && now < progress.created + self.delivery_timeout
+        progress.retries_done < self.retries
+            && self
+                .delivery_timeout
+                .is_none_or(|timeout| now < progress.created + timeout)
     }
 }
 
@@ -210,9 +214,9 @@ pub fn decide(
     }
 }
 
-/// A batch that reached `delivery.timeout.ms` while queued.
-pub fn expired(maybe_written: bool) -> Decision {
-    let reason = "delivery timeout (delivery.timeout.ms)".to_string();
+/// A batch that expired while queued, for `reason`.
+pub fn expired(maybe_written: bool, reason: &str) -> Decision {
+    let reason = reason.to_string();
     if maybe_written {
         Decision::Info(reason)
     } else {
@@ -244,7 +248,7 @@ mod tests {
 
     const POLICY: RetryPolicy = RetryPolicy {
         retries: 3,
-        delivery_timeout: Duration::from_secs(120),
+        delivery_timeout: Some(Duration::from_secs(120)),
     };
 
     fn fresh() -> BatchProgress {
@@ -426,15 +430,18 @@ mod tests {
     #[test]
     fn a_batch_never_sent_fails_definitely() {
         assert_eq!(
-            expired(false),
+            expired(false, "delivery timeout (delivery.timeout.ms)"),
             Decision::Fail("delivery timeout (delivery.timeout.ms)".to_string())
         );
-        assert!(matches!(expired(true), Decision::Info(_)));
+        assert!(matches!(
+            expired(true, "delivery timeout (delivery.timeout.ms)"),
+            Decision::Info(_)
+        ));
     }
 
     #[test]
     fn the_delivery_timeout_stops_retries() {
-        let late = SimTime::ZERO + POLICY.delivery_timeout;
+        let late = SimTime::ZERO + Duration::from_secs(120);
         assert!(matches!(
             decide(&AttemptResult::TimedOut, &fresh(), &POLICY, late),
             Decision::Info(_)
@@ -447,6 +454,24 @@ mod tests {
                 late
             ),
             Decision::Fail(_)
+        ));
+    }
+
+    /// Before KIP-91 time does not stop retries: `retries` alone does.
+    #[test]
+    fn before_kip_91_only_retries_stop_retries() {
+        let policy = RetryPolicy {
+            delivery_timeout: None,
+            ..POLICY
+        };
+        let much_later = SimTime::ZERO + Duration::from_secs(3_600);
+        assert!(matches!(
+            decide(&AttemptResult::TimedOut, &fresh(), &policy, much_later),
+            Decision::Retry
+        ));
+        assert!(matches!(
+            decide(&AttemptResult::TimedOut, &exhausted(), &policy, much_later),
+            Decision::Info(_)
         ));
     }
 

@@ -21,7 +21,7 @@ use crate::config::workload::{ArrivalProcess, OnError};
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::kafka::client::accumulator::{
-    AccumulatorConfig, PendingRecord, ProducerBatch, RecordAccumulator,
+    AccumulatorConfig, Expiry, PendingRecord, ProducerBatch, RecordAccumulator,
 };
 use crate::kafka::client::budget::SendBudget;
 use crate::kafka::client::idempotence::IdempotenceState;
@@ -157,16 +157,24 @@ impl Producer {
     fn new(ctx: &ProducerContext) -> Self {
         let config = ctx.config.clone();
         let idempotent = config.idempotent();
+        let expiry = if config.expire_in_accumulator {
+            Expiry::InAccumulator {
+                request_timeout: config.request_timeout,
+            }
+        } else {
+            Expiry::Delivery(config.delivery_timeout)
+        };
         let accumulator = RecordAccumulator::new(AccumulatorConfig {
             batch_size_bytes: usize::try_from(config.batch_size).unwrap_or(usize::MAX),
             linger: config.linger,
             idempotent,
+            expiry,
             retries_at_back: ctx.bugs.retries_enqueue_at_back,
             reenqueue_ignores_sequence: ctx.bugs.reenqueue_ignores_sequence,
         });
         let policy = RetryPolicy {
             retries: config.retries,
-            delivery_timeout: config.delivery_timeout,
+            delivery_timeout: (!config.expire_in_accumulator).then_some(config.delivery_timeout),
         };
         Producer {
             name: HostName::Producer(ctx.index).to_string().into(),
@@ -378,8 +386,9 @@ impl Producer {
         let now = clock::now();
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
-        for batch in state.accumulator.expire(now, self.policy.delivery_timeout) {
-            let decision = outcome::expired(batch.maybe_written);
+        let reason = state.accumulator.expiry().reason();
+        for batch in state.accumulator.expire(now) {
+            let decision = outcome::expired(batch.maybe_written, reason);
             self.complete(state, &batch, &decision);
         }
         if state
@@ -417,7 +426,7 @@ impl Producer {
                 }
             }
         }
-        if let Some(expiry) = state.accumulator.next_expiry(self.policy.delivery_timeout) {
+        if let Some(expiry) = state.accumulator.next_expiry() {
             next = Some(next.map_or(expiry, |n| n.min(expiry)));
         }
         next

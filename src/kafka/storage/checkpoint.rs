@@ -37,16 +37,26 @@ pub enum CheckpointError {
     Count { expected: usize, found: usize },
 }
 
-/// Write temp, fsync, rename, fsync dir: atomic and durable, as Kafka's `CheckpointFile.write`
-/// (with `Utils.atomicMoveWithFallback` flushing the parent directory).
-pub async fn write_atomic(disk: &Disk, path: &str, text: &str) -> Result<(), DiskError> {
+/// Write temp, fsync, rename and, with `fsync_dir`, fsync the directory: atomic and
+/// durable, as Kafka's `CheckpointFile.write` (from 3.0 `Utils.atomicMoveWithFallback`
+/// flushes the parent directory, KAFKA-3968; before, the rename was durable only once the
+/// file system committed it).
+pub async fn write_atomic(
+    disk: &Disk,
+    path: &str,
+    text: &str,
+    fsync_dir: bool,
+) -> Result<(), DiskError> {
     let tmp = format!("{path}.tmp");
     disk.write_gate().await;
     disk.create(&tmp)?;
     disk.write(&tmp, 0, text.as_bytes())?;
     disk.fsync(&tmp).await?;
     disk.rename(&tmp, path)?;
-    disk.fsync_dir(parent_dir(path)).await
+    if fsync_dir {
+        disk.fsync_dir(parent_dir(path)).await?;
+    }
+    Ok(())
 }
 
 /// The directory part of a `/`-separated path; `""` is the root.
@@ -251,8 +261,14 @@ mod tests {
     fn write_atomic_replaces_the_file_durably() {
         let disk = Disk::new(DiskConfig::default(), 1);
         let path = format!("data/{REPLICATION}");
-        run(write_atomic(&disk, &path, "old")).unwrap();
-        run(write_atomic(&disk, &path, &offsets_to_text(&sample()))).unwrap();
+        run(write_atomic(&disk, &path, "old", true)).unwrap();
+        run(write_atomic(
+            &disk,
+            &path,
+            &offsets_to_text(&sample()),
+            true,
+        ))
+        .unwrap();
         assert!(!disk.exists(&format!("{path}.tmp")));
         assert_eq!(read_offsets(&disk, &path), Ok(sample()));
         disk.power_loss();
@@ -276,10 +292,29 @@ mod tests {
             &disk,
             RECOVERY_POINT,
             &offsets_to_text(&sample()),
+            true,
         ))
         .unwrap();
         disk.power_loss();
         assert_eq!(read_offsets(&disk, RECOVERY_POINT), Ok(sample()));
+    }
+
+    /// Before 3.0 Kafka did not fsync the directory: where nothing commits the rename, a
+    /// power loss brings back the old checkpoint.
+    #[test]
+    fn without_the_directory_fsync_a_power_loss_undoes_the_rename() {
+        let config = DiskConfig {
+            power_loss: PowerLossModel::DropUnflushed,
+            ..DiskConfig::default()
+        };
+        let disk = Disk::new(config, 4);
+        let empty = offsets_to_text(&BTreeMap::new());
+        run(write_atomic(&disk, RECOVERY_POINT, &empty, true)).unwrap();
+        let text = offsets_to_text(&sample());
+        run(write_atomic(&disk, RECOVERY_POINT, &text, false)).unwrap();
+        assert_eq!(read_offsets(&disk, RECOVERY_POINT), Ok(sample()));
+        disk.power_loss();
+        assert_eq!(read_offsets(&disk, RECOVERY_POINT), Ok(BTreeMap::new()));
     }
 
     #[test]

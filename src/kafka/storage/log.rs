@@ -22,17 +22,21 @@
 //!   asynchronously; [`Log::roll_flush_pending`] tells the broker to do the same.
 //! - Metadata (segment files created, truncated or deleted; the epoch checkpoint renamed)
 //!   is durable only with an fsync of the file or its directory, so such changes stay in
-//!   every plan until a flush confirms them. One flush at a time: a plan is confirmed by
+//!   every plan until a flush confirms them. Before 3.0 Kafka fsynced no directory
+//!   (KAFKA-3968), and neither do plans under such a release: a name is then durable only
+//!   once the file system commits it. One flush at a time: a plan is confirmed by
 //!   the next `flush_done`.
 //!
 //! ## The leader-epoch-checkpoint
-//! Kafka up to 3.6 rewrote and fsynced this file on every change of the epoch cache, in
-//! the append path. Since KAFKA-15046 (3.7) the write on the append path is no longer
-//! fsynced; the file is made durable by the next log flush. We do the latter: every
-//! change rewrites the file in the page cache (write a temporary file, rename over) and
-//! the next flush plan fsyncs it and the directory. After a power loss the file may be
-//! stale or missing; recovery trims it to the recovered log and re-adds the epochs of the
-//! batches it re-validated, or rebuilds it from the log if it cannot be parsed.
+//! Kafka rewrites this file (write a temporary file, rename it over) on every change of
+//! the epoch cache, in the append path, and fsyncs it there: the temporary file before the
+//! rename, and from 3.0 the directory after it (KAFKA-3968). The one exception is 3.7,
+//! where a rewrite after a truncation was not fsynced (KAFKA-15046, undone by KAFKA-16541
+//! in 3.8): then the rename waits for the next flush plan, which fsyncs the file and the
+//! directory. The fsync happens at once, without the disk's fsync latency: one per epoch
+//! change. After a power loss the file may be stale or missing; recovery trims it to the
+//! recovered log and re-adds the epochs of the batches it re-validated, or rebuilds it
+//! from the log if it cannot be parsed.
 //!
 //! ## Truncation
 //! Batches are atomic: truncating to an offset inside a batch removes the whole batch, so
@@ -138,6 +142,16 @@ impl PendingMetadata {
         self.files.retain(|_, seq| *seq > planned);
         self.dir = self.dir.filter(|seq| *seq > planned);
     }
+}
+
+/// Why the epoch cache changed, which decides whether the checkpoint is fsynced at once.
+#[derive(Clone, Copy, Debug)]
+enum Change {
+    /// An epoch was added (a leader's first append or election, a follower's append), or
+    /// the cache was emptied with the log.
+    NewEpoch,
+    /// Entries were removed: a truncation of the log's end or start, or recovery.
+    Truncation,
 }
 
 pub struct Log {
@@ -368,15 +382,21 @@ impl Log {
                 .unwrap_or(self.log_end_offset)
                 .min(self.log_end_offset),
         );
+        let mut added = false;
         for header in replay {
             if header.partition_leader_epoch >= Epoch(0) {
-                epochs.assign(header.partition_leader_epoch, header.base_offset);
+                added |= epochs.assign(header.partition_leader_epoch, header.base_offset);
             }
         }
         epochs.truncate_from_start(self.log_start_offset);
         self.epochs = epochs;
         if before.as_deref() != Some(self.epochs.to_checkpoint().as_str()) {
-            self.write_epoch_checkpoint()?;
+            let change = if added {
+                Change::NewEpoch
+            } else {
+                Change::Truncation
+            };
+            self.write_epoch_checkpoint(change)?;
         }
         Ok(())
     }
@@ -455,7 +475,7 @@ impl Log {
         header.partition_leader_epoch = epoch;
         self.append_batch(&batch, &header, now)?;
         if self.epochs.assign(epoch, first_offset) {
-            self.write_epoch_checkpoint()?;
+            self.write_epoch_checkpoint(Change::NewEpoch)?;
         }
         self.producer_state.update(&header);
         Ok(AppendOutcome::Appended {
@@ -515,7 +535,7 @@ impl Log {
             "the LEO is past the last batch appended"
         );
         if epochs_changed {
-            self.write_epoch_checkpoint()?;
+            self.write_epoch_checkpoint(Change::NewEpoch)?;
         }
         Ok(self.log_end_offset)
     }
@@ -652,7 +672,7 @@ impl Log {
         let before = self.epochs.to_checkpoint();
         self.epochs.truncate_from_end(self.log_end_offset);
         if self.epochs.to_checkpoint() != before {
-            self.write_epoch_checkpoint()?;
+            self.write_epoch_checkpoint(Change::Truncation)?;
         }
         self.rebuild_producer_state()
     }
@@ -674,7 +694,7 @@ impl Log {
         self.log_end_offset = offset;
         self.recovery_point = offset;
         self.epochs = LeaderEpochCache::default();
-        self.write_epoch_checkpoint()?;
+        self.write_epoch_checkpoint(Change::NewEpoch)?;
         self.producer_state = ProducerStateManager::default();
         Ok(())
     }
@@ -716,6 +736,7 @@ impl Log {
             dirs: self
                 .pending
                 .dir
+                .filter(|_| self.config.dir_fsync)
                 .map(|_| self.dir.clone())
                 .into_iter()
                 .collect(),
@@ -763,7 +784,7 @@ impl Log {
     /// Becoming leader: the new epoch starts at the LEO.
     pub fn assign_epoch(&mut self, epoch: Epoch, start_offset: Offset) -> Result<(), StorageError> {
         if self.epochs.assign(epoch, start_offset) {
-            self.write_epoch_checkpoint()?;
+            self.write_epoch_checkpoint(Change::NewEpoch)?;
         }
         Ok(())
     }
@@ -804,7 +825,7 @@ impl Log {
             let before = self.epochs.to_checkpoint();
             self.epochs.truncate_from_start(self.log_start_offset);
             if self.epochs.to_checkpoint() != before {
-                self.write_epoch_checkpoint()?;
+                self.write_epoch_checkpoint(Change::Truncation)?;
             }
         }
         Ok(deleted)
@@ -823,17 +844,30 @@ impl Log {
         Some((head, next.base_offset()))
     }
 
-    /// Rewrite the leader-epoch-checkpoint in the page cache (temp file, rename) and leave
-    /// its fsync to the next flush (see the module doc).
-    fn write_epoch_checkpoint(&mut self) -> Result<(), StorageError> {
+    /// Rewrite the leader-epoch-checkpoint (temp file, rename), fsynced as the release
+    /// does it for this `change`, or left to the next flush (see the module doc).
+    fn write_epoch_checkpoint(&mut self, change: Change) -> Result<(), StorageError> {
         let path = self.epoch_checkpoint_path();
         let tmp = format!("{path}.tmp");
         self.disk.create(&tmp)?;
         self.disk
             .write(&tmp, 0, self.epochs.to_checkpoint().as_bytes())?;
+        let sync = match change {
+            Change::NewEpoch => true,
+            Change::Truncation => self.config.epoch_truncation_fsync,
+        };
+        if sync {
+            self.disk.fsync_now(&tmp)?;
+        }
         self.disk.rename(&tmp, &path)?;
-        self.pending.file(&path);
-        self.pending.dir();
+        if !sync {
+            self.pending.file(&path);
+            self.pending.dir();
+        } else if self.config.dir_fsync {
+            self.disk.fsync_dir_now(&self.dir)?;
+        } else {
+            self.pending.dir();
+        }
         Ok(())
     }
 

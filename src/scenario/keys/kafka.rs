@@ -409,7 +409,7 @@ fn meaning_in(era: &Era, section: &str, key: &str) -> Option<String> {
             "Let a replica outside the ISR become leader when no in-sync replica is left; this release's KRaft controller ignores it and never elects one (honoured from 3.9, KAFKA-12670).".to_owned()
         }
         ("producer", "retries") if !era.release.has_delivery_timeout() => {
-            "How many times a failed batch is resent, within linger.ms + request.timeout.ms of its making (delivery.timeout.ms came in 2.1, KIP-91).".to_owned()
+            "How many times a failed batch is resent; nothing else bounds its attempts, and it expires only while it waits in the accumulator, request.timeout.ms after it was due to leave (delivery.timeout.ms came in 2.1, KIP-91).".to_owned()
         }
         ("producer", "enable.idempotence") => {
             let max = era.producer.idempotence_max_in_flight?;
@@ -578,7 +578,7 @@ mod tests {
                 .meaning
         );
         let old = super::super::config_reference(release("2.0"));
-        assert!(meaning_of(&old, "retries =").contains("within linger.ms + request.timeout.ms"));
+        assert!(meaning_of(&old, "retries =").contains("nothing else bounds its attempts"));
         assert_eq!(
             meaning_of(&newest, "retries ="),
             PRODUCER.find("retries").unwrap().meaning

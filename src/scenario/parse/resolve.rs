@@ -88,7 +88,7 @@ pub(super) fn resolve(
             .apply(&mut settings, &assign.key, &assign.value)?;
         explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
     }
-    producer_rules(&mut settings.producer, release, &explicit)?;
+    producer_rules(&mut settings.producer, &explicit)?;
     group_rules(&mut settings, &explicit)?;
     resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
     let chosen = match faults {
@@ -127,12 +127,10 @@ pub(super) fn resolve(
 /// default is raised to `linger.ms + request.timeout.ms`. Set explicitly below that, Kafka
 /// refuses it, but the full example of docs/scenarios.md does so (30000 < 5 + 30000) and
 /// must run: the value stands, and a request may be cut short by the delivery timeout.
-/// Before Kafka 2.1
-/// there is no delivery timeout: a batch expires `linger.ms + request.timeout.ms` after it
-/// was made, which the same field models (retries later than that are cut short).
+/// Before Kafka 2.1 there is no delivery timeout (the key is refused before this), and
+/// the release's `expire_in_accumulator` bounds a batch instead.
 fn producer_rules(
     producer: &mut ProducerConfig,
-    release: Release,
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
 ) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
@@ -168,7 +166,7 @@ fn producer_rules(
     }
     let floor = producer.linger.saturating_add(producer.request_timeout);
     let raised = producer.delivery_timeout < floor && span_of("delivery.timeout.ms").is_none();
-    if raised || !release.has_delivery_timeout() {
+    if raised {
         producer.delivery_timeout = floor;
     }
     Ok(())

@@ -27,6 +27,8 @@ fn small_config() -> LogConfig {
         retention: Some(Duration::from_millis(20_000)),
         flush_interval_messages: 10,
         flush_interval: hightide::config::kafka::FOREVER,
+        dir_fsync: true,
+        epoch_truncation_fsync: true,
         bugs: Default::default(),
     }
 }
@@ -758,23 +760,68 @@ fn corrupt_leader_batch_is_rejected() {
     assert_eq!(log.log_end_offset(), Offset(0));
 }
 
+/// A new epoch's checkpoint is durable as soon as it is written, in every release; a
+/// truncation's is too, except in 3.7 (KAFKA-15046), where it waits for the next flush.
 #[test]
-fn epoch_checkpoint_change_is_flushed_with_the_log() {
-    let disk = Disk::new(DiskConfig::default(), 1);
-    let mut log = open(&disk, LogConfig::default());
-    flush(&disk, &mut log);
-    log.append_as_leader(batch(0, 1, SimTime::ZERO), Epoch(4), SimTime::ZERO)
-        .expect("append");
-    let plan = log.flush_plan();
-    assert!(plan
-        .files
-        .contains(&"t-0/leader-epoch-checkpoint".to_string()));
-    flush(&disk, &mut log);
-    assert!(disk.durable("t-0/leader-epoch-checkpoint").is_some());
-    assert!(!log
-        .flush_plan()
-        .files
-        .contains(&"t-0/leader-epoch-checkpoint".to_string()));
+fn epoch_checkpoint_writes_are_fsynced_as_the_release_does() {
+    const CHECKPOINT: &str = "t-0/leader-epoch-checkpoint";
+    for truncation_fsync in [true, false] {
+        let disk = Disk::new(DiskConfig::default(), 1);
+        let config = LogConfig {
+            epoch_truncation_fsync: truncation_fsync,
+            ..small_config()
+        };
+        let mut log = open(&disk, config);
+        flush(&disk, &mut log);
+        let durable = || String::from_utf8(disk.durable(CHECKPOINT).unwrap_or_default());
+        log.append_as_leader(batch(0, 1, SimTime::ZERO), Epoch(4), SimTime::ZERO)
+            .expect("append");
+        let one_epoch = log.epochs().to_checkpoint();
+        log.append_as_leader(batch(1, 1, SimTime::ZERO), Epoch(5), SimTime::ZERO)
+            .expect("append");
+        let two_epochs = log.epochs().to_checkpoint();
+        assert_eq!(
+            durable(),
+            Ok(two_epochs.clone()),
+            "a new epoch is fsynced at once"
+        );
+        assert!(!log.flush_plan().files.contains(&CHECKPOINT.to_string()));
+
+        log.truncate_to(Offset(1), SimTime::ZERO).expect("truncate");
+        assert_eq!(log.epochs().to_checkpoint(), one_epoch);
+        let planned = log.flush_plan().files.contains(&CHECKPOINT.to_string());
+        if truncation_fsync {
+            assert_eq!(
+                durable(),
+                Ok(one_epoch.clone()),
+                "fsynced with the truncation"
+            );
+            assert!(!planned);
+        } else {
+            assert_eq!(durable(), Ok(two_epochs), "3.7: not fsynced yet");
+            assert!(planned, "3.7: left to the next flush");
+            flush(&disk, &mut log);
+            assert_eq!(durable(), Ok(one_epoch));
+        }
+    }
+}
+
+/// Before 3.0 (KAFKA-3968) Kafka fsynced no directory: a flush plan then names none.
+#[test]
+fn flush_plans_fsync_the_directory_only_from_kafka_3_0() {
+    for dir_fsync in [true, false] {
+        let disk = Disk::new(DiskConfig::default(), 1);
+        let mut log = open(
+            &disk,
+            LogConfig {
+                dir_fsync,
+                ..small_config()
+            },
+        );
+        log.append_as_leader(batch(0, 1, SimTime::ZERO), Epoch(0), SimTime::ZERO)
+            .expect("append");
+        assert_eq!(!log.flush_plan().dirs.is_empty(), dir_fsync);
+    }
 }
 
 /// Kafka reads an empty leader-epoch-checkpoint as no entries, and one it cannot parse
