@@ -48,8 +48,13 @@ fn kafka_0_10_has_its_own_defaults_and_rules() {
     assert_eq!(s.producer.retries, 0);
     assert!(!s.producer.idempotent());
     assert_eq!(s.producer.linger, Duration::ZERO);
-    // No delivery timeout before 2.1: a batch expires linger.ms + request.timeout.ms on.
-    assert_eq!(s.producer.delivery_timeout, Duration::from_secs(30));
+    // No delivery timeout before 2.1: a batch expires only while queued (KIP-91).
+    assert!(s.producer.expire_in_accumulator);
+    assert!(
+        !settings(&scenario("kafka = \"2.1\"", ""))
+            .producer
+            .expire_in_accumulator
+    );
 }
 
 #[test]
