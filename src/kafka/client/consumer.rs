@@ -15,7 +15,7 @@ use crate::config::kafka::Commit;
 use crate::config::kafka::{Bugs, ConsumerConfig, OffsetReset};
 use crate::history::final_state::ReadRecord;
 use crate::history::{History, Op};
-use crate::kafka::client::fetch::{FetchOutcome, FetchPosition};
+use crate::kafka::client::fetch::{with_batch_epochs, FetchOutcome, FetchPosition};
 use crate::kafka::client::metadata::{fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT};
 use crate::kafka::protocol::fetch_session::FINAL_EPOCH;
 use crate::kafka::protocol::frame::Connection;
@@ -434,7 +434,7 @@ fn apply(consumer: &Consumer, ask: &Ask, answer: &FetchedPartition) {
         None => return,
     };
     match outcome {
-        FetchOutcome::Records(records) => {
+        FetchOutcome::Records { records, .. } => {
             for record in records {
                 ctx.history.record(
                     &consumer.process,
@@ -474,11 +474,12 @@ fn member_outcome(
 ) {
     let ctx = &consumer.ctx;
     match outcome {
-        FetchOutcome::Records(records) if !records.is_empty() => {
-            let epoch = position.fetch.last_fetched_epoch.unwrap_or(Epoch::NONE);
+        FetchOutcome::Records { records, epochs } if !records.is_empty() => {
+            // Each record keeps its own batch's leader epoch, which its commit carries
+            // (Kafka's `ConsumerRecord.leaderEpoch`), not the fetch's last.
             position
                 .fetched
-                .extend(records.iter().map(|r| (r.clone(), epoch)));
+                .extend(with_batch_epochs(records, epochs).map(|(r, e)| (r.clone(), e)));
             consumer.fetched.notify_one();
         }
         FetchOutcome::Reset { .. } => {

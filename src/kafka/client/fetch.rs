@@ -18,6 +18,9 @@ use crate::types::{Epoch, Offset};
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Decoded {
     pub records: Vec<ReadRecord>,
+    /// For each batch that returned records: the offset of its first returned record
+    /// and the batch's leader epoch, in offset order.
+    pub epochs: Vec<(Offset, Epoch)>,
     pub next_offset: Option<Offset>,
     pub last_epoch: Option<Epoch>,
 }
@@ -44,6 +47,13 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
         for record in batch_records {
             let offset = Offset(header.base_offset.0 + i64::from(record.offset_delta));
             if offset >= next {
+                if decoded
+                    .epochs
+                    .last()
+                    .is_none_or(|(first, _)| *first < header.base_offset)
+                {
+                    decoded.epochs.push((offset, header.partition_leader_epoch));
+                }
                 decoded
                     .records
                     .push(ReadRecord::new(offset, record.value.unwrap_or_default()));
@@ -56,11 +66,35 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
     decoded
 }
 
+/// Each record with its batch's leader epoch, from [`Decoded::epochs`] (both in offset
+/// order); a record before every batch entry has none.
+pub fn with_batch_epochs<'a>(
+    records: &'a [ReadRecord],
+    epochs: &'a [(Offset, Epoch)],
+) -> impl Iterator<Item = (&'a ReadRecord, Epoch)> + 'a {
+    let mut epochs = epochs.iter().peekable();
+    let mut epoch = Epoch::NONE;
+    records.iter().map(move |record| {
+        while let Some(&&(first, batch_epoch)) = epochs.peek() {
+            if first > record.offset {
+                break;
+            }
+            epoch = batch_epoch;
+            epochs.next();
+        }
+        (record, epoch)
+    })
+}
+
 /// What a Fetch answer means for the reader.
 #[derive(Debug, PartialEq, Eq)]
 pub enum FetchOutcome {
-    /// New records (possibly none); the position moved past them.
-    Records(Vec<ReadRecord>),
+    /// New records (possibly none), with their batches' leader epochs ([`Decoded::epochs`]);
+    /// the position moved past them.
+    Records {
+        records: Vec<ReadRecord>,
+        epochs: Vec<(Offset, Epoch)>,
+    },
     /// The log diverged from what was read: the position moved back to `to`.
     Diverged { to: Offset },
     /// The position was outside the log: it moved to `to`.
@@ -146,7 +180,10 @@ impl FetchPosition {
                 self.last_fetched_epoch = decoded.last_epoch;
             }
         }
-        FetchOutcome::Records(decoded.records)
+        FetchOutcome::Records {
+            records: decoded.records,
+            epochs: decoded.epochs,
+        }
     }
 }
 
@@ -180,7 +217,7 @@ mod tests {
 
     fn offsets(outcome: &FetchOutcome) -> Vec<i64> {
         match outcome {
-            FetchOutcome::Records(records) => records.iter().map(|r| r.offset.0).collect(),
+            FetchOutcome::Records { records, .. } => records.iter().map(|r| r.offset.0).collect(),
             other => panic!("expected records, got {other:?}"),
         }
     }
@@ -192,6 +229,24 @@ mod tests {
         bytes.extend(batch(2, 3, &["c"]));
         let outcome = position.apply(&response(bytes), true);
         assert_eq!(offsets(&outcome), vec![0, 1, 2]);
+        let FetchOutcome::Records { epochs, .. } = &outcome else {
+            unreachable!("offsets checked it")
+        };
+        assert_eq!(
+            epochs,
+            &vec![(Offset(0), Epoch(1)), (Offset(2), Epoch(3))],
+            "each batch's own epoch, from its first record returned"
+        );
+        let FetchOutcome::Records { records, .. } = &outcome else {
+            unreachable!()
+        };
+        let per_record: Vec<(i64, Epoch)> = with_batch_epochs(records, epochs)
+            .map(|(r, e)| (r.offset.0, e))
+            .collect();
+        assert_eq!(
+            per_record,
+            vec![(0, Epoch(1)), (1, Epoch(1)), (2, Epoch(3))]
+        );
         assert_eq!(
             position,
             FetchPosition {
@@ -206,6 +261,9 @@ mod tests {
         let mut position = FetchPosition::new(Offset(1));
         let outcome = position.apply(&response(batch(0, 1, &["a", "b", "c"])), true);
         assert_eq!(offsets(&outcome), vec![1, 2]);
+        assert!(
+            matches!(&outcome, FetchOutcome::Records { epochs, .. } if epochs == &[(Offset(1), Epoch(1))])
+        );
     }
 
     /// The CRC does not cover a batch's base offset: one that rotted upwards passes the

@@ -179,9 +179,9 @@ async fn read_from_leader(
         };
         let before = position.offset;
         match position.apply(response, check_crcs) {
-            FetchOutcome::Records(fetched) => {
-                records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark))
-            }
+            FetchOutcome::Records {
+                records: fetched, ..
+            } => records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark)),
             _ => return Attempt::Failed(partial(records)),
         }
         if position.offset <= before {
