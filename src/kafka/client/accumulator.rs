@@ -154,10 +154,7 @@ impl AccumulatorConfig {
     }
 
     /// When a batch expires under [`Expiry::InAccumulator`] (`maybeExpire`).
-    fn expires_at(&self, batch: &ProducerBatch, full: bool) -> SimTime {
-        let Expiry::InAccumulator { request_timeout } = self.expiry else {
-            unreachable!("asked for a pre-KIP-91 expiry under delivery.timeout.ms")
-        };
+    fn expires_at(&self, batch: &ProducerBatch, full: bool, request_timeout: Duration) -> SimTime {
         if let Some(backoff_ends) = batch.retry_at {
             return backoff_ends + request_timeout;
         }
@@ -355,7 +352,7 @@ impl RecordAccumulator {
                     *queue = kept;
                 }
             }
-            Expiry::InAccumulator { .. } => {
+            Expiry::InAccumulator { request_timeout } => {
                 let config = &self.config;
                 for (partition, queue) in &mut self.queues {
                     if self.muted.contains(partition) {
@@ -363,7 +360,7 @@ impl RecordAccumulator {
                     }
                     while let Some(front) = queue.front() {
                         let full = queue.len() > 1 || config.is_full(front);
-                        if now < config.expires_at(front, full) {
+                        if now < config.expires_at(front, full, request_timeout) {
                             break;
                         }
                         expired.extend(queue.pop_front());
@@ -384,14 +381,14 @@ impl RecordAccumulator {
                 .flatten()
                 .map(|b| b.created + timeout)
                 .min(),
-            Expiry::InAccumulator { .. } => self
+            Expiry::InAccumulator { request_timeout } => self
                 .queues
                 .iter()
                 .filter(|(p, _)| !self.muted.contains(p))
                 .filter_map(|(_, queue)| {
                     let front = queue.front()?;
                     let full = queue.len() > 1 || self.config.is_full(front);
-                    Some(self.config.expires_at(front, full))
+                    Some(self.config.expires_at(front, full, request_timeout))
                 })
                 .min(),
         }

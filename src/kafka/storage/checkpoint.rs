@@ -257,6 +257,15 @@ mod tests {
             .block_on(f)
     }
 
+    /// A disk on which a power loss keeps nothing that was not fsynced.
+    fn unflushed_lost_at_power_loss(seed: u64) -> Disk {
+        let config = DiskConfig {
+            power_loss: PowerLossModel::DropUnflushed,
+            ..DiskConfig::default()
+        };
+        Disk::new(config, seed)
+    }
+
     #[test]
     fn write_atomic_replaces_the_file_durably() {
         let disk = Disk::new(DiskConfig::default(), 1);
@@ -279,11 +288,7 @@ mod tests {
     /// fsync it could leave the new name pointing at an empty file.
     #[test]
     fn power_loss_after_a_plain_write_loses_it_but_not_after_write_atomic() {
-        let config = DiskConfig {
-            power_loss: PowerLossModel::DropUnflushed,
-            ..DiskConfig::default()
-        };
-        let disk = Disk::new(config, 2);
+        let disk = unflushed_lost_at_power_loss(2);
         disk.write(RECOVERY_POINT, 0, offsets_to_text(&sample()).as_bytes())
             .unwrap();
         disk.power_loss();
@@ -303,11 +308,7 @@ mod tests {
     /// power loss brings back the old checkpoint.
     #[test]
     fn without_the_directory_fsync_a_power_loss_undoes_the_rename() {
-        let config = DiskConfig {
-            power_loss: PowerLossModel::DropUnflushed,
-            ..DiskConfig::default()
-        };
-        let disk = Disk::new(config, 4);
+        let disk = unflushed_lost_at_power_loss(4);
         let empty = offsets_to_text(&BTreeMap::new());
         run(write_atomic(&disk, RECOVERY_POINT, &empty, true)).unwrap();
         let text = offsets_to_text(&sample());

@@ -865,8 +865,6 @@ impl Log {
             self.pending.dir();
         } else if self.config.dir_fsync {
             self.disk.fsync_dir_now(&self.dir)?;
-        } else {
-            self.pending.dir();
         }
         Ok(())
     }
