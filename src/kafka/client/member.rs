@@ -11,7 +11,8 @@
 //!   resumes at the group's committed offset (validated against its leader epoch, KIP-320)
 //!   or, with none, where `auto.offset.reset` puts it;
 //! - `commit = "auto"` commits the positions of the records already polled from within the
-//!   poll every `auto.commit.interval.ms` (once, unretried) and before rejoining
+//!   poll every `auto.commit.interval.ms` with `commitAsync` (the poll goes on; a retriable
+//!   failure brings the next one forward to `retry.backoff.ms`), and before rejoining
 //!   (synchronously); the two `commitSync` modes commit a poll's positions before or after
 //!   processing its records, retrying only the retriable errors; a commit that fails
 //!   otherwise is the application's `CommitFailedException`: before processing, the
@@ -36,6 +37,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
 
 /// How long a poll waits for records before it loops (the application's poll timeout).
 const POLL_TIMEOUT: Duration = Duration::from_millis(100);
@@ -63,6 +65,8 @@ struct Member {
     /// Where the next poll starts taking records, so that no partition starves.
     next_first: Cell<usize>,
     last_poll: Cell<SimTime>,
+    /// When the poll next sends an auto commit (Kafka's `nextAutoCommitTimer`).
+    next_auto_commit: Cell<SimTime>,
     /// Partitions placed so far, to tell a placement from the one before.
     placements: Cell<u64>,
     /// Each subscribed topic's partition count, for the leader's assignment.
@@ -127,6 +131,7 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         config.heartbeat_interval,
     );
     let partitions = BTreeMap::from([(ctx.topic.clone(), ctx.partitions)]);
+    let first_auto_commit = clock::now() + config.auto_commit_interval;
     let (consumer, tasks) = consumer::start(ctx, BTreeMap::new());
     let member = Rc::new(Member {
         consumer,
@@ -137,13 +142,16 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         unplaced: RefCell::default(),
         next_first: Cell::new(0),
         last_poll: Cell::new(clock::now()),
+        next_auto_commit: Cell::new(first_auto_commit),
         placements: Cell::new(0),
         partitions,
     });
-    let heartbeat = tokio::task::spawn_local(heartbeat_thread(member.clone()));
-    poll_loop(member).await;
+    let (poll_link, poll_task) = Channel::open(&member);
+    let (heartbeat_link, heartbeat_task) = Channel::open(&member);
+    let heartbeat = tokio::task::spawn_local(heartbeat_thread(member.clone(), heartbeat_link));
+    poll_loop(member, poll_link).await;
     heartbeat.await.map_err(|e| e.to_string())?;
-    for task in tasks {
+    for task in [poll_task, heartbeat_task].into_iter().chain(tasks) {
         task.await.map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -174,21 +182,98 @@ impl Link {
     }
 }
 
+/// A thread's connection as Kafka's consumer has it (one `NetworkClient`): requests go out
+/// in the order they are made, one at a time, each answered before the next is sent; a
+/// request may be queued without waiting for its answer (`commitAsync`). A task owns the
+/// [`Link`] and works through the queue.
+struct Channel {
+    calls: mpsc::UnboundedSender<Call>,
+}
+
+struct Call {
+    broker: BrokerId,
+    request: Request,
+    timeout: Duration,
+    then: Then,
+}
+
+/// What happens with a call's answer.
+enum Then {
+    Reply(oneshot::Sender<Option<Response>>),
+    /// An auto commit's answer, taken as Kafka's callback takes it.
+    AutoCommitted {
+        offsets: BTreeMap<TopicPartition, CommittedOffset>,
+        generation: i32,
+    },
+}
+
+impl Channel {
+    fn open(m: &Rc<Member>) -> (Channel, tokio::task::JoinHandle<()>) {
+        let (calls, mut queue) = mpsc::unbounded_channel::<Call>();
+        let m = m.clone();
+        let task = tokio::task::spawn_local(async move {
+            let mut link = Link::default();
+            while let Some(call) = queue.recv().await {
+                let answer = link.call(call.broker, &call.request, call.timeout).await;
+                match call.then {
+                    Then::Reply(reply) => {
+                        let _ = reply.send(answer);
+                    }
+                    Then::AutoCommitted {
+                        offsets,
+                        generation,
+                    } => {
+                        if commit_answered(&m, &offsets, generation, answer)
+                            == CommitOutcome::Retriable
+                        {
+                            let backoff = m.ctx().config.retry_backoff;
+                            m.next_auto_commit.set(clock::now() + backoff);
+                        }
+                    }
+                }
+            }
+        });
+        (Channel { calls }, task)
+    }
+
+    /// Send `request` after whatever is queued, and wait for its answer.
+    async fn call(
+        &self,
+        broker: BrokerId,
+        request: &Request,
+        timeout: Duration,
+    ) -> Option<Response> {
+        let (reply, answer) = oneshot::channel();
+        self.queue(broker, request.clone(), timeout, Then::Reply(reply));
+        answer.await.ok().flatten()
+    }
+
+    fn queue(&self, broker: BrokerId, request: Request, timeout: Duration, then: Then) {
+        let call = Call {
+            broker,
+            request,
+            timeout,
+            then,
+        };
+        // The task lives as long as the member's host does.
+        let _ = self.calls.send(call);
+    }
+}
+
 /// The application's loop: poll, process, commit.
-async fn poll_loop(m: Rc<Member>) {
+async fn poll_loop(m: Rc<Member>, link: Channel) {
     let config = m.ctx().config.clone();
-    let mut link = Link::default();
-    let mut next_auto_commit = clock::now() + config.auto_commit_interval;
     loop {
         m.last_poll.set(clock::now());
-        ensure_active(&m, &mut link).await;
+        ensure_active(&m, &link).await;
         let unplaced = std::mem::take(&mut *m.unplaced.borrow_mut());
         if !unplaced.is_empty() {
-            install(&m, &mut link, unplaced).await;
+            install(&m, &link, unplaced).await;
         }
-        if m.spec.commit == Commit::Auto && clock::now() >= next_auto_commit {
-            next_auto_commit = clock::now() + config.auto_commit_interval;
-            commit_once(&m, &mut link).await;
+        if m.spec.commit == Commit::Auto && clock::now() >= m.next_auto_commit.get() {
+            m.next_auto_commit
+                .set(clock::now() + config.auto_commit_interval);
+            commit_async(&m, &link);
         }
         reset_positions(&m).await;
         let polled = take_records(&m, config.max_poll_records as usize);
@@ -197,7 +282,7 @@ async fn poll_loop(m: Rc<Member>) {
             let _ = tokio::time::timeout(POLL_TIMEOUT, m.consumer.fetched.notified()).await;
             continue;
         }
-        if m.spec.commit == Commit::BeforeProcessing && !commit_sync(&m, &mut link).await {
+        if m.spec.commit == Commit::BeforeProcessing && !commit_sync(&m, &link).await {
             // The application's commitSync threw: its records are not processed.
             continue;
         }
@@ -213,7 +298,7 @@ async fn poll_loop(m: Rc<Member>) {
             });
         }
         if m.spec.commit == Commit::AfterProcessing {
-            commit_sync(&m, &mut link).await;
+            commit_sync(&m, &link).await;
         }
         report_progress(&m);
     }
@@ -331,7 +416,7 @@ fn report_progress(m: &Member) {
 
 /// Kafka's `ensureActiveGroup` from within poll: act on a requested rejoin, then find,
 /// join and sync until the member is in a generation.
-async fn ensure_active(m: &Member, link: &mut Link) {
+async fn ensure_active(m: &Member, link: &Channel) {
     let config = m.ctx().config.clone();
     if let Some(error) = m.rejoin.take() {
         if m.spec.commit == Commit::Auto {
@@ -420,7 +505,7 @@ async fn ensure_active(m: &Member, link: &mut Link) {
 }
 
 async fn call_coordinator(
-    link: &mut Link,
+    link: &Channel,
     coordinator: Option<BrokerId>,
     request: &Request,
     timeout: Duration,
@@ -432,7 +517,7 @@ async fn call_coordinator(
 /// where `auto.offset.reset` says (looked up by the next poll). If the coordinator does
 /// not answer for the committed offsets, the next poll asks again: a partition is never
 /// reset for want of an answer.
-async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
+async fn install(m: &Member, link: &Channel, assigned: Vec<TopicPartition>) {
     let ctx = m.ctx();
     let Some(committed) = fetch_committed(m, link, &assigned).await else {
         tracing::info!(
@@ -494,7 +579,7 @@ async fn install(m: &Member, link: &mut Link, assigned: Vec<TopicPartition>) {
 /// timeout; `None` if it never answered.
 async fn fetch_committed(
     m: &Member,
-    link: &mut Link,
+    link: &Channel,
     partitions: &[TopicPartition],
 ) -> Option<BTreeMap<TopicPartition, CommittedOffset>> {
     let config = &m.ctx().config;
@@ -590,7 +675,7 @@ fn to_commit(m: &Member) -> BTreeMap<TopicPartition, CommittedOffset> {
 /// errors (the coordinator moved or cannot take it yet) until the API timeout; refused
 /// by the group (another generation, an unknown member, a rebalance), it fails and the
 /// member rejoins at its next poll. Returns whether the commit was acknowledged.
-async fn commit_sync(m: &Member, link: &mut Link) -> bool {
+async fn commit_sync(m: &Member, link: &Channel) -> bool {
     let offsets = to_commit(m);
     let config = m.ctx().config.clone();
     let deadline = clock::now() + API_TIMEOUT;
@@ -605,49 +690,84 @@ async fn commit_sync(m: &Member, link: &mut Link) -> bool {
         }
         let request = commit_request(m, &offsets);
         let generation = m.membership.borrow().identity().1;
-        match call_coordinator(link, coordinator, &request, config.request_timeout).await {
-            Some(Response::OffsetCommit { error: None }) => {
-                committed(m, &offsets);
-                return true;
-            }
-            Some(Response::OffsetCommit {
-                error: Some(ErrorCode::CoordinatorLoadInProgress),
-            }) => {}
-            Some(Response::OffsetCommit {
-                error:
-                    Some(error @ (ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable)),
-            }) => {
-                m.membership.borrow_mut().heartbeat_answered(Some(error));
-            }
-            Some(Response::OffsetCommit { error: Some(error) }) => {
-                tracing::info!(consumer = m.ctx().index, %error, "commit failed");
-                m.request_rejoin(error, generation);
-                return false;
-            }
-            _ => {
-                m.membership.borrow_mut().timed_out();
-            }
+        let answer = call_coordinator(link, coordinator, &request, config.request_timeout).await;
+        match commit_answered(m, &offsets, generation, answer) {
+            CommitOutcome::Committed => return true,
+            CommitOutcome::Failed => return false,
+            CommitOutcome::Retriable => backoff(&config).await,
         }
-        backoff(&config).await;
     }
     false
 }
 
-/// The auto commit from within poll: sent once, not retried, its answer only recorded.
-/// Kafka's is `commitAsync` and does not hold the poll up; this one waits for its answer
-/// (a round trip and a replication, milliseconds), which keeps commits in the order they
-/// were made, as Kafka's single coordinator connection does.
-async fn commit_once(m: &Member, link: &mut Link) {
+/// The auto commit from within poll, Kafka's `commitAsync`: queued on the poll's
+/// connection behind whatever it sent before, so commits reach the coordinator in the
+/// order they were made, and not waited for. With no coordinator known it fails at once
+/// (the heartbeat thread looks for one) and, retriable, is tried again after the retry
+/// backoff; Kafka's looks the coordinator up first and then sends it.
+fn commit_async(m: &Member, link: &Channel) {
     let offsets = to_commit(m);
     if offsets.is_empty() {
         return;
     }
-    let config = &m.ctx().config;
-    let coordinator = m.membership.borrow().coordinator();
+    let Some(coordinator) = m.membership.borrow().coordinator() else {
+        let backoff = m.ctx().config.retry_backoff;
+        m.next_auto_commit.set(clock::now() + backoff);
+        return;
+    };
     let request = commit_request(m, &offsets);
-    let answer = call_coordinator(link, coordinator, &request, config.request_timeout).await;
-    if let Some(Response::OffsetCommit { error: None }) = answer {
-        committed(m, &offsets);
+    let generation = m.membership.borrow().identity().1;
+    let then = Then::AutoCommitted {
+        offsets,
+        generation,
+    };
+    link.queue(coordinator, request, m.ctx().config.request_timeout, then);
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CommitOutcome {
+    Committed,
+    Retriable,
+    Failed,
+}
+
+/// A commit's answer, as Kafka's `OffsetCommitResponseHandler` takes it, whichever way it
+/// was sent: acknowledged, it is recorded; the coordinator moved, unavailable or timed
+/// out, the member looks for it again; refused by the group, the member rejoins.
+fn commit_answered(
+    m: &Member,
+    offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    generation: i32,
+    answer: Option<Response>,
+) -> CommitOutcome {
+    match answer {
+        Some(Response::OffsetCommit { error: None }) => {
+            committed(m, offsets);
+            CommitOutcome::Committed
+        }
+        Some(Response::OffsetCommit {
+            error: Some(ErrorCode::CoordinatorLoadInProgress),
+        }) => CommitOutcome::Retriable,
+        Some(Response::OffsetCommit {
+            error:
+                Some(
+                    error @ (ErrorCode::NotCoordinator
+                    | ErrorCode::CoordinatorNotAvailable
+                    | ErrorCode::RequestTimedOut),
+                ),
+        }) => {
+            m.membership.borrow_mut().heartbeat_answered(Some(error));
+            CommitOutcome::Retriable
+        }
+        Some(Response::OffsetCommit { error: Some(error) }) => {
+            tracing::info!(consumer = m.ctx().index, %error, "commit failed");
+            m.request_rejoin(error, generation);
+            CommitOutcome::Failed
+        }
+        _ => {
+            m.membership.borrow_mut().timed_out();
+            CommitOutcome::Retriable
+        }
     }
 }
 
@@ -673,7 +793,7 @@ fn committed(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset>) {
 }
 
 /// FindCoordinator until one is known (or the member leaves the finding phase).
-async fn find_coordinator(m: &Member, link: &mut Link) {
+async fn find_coordinator(m: &Member, link: &Channel) {
     let config = &m.ctx().config;
     let mut broker = m.ctx().index;
     while *m.membership.borrow().phase() == Phase::Finding {
@@ -698,9 +818,8 @@ async fn find_coordinator(m: &Member, link: &mut Link) {
 /// The heartbeat thread: heartbeats every `heartbeat.interval.ms` while the member is in a
 /// generation, looks for a moved coordinator, and leaves the group when the application
 /// has not polled within `max.poll.interval.ms`.
-async fn heartbeat_thread(m: Rc<Member>) {
+async fn heartbeat_thread(m: Rc<Member>, link: Channel) {
     let config = m.ctx().config.clone();
-    let mut link = Link::default();
     loop {
         let now = clock::now();
         let (phase, in_generation) = {
@@ -714,7 +833,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
         match phase {
             Phase::Stable if !rejoining => {
                 if now - m.last_poll.get() > config.max_poll_interval {
-                    leave_group(&m, &mut link).await;
+                    leave_group(&m, &link).await;
                     continue;
                 }
                 let next = m.membership.borrow().next_heartbeat();
@@ -729,9 +848,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
                     let membership = m.membership.borrow();
                     (membership.coordinator(), membership.identity().1)
                 };
-                match call_coordinator(&mut link, coordinator, &request, config.request_timeout)
-                    .await
-                {
+                match call_coordinator(&link, coordinator, &request, config.request_timeout).await {
                     Some(Response::Heartbeat { error: None }) => {}
                     Some(Response::Heartbeat {
                         error:
@@ -753,7 +870,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
                     }
                 }
             }
-            Phase::Finding if in_generation => find_coordinator(&m, &mut link).await,
+            Phase::Finding if in_generation => find_coordinator(&m, &link).await,
             _ => tokio::time::sleep(config.heartbeat_interval).await,
         }
     }
@@ -761,7 +878,7 @@ async fn heartbeat_thread(m: Rc<Member>) {
 
 /// KIP-62: the application stopped polling; the member leaves, and joins afresh when it
 /// polls again.
-async fn leave_group(m: &Member, link: &mut Link) {
+async fn leave_group(m: &Member, link: &Channel) {
     let config = &m.ctx().config;
     tracing::info!(
         consumer = m.ctx().index,

@@ -221,7 +221,11 @@ impl Membership {
     /// An error from the coordinator, as Kafka's consumer reads it.
     fn refused(&mut self, error: ErrorCode) -> Change {
         match error {
-            ErrorCode::NotCoordinator | ErrorCode::CoordinatorNotAvailable => {
+            // A commit's REQUEST_TIMED_OUT (its append was not replicated in time) also
+            // sends the member to look for the coordinator (`OffsetCommitResponseHandler`).
+            ErrorCode::NotCoordinator
+            | ErrorCode::CoordinatorNotAvailable
+            | ErrorCode::RequestTimedOut => {
                 // Kafka's consumer keeps its partitions while it looks: a new coordinator
                 // that still has the generation takes its heartbeats.
                 // Asked again while still looking, it keeps what it was looking for.

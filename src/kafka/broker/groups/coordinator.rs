@@ -10,7 +10,7 @@
 //! and replicated, so an acknowledged commit survives a coordinator failover and an
 //! unacknowledged one may or may not.
 
-use super::group::{offsets_partition, Answer, Group};
+use super::group::{offsets_partition, Answer, Group, GroupError, Storing};
 use super::offsets_record::{self, Key, OffsetKey, OffsetValue};
 use crate::kafka::protocol::messages::{CommittedOffset, ErrorCode};
 use crate::os::clock::SimTime;
@@ -24,6 +24,9 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// One offsets partition this broker leads.
 #[derive(Clone, Debug)]
 struct Led {
+    /// Which time this broker came to lead the partition: a store begun under an
+    /// earlier leadership must not complete a group loaded under a later one.
+    incarnation: u64,
     loaded: bool,
     groups: BTreeMap<String, Group>,
     /// Committed offsets: the last record appended and replicated for each key.
@@ -36,6 +39,15 @@ pub struct Coordinator {
     partitions: u32,
     initial_delay: Duration,
     led: BTreeMap<u32, Led>,
+    leaderships: u64,
+}
+
+/// A group's metadata record on its way to the log, and the assignment it carries.
+#[derive(Clone, Debug)]
+pub struct GroupStore {
+    pub append: Append,
+    incarnation: u64,
+    storing: Storing,
 }
 
 /// A commit to make durable: the records to append to an offsets partition.
@@ -54,6 +66,7 @@ impl Coordinator {
             partitions: partitions.max(1),
             initial_delay,
             led: BTreeMap::new(),
+            leaderships: 0,
         }
     }
 
@@ -64,9 +77,11 @@ impl Coordinator {
 
     /// This broker now leads `partition`: it loads it before it answers for it.
     pub fn lead(&mut self, partition: u32) {
+        self.leaderships += 1;
         self.led.insert(
             partition,
             Led {
+                incarnation: self.leaderships,
                 loaded: false,
                 groups: BTreeMap::new(),
                 offsets: BTreeMap::new(),
@@ -119,17 +134,59 @@ impl Coordinator {
         Ok(())
     }
 
-    /// The group's metadata record, to append once a rebalance made it stable.
-    pub fn store(&mut self, group: &str, now: SimTime) -> Result<Append, ErrorCode> {
+    /// A SyncGroup ([`Group::sync`]); with the leader's assignment, the group's metadata
+    /// record carrying it, to append before the group becomes stable.
+    pub fn sync(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        assignment: Option<BTreeMap<String, Vec<TopicPartition>>>,
+        now: SimTime,
+    ) -> Result<(Vec<Answer>, Option<GroupStore>), ErrorCode> {
         let partition = self.partition_of(group);
-        let value = self.group(group)?.stored(now);
-        Ok(Append {
-            partition,
-            records: vec![(
-                offsets_record::encode_group_key(group),
-                offsets_record::encode_group_value(&value),
-            )],
-        })
+        let initial_delay = self.initial_delay;
+        let led = self.loaded_partition(group)?;
+        let incarnation = led.incarnation;
+        let g = led
+            .groups
+            .entry(group.to_owned())
+            .or_insert_with(|| Group::new(initial_delay));
+        let (answers, storing) = g.sync(member, generation, assignment, now);
+        let store = storing.map(|storing| {
+            let value = g.stored(&storing, now);
+            GroupStore {
+                append: Append {
+                    partition,
+                    records: vec![(
+                        offsets_record::encode_group_key(group),
+                        offsets_record::encode_group_value(&value),
+                    )],
+                },
+                incarnation,
+                storing,
+            }
+        });
+        Ok((answers, store))
+    }
+
+    /// How the group's store went: the answers it releases, none if this broker has
+    /// stopped leading the partition since, or leads it again and reloaded the group.
+    pub fn group_stored(
+        &mut self,
+        group: &str,
+        store: GroupStore,
+        outcome: Result<(), GroupError>,
+        now: SimTime,
+    ) -> Vec<Answer> {
+        let same = self
+            .led
+            .get(&store.append.partition)
+            .is_some_and(|led| led.incarnation == store.incarnation);
+        match self.group(group) {
+            Ok(g) if same => g.assignment_stored(store.storing, outcome, now),
+            _ => Vec::new(),
+        }
     }
 
     /// This broker no longer leads `partition`: its groups and offsets go (their members
@@ -363,6 +420,60 @@ mod tests {
         );
     }
 
+    /// A store begun before the broker lost the partition completes nothing once it leads
+    /// the partition again: the group it reloaded is another (Kafka's callback holds the
+    /// unloaded group object).
+    #[test]
+    fn a_store_from_an_earlier_leadership_completes_nothing() {
+        use crate::kafka::broker::groups::group::{JoinRequest, State};
+        let (mut coordinator, partition) = leading();
+        let at = SimTime::from_millis;
+        let group = coordinator.group("billing").unwrap();
+        let (member, _) = group.join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(0),
+        );
+        group.tick(at(3_000));
+        let plan = BTreeMap::from([(member.clone(), vec![TopicPartition::new("orders", 0)])]);
+        let (_, earlier) = coordinator
+            .sync("billing", &member, 1, Some(plan), at(3_010))
+            .unwrap();
+        let earlier = earlier.unwrap();
+
+        // Resigned and led again, the group reloaded from a log without the record, and
+        // brought to the same generation's CompletingRebalance by a fresh join.
+        coordinator.resign(partition);
+        coordinator.lead(partition);
+        coordinator.loaded(partition, [], at(4_000)).unwrap();
+        let group = coordinator.group("billing").unwrap();
+        group.join(
+            JoinRequest {
+                member: None,
+                client: "consumer-1".into(),
+                subscription: vec!["orders".into()],
+                session_timeout: Duration::from_secs(10),
+                rebalance_timeout: Duration::from_secs(30),
+            },
+            at(4_000),
+        );
+        group.tick(at(7_000));
+        assert_eq!(
+            (group.state(), group.generation()),
+            (State::CompletingRebalance, 1)
+        );
+        assert!(coordinator
+            .group_stored("billing", earlier, Ok(()), at(7_010))
+            .is_empty());
+        let group = coordinator.group("billing").unwrap();
+        assert_eq!(group.state(), State::CompletingRebalance);
+    }
+
     /// A new coordinator restores the group stored after its last rebalance: its members
     /// go on heartbeating and committing in their generation, without rejoining.
     #[test]
@@ -386,9 +497,17 @@ mod tests {
         let generation = group.generation();
         let tp = TopicPartition::new("orders", 0);
         let plan = std::collections::BTreeMap::from([(member.clone(), vec![tp.clone()])]);
-        group.sync(&member, generation, Some(plan), at(3_010));
-        assert_eq!(group.state(), State::Stable);
-        let stored = coordinator.store("billing", at(3_020)).unwrap();
+        let (answers, store) = coordinator
+            .sync("billing", &member, generation, Some(plan), at(3_010))
+            .unwrap();
+        assert!(answers.is_empty(), "no one hears it before it is stored");
+        let group = coordinator.group("billing").unwrap();
+        assert_eq!(group.state(), State::CompletingRebalance);
+        let store = store.expect("the leader's assignment is stored");
+        let stored = store.append.clone();
+        let synced = coordinator.group_stored("billing", store, Ok(()), at(3_020));
+        assert!(matches!(&synced[..], [Answer::Sync { result: Ok(_), .. }]));
+        assert_eq!(coordinator.group("billing").unwrap().state(), State::Stable);
         let commit = coordinator
             .commit(
                 "billing",

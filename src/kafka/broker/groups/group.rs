@@ -45,12 +45,16 @@ pub enum State {
     Stable,
 }
 
-/// The errors of the group protocol this models, by Kafka's names.
+/// The errors of the group protocol this models, by Kafka's names. The last three are a
+/// failed store of the group's metadata, as Kafka's `storeGroup` reads its append's error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GroupError {
     UnknownMemberId,
     IllegalGeneration,
     RebalanceInProgress,
+    NotCoordinator,
+    CoordinatorNotAvailable,
+    UnknownServerError,
 }
 
 /// A JoinGroup's answer: the generation the member is now in, and for the leader alone
@@ -69,6 +73,9 @@ impl From<GroupError> for crate::kafka::protocol::messages::ErrorCode {
             GroupError::UnknownMemberId => ErrorCode::UnknownMemberId,
             GroupError::IllegalGeneration => ErrorCode::IllegalGeneration,
             GroupError::RebalanceInProgress => ErrorCode::RebalanceInProgress,
+            GroupError::NotCoordinator => ErrorCode::NotCoordinator,
+            GroupError::CoordinatorNotAvailable => ErrorCode::CoordinatorNotAvailable,
+            GroupError::UnknownServerError => ErrorCode::UnknownServerError,
         }
     }
 }
@@ -84,6 +91,16 @@ pub enum Answer {
         member: MemberId,
         result: Result<Vec<TopicPartition>, GroupError>,
     },
+}
+
+/// The leader's assignment of a generation, on its way to the log: the group stays in
+/// CompletingRebalance until [`Group::assignment_stored`] says how the append went
+/// (Kafka's `storeGroup` callback).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Storing {
+    pub generation: i32,
+    /// Every current member's partitions, an empty list for any the leader left out.
+    pub assignment: BTreeMap<MemberId, Vec<TopicPartition>>,
 }
 
 /// What a JoinGroup carries.
@@ -187,10 +204,10 @@ impl Group {
                 format!("{}-{}", request.client, self.members_created)
             }
         };
-        let unchanged = self
-            .members
-            .get(&id)
-            .is_some_and(|m| m.subscription == request.subscription);
+        let existing = self.members.get(&id);
+        let unchanged = existing.is_some_and(|m| m.subscription == request.subscription);
+        // A SyncGroup it is waiting on stays waiting: only a rebalance answers it.
+        let awaiting_sync = existing.is_some_and(|m| m.awaiting_sync);
         self.members.insert(
             id.clone(),
             Member {
@@ -200,20 +217,24 @@ impl Group {
                 rebalance_timeout: request.rebalance_timeout,
                 last_heard: now,
                 awaiting_join: true,
-                awaiting_sync: false,
+                awaiting_sync,
             },
         );
         let leader = self.leader.as_deref() == Some(id.as_str());
         match self.state {
-            // A follower that rejoins with the same subscription learns the generation it
-            // is in; anything else starts a rebalance.
-            State::Stable if unchanged && !leader => {
+            // A member that rejoins unchanged, as when it lost its JoinGroup answer, is
+            // told the generation it is in again (the leader with every subscription,
+            // to assign from) while the leader's assignment is awaited; once the group is
+            // stable, only a follower is: the leader's join reassigns.
+            State::CompletingRebalance | State::Stable
+                if unchanged && (self.state == State::CompletingRebalance || !leader) =>
+            {
                 if let Some(member) = self.members.get_mut(&id) {
                     member.awaiting_join = false;
                 }
                 let answer = Answer::Join {
                     member: id.clone(),
-                    result: Ok(self.joined(false)),
+                    result: Ok(self.joined(leader)),
                 };
                 return (id, vec![answer]);
             }
@@ -234,18 +255,23 @@ impl Group {
         (id, self.try_complete_join(now))
     }
 
+    /// A SyncGroup: a follower's waits for the leader's assignment, and the leader's
+    /// assignment is returned to be stored; no one hears it before
+    /// [`assignment_stored`](Self::assignment_stored). In a stable group, the member's
+    /// assignment at once.
     pub fn sync(
         &mut self,
         member: &str,
         generation: i32,
         assignment: Option<BTreeMap<MemberId, Vec<TopicPartition>>>,
         now: SimTime,
-    ) -> Vec<Answer> {
+    ) -> (Vec<Answer>, Option<Storing>) {
         let refuse = |error| {
-            vec![Answer::Sync {
+            let answer = Answer::Sync {
                 member: member.to_owned(),
                 result: Err(error),
-            }]
+            };
+            (vec![answer], None)
         };
         if let Err(error) = self.check(member, generation) {
             return refuse(error);
@@ -258,30 +284,75 @@ impl Group {
         };
         m.last_heard = now;
         if self.state == State::Stable {
-            return vec![Answer::Sync {
+            let answer = Answer::Sync {
                 member: member.to_owned(),
                 result: Ok(self.assignment.get(member).cloned().unwrap_or_default()),
-            }];
+            };
+            return (vec![answer], None);
         }
         m.awaiting_sync = true;
         let from_leader = self.leader.as_deref() == Some(member);
         let Some(assignment) = assignment.filter(|_| from_leader) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
         // Only current members get partitions; the rest of the leader's map is stale.
-        self.assignment = self
+        let assignment = self
             .members
             .keys()
             .map(|id| (id.clone(), assignment.get(id).cloned().unwrap_or_default()))
             .collect();
-        self.state = State::Stable;
+        let storing = Storing {
+            generation: self.generation,
+            assignment,
+        };
+        (Vec::new(), Some(storing))
+    }
+
+    /// The leader's assignment was appended (or failed to be): if the group is still
+    /// completing that generation, it becomes stable and every member waiting on its
+    /// SyncGroup hears its partitions; a failure tells them the store's error and
+    /// starts a rebalance. A group that moved on meanwhile ignores it (Kafka's
+    /// `doSyncGroup` callback).
+    pub fn assignment_stored(
+        &mut self,
+        storing: Storing,
+        outcome: Result<(), GroupError>,
+        now: SimTime,
+    ) -> Vec<Answer> {
+        if self.state != State::CompletingRebalance || storing.generation != self.generation {
+            return Vec::new();
+        }
+        debug_assert!(
+            storing.assignment.keys().eq(self.members.keys()),
+            "members change only through a rebalance"
+        );
         let mut answers = Vec::new();
-        for (id, m) in &mut self.members {
-            if std::mem::take(&mut m.awaiting_sync) {
-                answers.push(Answer::Sync {
-                    member: id.clone(),
-                    result: Ok(self.assignment[id].clone()),
-                });
+        match outcome {
+            Ok(()) => {
+                self.assignment = storing.assignment;
+                self.state = State::Stable;
+                for (id, m) in &mut self.members {
+                    if std::mem::take(&mut m.awaiting_sync) {
+                        m.last_heard = now;
+                        answers.push(Answer::Sync {
+                            member: id.clone(),
+                            result: Ok(self.assignment[id].clone()),
+                        });
+                    }
+                }
+            }
+            Err(error) => {
+                for (id, m) in &mut self.members {
+                    if std::mem::take(&mut m.awaiting_sync) {
+                        m.last_heard = now;
+                        answers.push(Answer::Sync {
+                            member: id.clone(),
+                            result: Err(error),
+                        });
+                    }
+                }
+                self.prepare_rebalance(now, &mut answers);
+                answers.extend(self.try_complete_join(now));
             }
         }
         answers
@@ -358,11 +429,11 @@ impl Group {
         }
     }
 
-    /// The generation and its members as the coordinator stores them once the group is
-    /// stable (Kafka's `storeGroup` on the leader's SyncGroup).
-    pub fn stored(&self, now: SimTime) -> GroupValue {
+    /// The generation and its members as the coordinator stores them with the leader's
+    /// assignment (Kafka's `storeGroup` on the leader's SyncGroup).
+    pub fn stored(&self, storing: &Storing, now: SimTime) -> GroupValue {
         GroupValue {
-            generation: self.generation,
+            generation: storing.generation,
             protocol: (!self.members.is_empty()).then(|| "range".to_owned()),
             leader: self.leader.clone(),
             current_state_timestamp_ms: now.timestamp_ms(),
@@ -375,7 +446,7 @@ impl Group {
                     rebalance_timeout_ms: m.rebalance_timeout.as_millis() as i32,
                     session_timeout_ms: m.session_timeout.as_millis() as i32,
                     subscription: m.subscription.clone(),
-                    assignment: self.assignment.get(id).cloned().unwrap_or_default(),
+                    assignment: storing.assignment.get(id).cloned().unwrap_or_default(),
                 })
                 .collect(),
         }
@@ -567,6 +638,21 @@ mod tests {
         )
     }
 
+    /// A SyncGroup, and the store of the leader's assignment succeeding at once.
+    fn sync_stored(
+        group: &mut Group,
+        member: &str,
+        generation: i32,
+        plan: Option<BTreeMap<MemberId, Vec<TopicPartition>>>,
+        now: SimTime,
+    ) -> Vec<Answer> {
+        let (mut answers, storing) = group.sync(member, generation, plan, now);
+        if let Some(storing) = storing {
+            answers.extend(group.assignment_stored(storing, Ok(()), now));
+        }
+        answers
+    }
+
     /// Two consumers start: one generation for both once the initial delay is over.
     fn two_members() -> (Group, Vec<(MemberId, Joined)>) {
         let mut group = Group::new(DELAY);
@@ -616,12 +702,37 @@ mod tests {
         assert!(follower.1.members.is_empty());
         assert_eq!(group.state(), State::CompletingRebalance);
 
-        assert!(
-            group.sync(&follower.0, 1, None, at(3_110)).is_empty(),
+        assert_eq!(
+            group.sync(&follower.0, 1, None, at(3_110)),
+            (Vec::new(), None),
             "waits on the leader"
         );
         let plan = assign(&leader.1, 3);
-        let synced = group.sync(&leader.0, 1, Some(plan.clone()), at(3_120));
+        let (answers, storing) = group.sync(&leader.0, 1, Some(plan.clone()), at(3_120));
+        assert!(answers.is_empty(), "no one hears it before it is stored");
+        let storing = storing.expect("the leader's assignment is stored");
+        assert_eq!((storing.generation, &storing.assignment), (1, &plan));
+        // While the store is on its way, the group is still completing the rebalance:
+        // heartbeats are taken, commits are not, and an unchanged member's lost
+        // JoinGroup answer is given again.
+        assert_eq!(group.state(), State::CompletingRebalance);
+        assert_eq!(group.heartbeat(&follower.0, 1, at(3_130)), Ok(()));
+        assert_eq!(
+            group.accepts_commit(&follower.0, 1),
+            Err(GroupError::RebalanceInProgress)
+        );
+        let again = joined(
+            &group
+                .join(request(Some(&leader.0), "consumer-1"), at(3_140))
+                .1,
+        );
+        assert_eq!(
+            again,
+            std::slice::from_ref(leader),
+            "the leader's answer, subscriptions and all"
+        );
+        assert_eq!(group.state(), State::CompletingRebalance);
+        let synced = group.assignment_stored(storing, Ok(()), at(3_150));
         assert_eq!(group.state(), State::Stable);
         assert_eq!(synced.len(), 2);
         for answer in synced {
@@ -639,17 +750,25 @@ mod tests {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
         group.sync(&follower, 1, None, at(3_110));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        sync_stored(
+            &mut group,
+            &leader,
+            1,
+            Some(assign(&answers[0].1, 2)),
+            at(3_120),
+        );
         // The leader keeps heartbeating; the follower crashed after its sync.
         for t in (4_000..=13_000).step_by(3_000) {
             assert_eq!(group.heartbeat(&leader, 1, at(t)), Ok(()));
             group.tick(at(t));
         }
-        assert!(group.tick(at(13_110)).is_empty());
+        group.tick(at(13_110));
+        assert_eq!(group.state(), State::Stable);
+        assert!(group.tick(at(13_120)).is_empty());
         assert_eq!(
             group.state(),
             State::PreparingRebalance,
-            "expired at 3.110s + 10s"
+            "expired at 3.120s + 10s: its session restarts when it hears its assignment"
         );
         assert_eq!(group.members().collect::<Vec<_>>(), [leader.as_str()]);
         assert_eq!(
@@ -673,7 +792,7 @@ mod tests {
             Err(GroupError::RebalanceInProgress)
         );
         assert_eq!(
-            group.sync(&follower, 1, None, at(14_020))[0],
+            group.sync(&follower, 1, None, at(14_020)).0[0],
             Answer::Sync {
                 member: follower.clone(),
                 result: Err(GroupError::UnknownMemberId),
@@ -686,7 +805,13 @@ mod tests {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
         group.sync(&follower, 1, None, at(3_110));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        sync_stored(
+            &mut group,
+            &leader,
+            1,
+            Some(assign(&answers[0].1, 2)),
+            at(3_120),
+        );
         // A third consumer arrives: a rebalance, which the follower (stuck in a long
         // poll, heartbeating) does not rejoin within the leader's rebalance timeout.
         assert!(joined(&group.join(request(None, "consumer-3"), at(5_000)).1).is_empty());
@@ -759,9 +884,90 @@ mod tests {
     /// Kafka's stored group names its protocol only while it has members.
     #[test]
     fn the_stored_group_names_its_protocol_only_with_members() {
-        let (group, _) = two_members();
-        assert_eq!(group.stored(at(3_100)).protocol.as_deref(), Some("range"));
-        assert_eq!(Group::new(DELAY).stored(at(0)).protocol, None);
+        let (group, answers) = two_members();
+        let storing = Storing {
+            generation: 1,
+            assignment: assign(&answers[0].1, 2),
+        };
+        let value = group.stored(&storing, at(3_100));
+        assert_eq!(value.protocol.as_deref(), Some("range"));
+        assert_eq!(
+            value.members[1].assignment,
+            storing.assignment[&answers[1].0]
+        );
+        let none = Storing {
+            generation: 0,
+            assignment: BTreeMap::new(),
+        };
+        assert_eq!(Group::new(DELAY).stored(&none, at(0)).protocol, None);
+    }
+
+    /// Kafka's `storeGroup` callback: a failed store tells every member waiting on its
+    /// SyncGroup the error and starts a rebalance; a store that completes after the group
+    /// moved on changes nothing.
+    #[test]
+    fn a_failed_store_sends_the_members_back_and_a_late_one_changes_nothing() {
+        let (mut group, answers) = two_members();
+        let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
+        group.sync(&follower, 1, None, at(3_110));
+        let (_, storing) = group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        let failed = group.assignment_stored(
+            storing.clone().unwrap(),
+            Err(GroupError::NotCoordinator),
+            at(3_200),
+        );
+        assert_eq!(failed.len(), 2);
+        assert!(failed.iter().all(|a| matches!(
+            a,
+            Answer::Sync {
+                result: Err(GroupError::NotCoordinator),
+                ..
+            }
+        )));
+        assert_eq!(group.state(), State::PreparingRebalance);
+
+        // The members rejoin into generation 2; the leader's new assignment is on its
+        // way when the first store's late success arrives: ignored.
+        group.join(request(Some(&leader), "consumer-1"), at(3_300));
+        let second = joined(
+            &group
+                .join(request(Some(&follower), "consumer-2"), at(3_310))
+                .1,
+        );
+        assert_eq!(second.len(), 2);
+        assert!(group
+            .assignment_stored(storing.unwrap(), Ok(()), at(3_320))
+            .is_empty());
+        assert_eq!(group.state(), State::CompletingRebalance);
+
+        // A member leaving while the second store is on its way starts a rebalance; the
+        // store's success then changes nothing either.
+        group.sync(&follower, 2, None, at(3_330));
+        let (_, storing) = group.sync(&leader, 2, Some(assign(&second[0].1, 2)), at(3_340));
+        let left = group.leave(&follower, at(3_350));
+        assert!(matches!(
+            &left[..],
+            [Answer::Sync {
+                result: Err(GroupError::RebalanceInProgress),
+                ..
+            }]
+        ));
+        assert!(group
+            .assignment_stored(storing.unwrap(), Ok(()), at(3_360))
+            .is_empty());
+        assert_eq!(group.state(), State::PreparingRebalance);
+    }
+
+    /// Kafka's `handleJoinGroup` in CompletingRebalance: a member that rejoins with a
+    /// changed subscription starts a new rebalance.
+    #[test]
+    fn a_changed_member_rejoining_a_completing_group_starts_a_rebalance() {
+        let (mut group, answers) = two_members();
+        let follower = answers[1].0.clone();
+        let mut changed = request(Some(&follower), "consumer-2");
+        changed.subscription.push("refunds".to_owned());
+        assert!(group.join(changed, at(3_200)).1.is_empty());
+        assert_eq!(group.state(), State::PreparingRebalance);
     }
 
     #[test]
@@ -769,7 +975,13 @@ mod tests {
         let (mut group, answers) = two_members();
         let (leader, follower) = (answers[0].0.clone(), answers[1].0.clone());
         group.sync(&follower, 1, None, at(3_110));
-        group.sync(&leader, 1, Some(assign(&answers[0].1, 2)), at(3_120));
+        sync_stored(
+            &mut group,
+            &leader,
+            1,
+            Some(assign(&answers[0].1, 2)),
+            at(3_120),
+        );
         let again = joined(
             &group
                 .join(request(Some(&follower), "consumer-2"), at(4_000))
@@ -791,6 +1003,8 @@ mod tests {
         Heartbeat(usize),
         Leave(usize),
         Wait(u64),
+        /// The oldest store on its way completes, or fails.
+        Stored(bool),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -800,6 +1014,7 @@ mod tests {
             (0..4usize).prop_map(Op::Heartbeat),
             (0..4usize).prop_map(Op::Leave),
             (1..15_000u64).prop_map(Op::Wait),
+            any::<bool>().prop_map(Op::Stored),
         ]
     }
 
@@ -824,6 +1039,7 @@ mod tests {
             let mut now = SimTime::ZERO;
             // generation -> partition -> owner
             let mut owners: BTreeMap<i32, BTreeMap<TopicPartition, MemberId>> = BTreeMap::new();
+            let mut storing = std::collections::VecDeque::new();
             for op in ops {
                 let answers = match op {
                     Op::Join(c) => {
@@ -833,7 +1049,9 @@ mod tests {
                     Op::Sync(c) => match consumers[c].id.clone() {
                         Some(id) => {
                             let plan = consumers[c].led.as_ref().map(|j| assign(j, 5));
-                            group.sync(&id, consumers[c].generation, plan, now)
+                            let (answers, store) = group.sync(&id, consumers[c].generation, plan, now);
+                            storing.extend(store);
+                            answers
                         }
                         None => Vec::new(),
                     },
@@ -854,6 +1072,13 @@ mod tests {
                         now += Duration::from_millis(ms);
                         group.tick(now)
                     }
+                    Op::Stored(ok) => match storing.pop_front() {
+                        Some(store) => {
+                            let outcome = if ok { Ok(()) } else { Err(GroupError::NotCoordinator) };
+                            group.assignment_stored(store, outcome, now)
+                        }
+                        None => Vec::new(),
+                    },
                 };
                 for answer in answers {
                     let member = match &answer {

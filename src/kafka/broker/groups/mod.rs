@@ -26,8 +26,8 @@ use crate::kafka::record::{self, BatchBuilder};
 use crate::kafka::types::ProducerId;
 use crate::os::clock;
 use crate::types::{Epoch, TopicPartition};
-use coordinator::{Append, Coordinator, OFFSETS_TOPIC};
-use group::{Answer, JoinRequest, MemberId};
+use coordinator::{Append, Coordinator, GroupStore, OFFSETS_TOPIC};
+use group::{Answer, GroupError, JoinRequest, MemberId};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -106,12 +106,22 @@ impl Groups {
         if let Some(answer) = own.into_iter().next() {
             return Some(answer);
         }
+        self.wait_for(group, member, awaiting).await.ok()
+    }
+
+    /// Register a member's wait for its answer, which a later delivery sends.
+    fn wait_for(
+        &self,
+        group: &str,
+        member: &MemberId,
+        awaiting: Awaiting,
+    ) -> oneshot::Receiver<Answer> {
         let (sender, receiver) = oneshot::channel();
         self.waiting
             .borrow_mut()
             .insert((group.to_owned(), member.clone(), awaiting), sender);
         self.changed.notify_one();
-        receiver.await.ok()
+        receiver
     }
 }
 
@@ -281,41 +291,34 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
             }
         }
         Request::SyncGroup(ref sync) => {
-            let synced = groups
-                .coordinator
-                .borrow_mut()
-                .group(&sync.group)
-                .map(|g| g.sync(&sync.member, sync.generation, sync.assignment.clone(), now));
-            let answers = match synced {
-                Ok(answers) => answers,
+            let synced = groups.coordinator.borrow_mut().sync(
+                &sync.group,
+                &sync.member,
+                sync.generation,
+                sync.assignment.clone(),
+                now,
+            );
+            let (answers, store) = match synced {
+                Ok(synced) => synced,
                 Err(error) => return refuse(&request, error),
             };
-            let released = sync.assignment.is_some()
-                && answers
-                    .iter()
-                    .any(|a| matches!(a, Answer::Sync { result: Ok(_), .. }));
-            if released {
-                // The leader's assignment made the group stable: it is stored before any
-                // member hears of it, as Kafka's `storeGroup`; if that fails, the members
-                // waiting hear NOT_COORDINATOR and rejoin.
-                if let Err(error) = store_group(rm, groups, &sync.group).await {
+            let answer = match store {
+                None => {
                     groups
-                        .waiting
-                        .borrow_mut()
-                        .retain(|(group, member, awaiting), _| {
-                            !(group == &sync.group
-                                && *awaiting == Awaiting::Sync
-                                && answers.iter().any(
-                                    |a| matches!(a, Answer::Sync { member: m, .. } if m == member),
-                                ))
-                        });
-                    return refuse(&request, error);
+                        .answer_for(&sync.group, &sync.member, Awaiting::Sync, answers)
+                        .await
                 }
-            }
-            match groups
-                .answer_for(&sync.group, &sync.member, Awaiting::Sync, answers)
-                .await
-            {
+                Some(store) => {
+                    // The leader waits with the others for the store (Kafka's
+                    // `awaitingSyncCallback`): losing the partition meanwhile answers it
+                    // NOT_COORDINATOR.
+                    debug_assert!(answers.is_empty(), "no answer before the store");
+                    let answer = groups.wait_for(&sync.group, &sync.member, Awaiting::Sync);
+                    store_group(rm, groups, &sync.group, store).await;
+                    answer.await.ok()
+                }
+            };
+            match answer {
                 Some(Answer::Sync { result, .. }) => match result {
                     Ok(assignment) => Response::SyncGroup {
                         error: None,
@@ -397,7 +400,9 @@ async fn offset_commit(
         &commit.offsets,
         now_ms,
     )?;
-    append_records(rm, groups, &append).await?;
+    append_records(rm, groups, &append)
+        .await
+        .map_err(commit_error)?;
     groups
         .coordinator
         .borrow_mut()
@@ -405,17 +410,22 @@ async fn offset_commit(
         .map_err(|_| ErrorCode::UnknownServerError)
 }
 
-/// The group's metadata, appended as its commits are.
-async fn store_group(
-    rm: &Rc<ReplicaManager>,
-    groups: &Groups,
-    group: &str,
-) -> Result<(), ErrorCode> {
-    let append = groups.coordinator.borrow_mut().store(group, clock::now())?;
-    append_records(rm, groups, &append).await
+/// The group's metadata with the leader's assignment, appended as commits are; how the
+/// append went is the group's to act on.
+async fn store_group(rm: &Rc<ReplicaManager>, groups: &Groups, group: &str, store: GroupStore) {
+    let outcome = append_records(rm, groups, &store.append)
+        .await
+        .map_err(store_error);
+    let answers = groups
+        .coordinator
+        .borrow_mut()
+        .group_stored(group, store, outcome, clock::now());
+    groups.deliver(answers.into_iter().map(|a| (group.to_owned(), a)));
+    groups.changed.notify_one();
 }
 
-/// Append to the offsets partition with acks=all, within `offsets.commit.timeout.ms`.
+/// Append to the offsets partition with acks=all, within `offsets.commit.timeout.ms`;
+/// the produce error if it failed.
 async fn append_records(
     rm: &Rc<ReplicaManager>,
     groups: &Groups,
@@ -435,7 +445,7 @@ async fn append_records(
         })
         .await;
     match produced.error {
-        Some(error) => Err(commit_error(error)),
+        Some(error) => Err(error),
         None => Ok(()),
     }
 }
@@ -447,10 +457,22 @@ fn commit_error(error: ErrorCode) -> ErrorCode {
     match error {
         ErrorCode::UnknownTopicOrPartition
         | ErrorCode::NotEnoughReplicas
-        | ErrorCode::NotEnoughReplicasAfterAppend
-        | ErrorCode::RequestTimedOut => ErrorCode::CoordinatorNotAvailable,
+        | ErrorCode::NotEnoughReplicasAfterAppend => ErrorCode::CoordinatorNotAvailable,
         ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        ErrorCode::RequestTimedOut => ErrorCode::RequestTimedOut,
         _ => ErrorCode::UnknownServerError,
+    }
+}
+
+/// How Kafka's coordinator reads a failed store of a group's assignment
+/// (`GroupMetadataManager.storeGroup`): as a commit's, except that a timed-out append
+/// sends the members back to rejoin.
+fn store_error(error: ErrorCode) -> GroupError {
+    match commit_error(error) {
+        ErrorCode::CoordinatorNotAvailable => GroupError::CoordinatorNotAvailable,
+        ErrorCode::NotCoordinator => GroupError::NotCoordinator,
+        ErrorCode::RequestTimedOut => GroupError::RebalanceInProgress,
+        _ => GroupError::UnknownServerError,
     }
 }
 
@@ -466,7 +488,15 @@ mod tests {
         );
         assert_eq!(
             commit_error(ErrorCode::RequestTimedOut),
-            ErrorCode::CoordinatorNotAvailable
+            ErrorCode::RequestTimedOut
+        );
+        assert_eq!(
+            store_error(ErrorCode::RequestTimedOut),
+            GroupError::RebalanceInProgress
+        );
+        assert_eq!(
+            store_error(ErrorCode::NotLeaderOrFollower),
+            GroupError::NotCoordinator
         );
         assert_eq!(
             commit_error(ErrorCode::NotLeaderOrFollower),
