@@ -49,6 +49,8 @@ pub mod os;
 #[doc(hidden)]
 pub mod report;
 #[doc(hidden)]
+pub mod rocketmq;
+#[doc(hidden)]
 pub mod scenario;
 #[doc(hidden)]
 pub mod shrink;

@@ -173,6 +173,14 @@ impl fmt::Display for HostName {
     }
 }
 
+/// Java's `String.hashCode` (over UTF-16 code units, wrapping), which both systems' brokers
+/// use to place things: Kafka a group's offsets partition, RocketMQ a message's tags code.
+pub fn java_string_hash(s: &str) -> i32 {
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

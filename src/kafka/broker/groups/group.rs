@@ -25,9 +25,7 @@ pub type MemberId = String;
 /// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16 code units
 /// (and `Utils.abs` taking `Integer.MIN_VALUE` to 0), so a group lands where Kafka puts it.
 pub fn offsets_partition(group: &str, partitions: u32) -> u32 {
-    let hash = group.encode_utf16().fold(0i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    });
+    let hash = crate::types::java_string_hash(group);
     let abs = if hash == i32::MIN {
         0
     } else {
