@@ -4,16 +4,20 @@
 //! entry. Files of 300,000 entries live in `consumequeue/<topic>/<queueId>/`, named by
 //! their first byte offset; an entry can straddle two 4 KiB pages.
 
-use super::mapped_file::{Flush, MappedFileQueue};
+use super::mapped_file::{Flush, LoadError, MappedFileQueue};
 use super::message::Dispatch;
 use crate::os::disk::{Disk, DiskError};
+use std::collections::BTreeMap;
+
+/// Where every queue's directory lives, under the store root.
+pub const ROOT: &str = "store/consumequeue";
 
 /// `CQ_STORE_UNIT_SIZE`.
 pub const ENTRY_BYTES: u64 = 20;
 
 /// The queue's directory under the store root.
 pub fn dir(topic: &str, queue_id: i32) -> String {
-    format!("store/consumequeue/{topic}/{queue_id}")
+    format!("{ROOT}/{topic}/{queue_id}")
 }
 
 /// One entry, big-endian: offset 8, size 4, tags code 8.
@@ -236,6 +240,116 @@ impl ConsumeQueue {
             }
             return self.files.truncate_dirty_files(from + keep);
         }
+        Ok(())
+    }
+}
+
+/// Every queue of the store (`ConsumeQueueStore`), made as dispatch first needs one
+/// (`findOrCreateConsumeQueue`).
+#[derive(Clone, Debug)]
+pub struct ConsumeQueues {
+    disk: Disk,
+    file_size: u64,
+    queues: BTreeMap<(String, i32), ConsumeQueue>,
+}
+
+impl ConsumeQueues {
+    pub fn new(disk: Disk, file_size: u64) -> ConsumeQueues {
+        ConsumeQueues {
+            disk,
+            file_size,
+            queues: BTreeMap::new(),
+        }
+    }
+
+    /// Every queue directory on disk (`ConsumeQueueStore.load`).
+    pub fn load(
+        disk: Disk,
+        file_size: u64,
+        delete_empty_last: bool,
+    ) -> Result<ConsumeQueues, LoadError> {
+        let mut queues = ConsumeQueues::new(disk.clone(), file_size);
+        for topic in disk.list_dirs(ROOT) {
+            for queue in disk.list_dirs(&format!("{ROOT}/{topic}")) {
+                let Ok(queue_id) = queue.parse::<i32>() else {
+                    continue;
+                };
+                let files = MappedFileQueue::load(
+                    disk.clone(),
+                    &dir(&topic, queue_id),
+                    file_size,
+                    delete_empty_last,
+                )?;
+                queues
+                    .queues
+                    .insert((topic.clone(), queue_id), ConsumeQueue::new(files));
+            }
+        }
+        Ok(queues)
+    }
+
+    pub fn get(&self, topic: &str, queue_id: i32) -> Option<&ConsumeQueue> {
+        self.queues.get(&(topic.to_string(), queue_id))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&(String, i32), &ConsumeQueue)> {
+        self.queues.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&(String, i32), &mut ConsumeQueue)> {
+        self.queues.iter_mut()
+    }
+
+    /// Index a dispatched message in its queue.
+    pub fn dispatch(&mut self, message: &Dispatch) -> Result<Put, DiskError> {
+        let key = (message.topic.clone(), message.queue_id);
+        let queue = self.queues.entry(key).or_insert_with(|| {
+            ConsumeQueue::empty(
+                self.disk.clone(),
+                &message.topic,
+                message.queue_id,
+                self.file_size,
+            )
+        });
+        queue.put(message)
+    }
+
+    /// The highest CommitLog end any queue indexes (`getMaxPhyOffsetInConsumeQueue`),
+    /// -1 with none.
+    pub fn max_physic_offset(&self) -> i64 {
+        self.queues
+            .values()
+            .map(ConsumeQueue::max_physic_offset)
+            .max()
+            .unwrap_or(-1)
+            .max(-1)
+    }
+
+    /// Each queue's next queue offset, from what it holds (`recoverTopicQueueTable`): a
+    /// queue that lost its tail hands the lost offsets out again.
+    pub fn next_offsets(&self) -> BTreeMap<(String, i32), i64> {
+        self.queues
+            .iter()
+            .map(|(key, queue)| (key.clone(), queue.max_offset_in_queue()))
+            .collect()
+    }
+
+    /// `ConsumeQueueStore.flush`: one full flush of every queue, at once.
+    pub fn flush_now(&mut self) -> Result<(), DiskError> {
+        for queue in self.queues.values_mut() {
+            queue.files.flush_now()?;
+        }
+        Ok(())
+    }
+
+    /// No CommitLog at all: every queue goes.
+    pub fn destroy(&mut self) -> Result<(), DiskError> {
+        for queue in self.queues.values_mut() {
+            while !queue.files.files().is_empty() {
+                queue.files.delete_last_file()?;
+            }
+        }
+        self.queues.clear();
         Ok(())
     }
 }

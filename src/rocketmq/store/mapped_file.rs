@@ -299,6 +299,17 @@ impl MappedFileQueue {
         Ok(())
     }
 
+    /// One `flush(0)` carried out at once, for recovery, before any service runs; a
+    /// failed fsync moves nothing.
+    pub fn flush_now(&mut self) -> Result<(), DiskError> {
+        if let Some(flush) = self.plan_flush(0) {
+            let fsync = self.disk.fsync_now(&flush.path);
+            self.flushed(flush, fsync.clone(), false);
+            fsync?;
+        }
+        Ok(())
+    }
+
     /// `deleteLastMappedFile`: the last file goes, whatever it holds.
     pub fn delete_last_file(&mut self) -> Result<(), DiskError> {
         if let Some(last) = self.files.pop() {

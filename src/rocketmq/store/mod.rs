@@ -7,3 +7,4 @@ pub mod commit_log;
 pub mod consume_queue;
 pub mod mapped_file;
 pub mod message;
+pub mod recovery;
