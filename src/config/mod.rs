@@ -5,4 +5,5 @@
 //! system's clients follow alike (`workload`: when sends arrive).
 
 pub mod kafka;
+pub mod rocketmq;
 pub mod workload;

@@ -22,18 +22,19 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
-    /// The longs a release writes at the start of the page (the rest stays as it was):
-    /// three in 4.9, five in 5.x.
-    pub fn to_bytes(&self, five: bool) -> Vec<u8> {
-        let mut fields = vec![
+    /// The first `longs` fields, which a release writes at the start of the page (the
+    /// rest stays as it was): `Rules::checkpoint_longs`.
+    pub fn to_bytes(&self, longs: usize) -> Vec<u8> {
+        [
             self.physic_msg_timestamp,
             self.logics_msg_timestamp,
             self.index_msg_timestamp,
-        ];
-        if five {
-            fields.extend([self.master_flushed_offset, self.confirm_phy_offset]);
-        }
-        fields.into_iter().flat_map(i64::to_be_bytes).collect()
+            self.master_flushed_offset,
+            self.confirm_phy_offset,
+        ][..longs]
+            .iter()
+            .flat_map(|field| field.to_be_bytes())
+            .collect()
     }
 
     /// The page as read back; bytes past its end read as zeros, as a fresh mapping does.
@@ -80,13 +81,13 @@ mod tests {
             master_flushed_offset: 7,
             confirm_phy_offset: 8,
         };
-        let five = checkpoint.to_bytes(true);
+        let five = checkpoint.to_bytes(5);
         assert_eq!(five.len(), 40);
         assert_eq!(five[6..8], [1, 2]);
         assert_eq!(five[14..16], [3, 4]);
         assert_eq!(five[22..24], [5, 6]);
         assert_eq!((five[31], five[39]), (7, 8));
-        assert_eq!(checkpoint.to_bytes(false), five[..24]);
+        assert_eq!(checkpoint.to_bytes(3), five[..24]);
         assert_eq!(Checkpoint::from_bytes(&five), checkpoint);
         assert_eq!(Checkpoint::from_bytes(&five[..20]).index_msg_timestamp, 0);
     }

@@ -18,6 +18,7 @@
 //! `forceVerifyPropCRC` checks (off by default), batch and inner-batch messages, and the
 //! schedule topic's delivery time in place of the tags code.
 
+use crate::config::rocketmq::Rules;
 use crate::types::java_string_hash;
 
 /// `MessageDecoder.MESSAGE_MAGIC_CODE` (0xDAA320A7): a record whose topic length is a byte.
@@ -316,19 +317,8 @@ pub fn properties(bytes: &[u8]) -> Vec<(String, String)> {
     out
 }
 
-/// How a release writes a properties string (`MessageDecoder.messageProperties2String`
-/// over the map `string2messageProperties` built).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PropertiesFormat {
-    /// The `HashMap`'s buckets: `new HashMap<>()` (16) in 4.9, `new HashMap<>(128)` in 5.x.
-    pub map_capacity: usize,
-    /// Whether the last PROPERTY_SEPARATOR stays: cut off before 5.2.0, kept from it
-    /// (#7437).
-    pub trailing_separator: bool,
-}
-
 /// `messageProperties2String` over entries in the order given: each as name,
-/// NAME_VALUE_SEPARATOR, value, PROPERTY_SEPARATOR (the last one kept or not).
+/// NAME_VALUE_SEPARATOR, value, PROPERTY_SEPARATOR (the last one kept or not, by release).
 pub fn properties_string<'a>(
     entries: impl IntoIterator<Item = (&'a str, &'a str)>,
     trailing_separator: bool,
@@ -352,11 +342,11 @@ pub fn properties_string<'a>(
 /// (`SendMessageProcessor`), so they come out in [`java_hash_map_order`].
 pub fn stored_properties<'a>(
     entries: impl IntoIterator<Item = (&'a str, &'a str)>,
-    format: PropertiesFormat,
+    rules: &Rules,
 ) -> Vec<u8> {
     properties_string(
-        java_hash_map_order(entries, format.map_capacity),
-        format.trailing_separator,
+        java_hash_map_order(entries, rules.properties_map_capacity),
+        rules.properties_trailing_separator,
     )
 }
 
@@ -607,20 +597,15 @@ mod tests {
             .map(|(n, _)| n)
             .collect();
         assert_eq!(names, ["CLUSTER", "UNIQ_KEY"]);
-        let five = PropertiesFormat {
-            map_capacity: 128,
-            trailing_separator: true,
-        };
+        use crate::config::rocketmq::Release;
+        let five = Release::parse("5.3.3").unwrap().rules();
         assert_eq!(
-            stored_properties([("TAGS", "a"), ("TAGS", "b"), ("WAIT", "true")], five),
+            stored_properties([("TAGS", "a"), ("TAGS", "b"), ("WAIT", "true")], &five),
             b"TAGS\x01b\x02WAIT\x01true\x02"
         );
-        // 4.9: a 16-bucket map, the last separator cut off. Java 21's `HashMap()` puts
+        // 4.9.8: a 16-bucket map, the last separator cut off. Java 21's `HashMap()` puts
         // KEYS (bucket 7) before UNIQ_KEY and CLUSTER (both 12), TAGS last (14).
-        let four = PropertiesFormat {
-            map_capacity: 16,
-            trailing_separator: false,
-        };
+        let four = Release::parse("4.9.8").unwrap().rules();
         assert_eq!(
             stored_properties(
                 [
@@ -629,7 +614,7 @@ mod tests {
                     ("UNIQ_KEY", "u"),
                     ("CLUSTER", "c")
                 ],
-                four
+                &four
             ),
             b"KEYS\x01k\x02UNIQ_KEY\x01u\x02CLUSTER\x01c\x02TAGS\x01t"
         );

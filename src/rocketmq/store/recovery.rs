@@ -19,29 +19,8 @@ use super::checkpoint::Checkpoint;
 use super::consume_queue::{ConsumeQueues, Put};
 use super::mapped_file::MappedFileQueue;
 use super::message::{self, Checked, Dispatch, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2};
+use crate::config::rocketmq::{NormalStart, Rules};
 use crate::os::disk::DiskError;
-
-/// Where normal recovery starts, by release.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NormalStart {
-    /// 4.9 to 5.3.1: the third-last file, dispatching nothing.
-    ThirdLastFile,
-    /// 5.3.2 on: the newest file at or below the ConsumeQueues' end, dispatching the
-    /// records past it.
-    ConsumeQueueEnd,
-}
-
-/// The release's recovery rules and the store's settings that bear on them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RecoveryRules {
-    pub normal_start: NormalStart,
-    /// Abnormal recovery's start file may begin with a V2 record (5.x).
-    pub v2_start: bool,
-    /// 5.x flushes every ConsumeQueue once after abnormal recovery's re-dispatch.
-    pub flush_queues_after_abnormal: bool,
-    /// `checkCRCOnRecover` (default true).
-    pub check_crc: bool,
-}
 
 /// What recovery did, in RocketMQ's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,14 +46,16 @@ pub struct Recovered {
 }
 
 /// Recover the CommitLog's `files` (as loaded) and the `queues` (loaded) with the
-/// checkpoint read back; the CommitLog's next queue offsets are then
+/// checkpoint read back, by the release's `rules`, checking bodies' CRCs if `check_crc`
+/// (`checkCRCOnRecover`); the CommitLog's next queue offsets are then
 /// `queues.next_offsets()`.
 pub fn recover(
     files: &mut MappedFileQueue,
     queues: &mut ConsumeQueues,
     checkpoint: &Checkpoint,
     last_exit_ok: bool,
-    rules: RecoveryRules,
+    rules: &Rules,
+    check_crc: bool,
 ) -> Result<Recovered, DiskError> {
     for (_, queue) in queues.iter_mut() {
         queue.recover()?;
@@ -97,7 +78,7 @@ pub fn recover(
     let start = if last_exit_ok {
         normal_start(files, queue_end, rules.normal_start)
     } else {
-        abnormal_start(files, checkpoint, rules.v2_start)?
+        abnormal_start(files, checkpoint, rules.abnormal_start_v2)?
     };
     let file_size = files.file_size();
     let start_file = files.files()[start].from;
@@ -118,7 +99,7 @@ pub fn recover(
         let window = (total.max(0) as u64 + 64 * 1024).min(remaining) as usize;
         let bytes = files.read_at(index, within, window)?;
         let bytes = pad_to(bytes, window);
-        match message::check(&bytes, rules.check_crc) {
+        match message::check(&bytes, check_crc) {
             Checked::Message(record) => {
                 last_message = from + within;
                 within += u64::from(record.msg_size);
@@ -237,6 +218,7 @@ fn abnormal_start(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::rocketmq::Release;
     use crate::os::disk::{Disk, DiskConfig, Filesystem, PowerLossModel};
     use crate::rocketmq::store::commit_log::{self, CommitLog};
     use crate::rocketmq::store::message::{Host, Message};
@@ -245,12 +227,7 @@ mod tests {
     const FILE: u64 = 4096;
     const QUEUE_FILE: u64 = 200;
 
-    const FIVE_THREE_THREE: RecoveryRules = RecoveryRules {
-        normal_start: NormalStart::ConsumeQueueEnd,
-        v2_start: true,
-        flush_queues_after_abnormal: true,
-        check_crc: true,
-    };
+    const NEWEST: &str = "5.3.3";
 
     fn disk(power_loss: PowerLossModel, seed: u64) -> Disk {
         let config = DiskConfig {
@@ -341,20 +318,35 @@ mod tests {
         }
 
         /// The broker starts again on this disk.
+        /// The broker of `release` starts again on this disk, checking CRCs.
         fn restart(
             &self,
             last_exit_ok: bool,
-            rules: RecoveryRules,
+            release: &str,
         ) -> (Recovered, CommitLog, ConsumeQueues) {
+            self.restart_checking(last_exit_ok, release, true)
+        }
+
+        fn restart_checking(
+            &self,
+            last_exit_ok: bool,
+            release: &str,
+            check_crc: bool,
+        ) -> (Recovered, CommitLog, ConsumeQueues) {
+            let rules = Release::parse(release).unwrap().rules();
+            let delete_empty = rules.delete_empty_last_file;
             let mut files =
-                MappedFileQueue::load(self.disk.clone(), commit_log::DIR, FILE, true).unwrap();
-            let mut queues = ConsumeQueues::load(self.disk.clone(), QUEUE_FILE, true).unwrap();
+                MappedFileQueue::load(self.disk.clone(), commit_log::DIR, FILE, delete_empty)
+                    .unwrap();
+            let mut queues =
+                ConsumeQueues::load(self.disk.clone(), QUEUE_FILE, delete_empty).unwrap();
             let recovered = recover(
                 &mut files,
                 &mut queues,
                 &Checkpoint::default(),
                 last_exit_ok,
-                rules,
+                &rules,
+                check_crc,
             )
             .unwrap();
             let log = CommitLog::new(files, queues.next_offsets());
@@ -397,7 +389,7 @@ mod tests {
         store.flush_log();
         store.flush_queues();
         let end = store.log.max_offset();
-        let (recovered, log, queues) = store.restart(true, FIVE_THREE_THREE);
+        let (recovered, log, queues) = store.restart(true, NEWEST);
         assert_eq!((recovered.end, recovered.half_message), (end, None));
         assert_eq!(recovered.dispatched, 0);
         assert!(recovered.undispatched.is_empty());
@@ -421,7 +413,7 @@ mod tests {
         }
         store.dispatch();
         store.disk.power_loss();
-        let (recovered, mut log, queues) = store.restart(false, FIVE_THREE_THREE);
+        let (recovered, mut log, queues) = store.restart(false, NEWEST);
         assert_eq!(recovered.end, flushed);
         assert_eq!(
             recovered.dispatched, 6,
@@ -453,20 +445,18 @@ mod tests {
             store.disk.write(first, at, &[0xEE]).unwrap();
             store
         };
-        let (clean, _, _) = build(1).restart(true, FIVE_THREE_THREE);
+        let (clean, _, _) = build(1).restart(true, NEWEST);
         assert_eq!(clean.start_file, 4096);
         assert_eq!(clean.end, 4096 + 10 * 197, "the first file is not scanned");
 
-        let (recovered, log, queues) = build(1).restart(false, FIVE_THREE_THREE);
+        let (recovered, log, queues) = build(1).restart(false, NEWEST);
         assert_eq!(recovered.end, 12 * 197);
         assert_eq!(recovered.queues_truncated, Some(12 * 197));
         assert_eq!(log.files().files().len(), 1, "the second file is deleted");
         assert_eq!(queues.get("orders", 0).unwrap().max_offset_in_queue(), 12);
         queues_agree_with_the_log(&log, &queues).unwrap();
 
-        let mut unchecked = FIVE_THREE_THREE;
-        unchecked.check_crc = false;
-        let (read_on, _, _) = build(1).restart(false, unchecked);
+        let (read_on, _, _) = build(1).restart_checking(false, NEWEST, false);
         assert_eq!(read_on.end, 4096 + 10 * 197, "checkCRCOnRecover = false");
     }
 
@@ -489,7 +479,7 @@ mod tests {
             store.flush_log();
             store
         };
-        let (recovered, log, queues) = build().restart(true, FIVE_THREE_THREE);
+        let (recovered, log, queues) = build().restart(true, NEWEST);
         assert_eq!(recovered.end, 8 * 197);
         let missed: Vec<i64> = recovered
             .undispatched
@@ -505,9 +495,7 @@ mod tests {
             "record 4 sits in slot 3"
         );
 
-        let mut third_last = FIVE_THREE_THREE;
-        third_last.normal_start = NormalStart::ThirdLastFile;
-        let (recovered, _, queues) = build().restart(true, third_last);
+        let (recovered, _, queues) = build().restart(true, "5.3.1");
         assert_eq!(recovered.dispatched, 0);
         assert_eq!(recovered.undispatched.len(), 5);
         assert_eq!(queues.get("orders", 0).unwrap().max_offset_in_queue(), 3);
@@ -564,7 +552,7 @@ mod tests {
             }
             let flushed = store.log.flushed_where();
             store.disk.power_loss();
-            let (recovered, log, queues) = store.restart(false, FIVE_THREE_THREE);
+            let (recovered, log, queues) = store.restart(false, NEWEST);
             prop_assert!(recovered.end >= flushed, "end {} below flushed {}", recovered.end, flushed);
             prop_assert_eq!(log.max_offset(), recovered.end);
             queues_agree_with_the_log(&log, &queues).map_err(TestCaseError::fail)?;

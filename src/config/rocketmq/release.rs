@@ -1,0 +1,291 @@
+//! RocketMQ's releases, and what each changed about the store without a configuration
+//! key. A release's rules are 4.9.0's with every [`STEP`](STEPS) up to it applied, in
+//! order. Unlike Kafka's minor releases, RocketMQ's patch releases changed durability
+//! (recovery in 5.3.2), so a release is named in full: `"5.3.3"`, or `"develop"` for the
+//! source after 5.3.3 (apache/rocketmq 8fc57f1, 2025-09-19).
+//!
+//! Each step names the pull request or issue that made the change, read in the source at
+//! each tag.
+
+use std::fmt;
+
+/// A RocketMQ release: `major.minor.patch`, or the development branch after the newest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Release {
+    Tag(u8, u8, u8),
+    Develop,
+}
+
+const fn v(major: u8, minor: u8, patch: u8) -> Release {
+    Release::Tag(major, minor, patch)
+}
+
+/// Every release a scenario may name, oldest first.
+pub const KNOWN: &[Release] = &[
+    v(4, 9, 0),
+    v(4, 9, 1),
+    v(4, 9, 2),
+    v(4, 9, 3),
+    v(4, 9, 4),
+    v(4, 9, 5),
+    v(4, 9, 6),
+    v(4, 9, 7),
+    v(4, 9, 8),
+    v(5, 0, 0),
+    v(5, 1, 0),
+    v(5, 1, 1),
+    v(5, 1, 2),
+    v(5, 1, 3),
+    v(5, 1, 4),
+    v(5, 2, 0),
+    v(5, 3, 0),
+    v(5, 3, 1),
+    v(5, 3, 2),
+    v(5, 3, 3),
+    Release::Develop,
+];
+
+impl Release {
+    /// The newest release: what a scenario gets when it names none.
+    pub const NEWEST: Release = v(5, 3, 3);
+
+    /// `"5.3.3"` or `"develop"`, if it is a release hightide knows; the error lists them.
+    pub fn parse(text: &str) -> Result<Release, String> {
+        let known = || {
+            let names: Vec<String> = KNOWN.iter().map(Release::to_string).collect();
+            names.join(", ")
+        };
+        if text == "develop" {
+            return Ok(Release::Develop);
+        }
+        let parts: Vec<Option<u8>> = text
+            .split('.')
+            .map(|part| {
+                (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| part.parse().ok())
+                    .flatten()
+            })
+            .collect();
+        match parts[..] {
+            [Some(major), Some(minor), Some(patch)] if KNOWN.contains(&v(major, minor, patch)) => {
+                Ok(v(major, minor, patch))
+            }
+            [Some(major), Some(minor), Some(patch)] => Err(format!(
+                "unknown RocketMQ release `{}`; the releases are: {}",
+                v(major, minor, patch),
+                known()
+            )),
+            _ => Err(format!(
+                "invalid RocketMQ release `{text}`: expected a release like \"5.3.3\" or \"develop\"; the releases are: {}",
+                known()
+            )),
+        }
+    }
+
+    /// The rules of this release.
+    pub fn rules(self) -> Rules {
+        let mut rules = Rules::ROCKETMQ_4_9_0;
+        for step in STEPS.iter().filter(|step| step.since <= self) {
+            (step.apply)(&mut rules);
+        }
+        rules
+    }
+
+    /// The steps up to this release, oldest first.
+    pub fn history(self) -> impl Iterator<Item = &'static Step> {
+        STEPS.iter().filter(move |step| step.since <= self)
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Release::Tag(major, minor, patch) => write!(f, "{major}.{minor}.{patch}"),
+            Release::Develop => f.write_str("develop"),
+        }
+    }
+}
+
+impl Default for Release {
+    fn default() -> Self {
+        Release::NEWEST
+    }
+}
+
+/// Where a clean start's CommitLog scan begins (`CommitLog.recoverNormally`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormalStart {
+    /// The third-last file, dispatching nothing: whatever the ConsumeQueues lack stays
+    /// unindexed unless dispatch reaches it after the start.
+    ThirdLastFile,
+    /// The newest file at or below the ConsumeQueues' end, dispatching the records that
+    /// start past that end.
+    ConsumeQueueEnd,
+}
+
+/// What a release does that no configuration key says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The buckets of the `HashMap` the broker reads a message's properties into, whose
+    /// order the stored properties follow (`MessageDecoder.string2messageProperties`).
+    pub properties_map_capacity: usize,
+    /// Whether the stored properties keep their last separator
+    /// (`messageProperties2String`).
+    pub properties_trailing_separator: bool,
+    /// The longs the checkpoint page holds: three timestamps, then the master's flushed
+    /// offset, then the confirm offset (`StoreCheckpoint.flush`).
+    pub checkpoint_longs: usize,
+    /// A file queue's empty last file is deleted at load (`MappedFileQueue.doLoad`);
+    /// before, its length stops the broker from starting.
+    pub delete_empty_last_file: bool,
+    pub normal_start: NormalStart,
+    /// Abnormal recovery's start file may begin with a V2 record
+    /// (`isMappedFileMatchedRecover`).
+    pub abnormal_start_v2: bool,
+    /// Abnormal recovery flushes every ConsumeQueue once after its re-dispatch.
+    pub flush_queues_after_abnormal: bool,
+    /// A CommitLog flush whose fsync failed still moves the flushed position
+    /// (`DefaultMappedFile.flush`), so a SYNC_FLUSH put is answered PUT_OK after it.
+    pub failed_flush_advances: bool,
+}
+
+impl Rules {
+    const ROCKETMQ_4_9_0: Rules = Rules {
+        properties_map_capacity: 16,
+        properties_trailing_separator: true,
+        checkpoint_longs: 3,
+        delete_empty_last_file: false,
+        normal_start: NormalStart::ThirdLastFile,
+        abnormal_start_v2: false,
+        flush_queues_after_abnormal: false,
+        failed_flush_advances: true,
+    };
+}
+
+/// One change between releases, with where RocketMQ made it.
+pub struct Step {
+    pub since: Release,
+    pub change: &'static str,
+    pub source: &'static str,
+    apply: fn(&mut Rules),
+}
+
+/// The changes since 4.9.0, oldest first.
+pub const STEPS: &[Step] = &[
+    Step {
+        since: v(4, 9, 1),
+        change: "the stored properties string loses its last separator",
+        source: "PR #2961",
+        apply: |r| r.properties_trailing_separator = false,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "the checkpoint page also holds the master's flushed offset",
+        source: "PR #3979",
+        apply: |r| r.checkpoint_longs = 4,
+    },
+    Step {
+        since: v(5, 1, 0),
+        change: "the broker reads properties into a HashMap of 128 buckets, which orders them",
+        source: "PR #5803",
+        apply: |r| r.properties_map_capacity = 128,
+    },
+    Step {
+        since: v(5, 1, 0),
+        change: "abnormal recovery may start at a file whose first record is V2",
+        source: "PR #5611",
+        apply: |r| r.abnormal_start_v2 = true,
+    },
+    Step {
+        since: v(5, 1, 1),
+        change: "the checkpoint page also holds the confirm offset",
+        source: "PR #6618",
+        apply: |r| r.checkpoint_longs = 5,
+    },
+    Step {
+        since: v(5, 1, 3),
+        change: "an empty last CommitLog or ConsumeQueue file is deleted at load instead of stopping the broker",
+        source: "PR #6903",
+        apply: |r| r.delete_empty_last_file = true,
+    },
+    Step {
+        since: v(5, 2, 0),
+        change: "the stored properties string keeps its last separator again",
+        source: "PR #7468 (issue #7437)",
+        apply: |r| r.properties_trailing_separator = true,
+    },
+    Step {
+        since: v(5, 3, 2),
+        change: "a clean start scans from the ConsumeQueues' end and dispatches the records past it",
+        source: "PR #8915",
+        apply: |r| r.normal_start = NormalStart::ConsumeQueueEnd,
+    },
+    Step {
+        since: v(5, 3, 2),
+        change: "abnormal recovery flushes every ConsumeQueue after its re-dispatch",
+        source: "PR #8842",
+        apply: |r| r.flush_queues_after_abnormal = true,
+    },
+    Step {
+        since: Release::Develop,
+        change: "a failed CommitLog flush leaves the flushed position where it was",
+        source: "#9713 (issue #2706)",
+        apply: |r| r.failed_flush_advances = false,
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_parse_in_full_and_sort_with_develop_last() {
+        assert_eq!(Release::parse("5.3.2"), Ok(v(5, 3, 2)));
+        assert_eq!(Release::parse("develop"), Ok(Release::Develop));
+        assert!(Release::parse("5.3")
+            .unwrap_err()
+            .contains("expected a release like"));
+        assert!(Release::parse("5.4.0")
+            .unwrap_err()
+            .starts_with("unknown RocketMQ release `5.4.0`"));
+        assert!(KNOWN.windows(2).all(|w| w[0] < w[1]));
+        assert!(KNOWN.contains(&Release::NEWEST));
+        assert_eq!(Release::default(), v(5, 3, 3));
+    }
+
+    /// Each step changes its release's rules, in the order of the releases.
+    #[test]
+    fn every_step_changes_something_and_the_steps_are_in_order() {
+        assert!(STEPS.windows(2).all(|w| w[0].since <= w[1].since));
+        for (i, step) in STEPS.iter().enumerate() {
+            let mut before = Rules::ROCKETMQ_4_9_0;
+            for earlier in &STEPS[..i] {
+                (earlier.apply)(&mut before);
+            }
+            let mut after = before;
+            (step.apply)(&mut after);
+            assert_ne!(before, after, "{} changes nothing", step.change);
+            assert!(KNOWN.contains(&step.since));
+        }
+    }
+
+    /// Read at the tags: 4.9.0 kept the last separator, 4.9.1 to 5.1.4 cut it, 5.2.0 on
+    /// keep it; the recovery of 5.3.2 on; develop's flush.
+    #[test]
+    fn rules_follow_the_releases_that_made_them() {
+        let trailing: Vec<bool> = [v(4, 9, 0), v(4, 9, 8), v(5, 1, 4), v(5, 2, 0)]
+            .map(|r| r.rules().properties_trailing_separator)
+            .to_vec();
+        assert_eq!(trailing, [true, false, false, true]);
+        assert_eq!(v(5, 3, 1).rules().normal_start, NormalStart::ThirdLastFile);
+        assert_eq!(
+            v(5, 3, 2).rules().normal_start,
+            NormalStart::ConsumeQueueEnd
+        );
+        assert_eq!(v(5, 0, 0).rules().checkpoint_longs, 4);
+        assert_eq!(v(5, 3, 3).rules().checkpoint_longs, 5);
+        assert!(v(5, 3, 3).rules().failed_flush_advances);
+        assert!(!Release::Develop.rules().failed_flush_advances);
+        assert_eq!(v(5, 3, 3).history().count(), STEPS.len() - 1);
+    }
+}
