@@ -6,7 +6,9 @@
 
 mod release;
 
-pub use release::{NormalStart, Release, Rules, Step, KNOWN as RELEASES, STEPS as RELEASE_STEPS};
+pub use release::{
+    ConfigPersist, NormalStart, Release, Rules, Step, KNOWN as RELEASES, STEPS as RELEASE_STEPS,
+};
 
 use std::time::Duration;
 

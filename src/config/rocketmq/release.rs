@@ -123,6 +123,20 @@ pub enum NormalStart {
     ConsumeQueueEnd,
 }
 
+/// How the broker writes a config file such as `consumerOffset.json`
+/// (`ConfigManager.persist`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigPersist {
+    /// `MixAll.string2File`: the new content to `.tmp`, the old to `.bak`, delete the
+    /// file, rename the `.tmp` over it; no fsync.
+    TmpThenRename,
+    /// The old content to `.bak`, then the file truncated and written in place; no fsync.
+    BackupThenOverwrite,
+    /// The file moved to `.bak` and its directory fsynced, the new file written and
+    /// forced, the directory fsynced.
+    MoveThenFsync,
+}
+
 /// What a release does that no configuration key says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
@@ -147,6 +161,7 @@ pub struct Rules {
     /// A CommitLog flush whose fsync failed still moves the flushed position
     /// (`DefaultMappedFile.flush`), so a SYNC_FLUSH put is answered PUT_OK after it.
     pub failed_flush_advances: bool,
+    pub config_persist: ConfigPersist,
 }
 
 impl Rules {
@@ -159,6 +174,7 @@ impl Rules {
         abnormal_start_v2: false,
         flush_queues_after_abnormal: false,
         failed_flush_advances: true,
+        config_persist: ConfigPersist::TmpThenRename,
     };
 }
 
@@ -197,6 +213,12 @@ pub const STEPS: &[Step] = &[
         apply: |r| r.abnormal_start_v2 = true,
     },
     Step {
+        since: v(5, 1, 0),
+        change: "config files are overwritten in place after a copy to .bak, instead of renamed over",
+        source: "a961a9b (issue #5905)",
+        apply: |r| r.config_persist = ConfigPersist::BackupThenOverwrite,
+    },
+    Step {
         since: v(5, 1, 1),
         change: "the checkpoint page also holds the confirm offset",
         source: "PR #6618",
@@ -231,6 +253,12 @@ pub const STEPS: &[Step] = &[
         change: "a failed CommitLog flush leaves the flushed position where it was",
         source: "#9713 (issue #2706)",
         apply: |r| r.failed_flush_advances = false,
+    },
+    Step {
+        since: Release::Develop,
+        change: "config files are fsynced: moved to .bak, written, forced, their directory fsynced",
+        source: "#9706 (issue #9705)",
+        apply: |r| r.config_persist = ConfigPersist::MoveThenFsync,
     },
 ];
 
@@ -286,6 +314,14 @@ mod tests {
         assert_eq!(v(5, 3, 3).rules().checkpoint_longs, 5);
         assert!(v(5, 3, 3).rules().failed_flush_advances);
         assert!(!Release::Develop.rules().failed_flush_advances);
-        assert_eq!(v(5, 3, 3).history().count(), STEPS.len() - 1);
+        assert_eq!(v(5, 3, 3).history().count(), STEPS.len() - 2);
+        assert_eq!(
+            v(5, 0, 0).rules().config_persist,
+            ConfigPersist::TmpThenRename
+        );
+        assert_eq!(
+            v(5, 1, 0).rules().config_persist,
+            ConfigPersist::BackupThenOverwrite
+        );
     }
 }
