@@ -119,6 +119,12 @@ impl CommitLog {
             .unwrap_or(0)
     }
 
+    /// CommitRealTimeService's step with the TransientStorePool: commit the buffer of
+    /// one file if it holds `least_pages` (see [`MappedFileQueue::commit`]).
+    pub fn commit(&mut self, least_pages: u64) -> Result<bool, DiskError> {
+        self.files.commit(least_pages)
+    }
+
     pub fn plan_flush(&self, least_pages: u64) -> Option<Flush> {
         self.files.plan_flush(least_pages)
     }
@@ -307,6 +313,43 @@ mod tests {
         ));
         assert_eq!(
             message::check(&second[within..], true),
+            Checked::End { half: None }
+        );
+    }
+
+    /// With the TransientStorePool, appends wait in process memory until committed:
+    /// dispatch and flushes see only what was committed, and a kill loses the rest.
+    #[test]
+    fn the_transient_store_pool_holds_appends_in_memory_until_committed() {
+        let disk = disk();
+        let files = MappedFileQueue::new(disk.clone(), DIR, 4 * 4096).with_transient_store_pool();
+        let mut log = CommitLog::new(files, BTreeMap::new());
+        for n in 0..10 {
+            log.append(&mut message(0, &[n; 100]), 1).unwrap();
+        }
+        assert_eq!(log.max_offset(), 0, "nothing committed, nothing readable");
+        assert_eq!(log.plan_flush(0), None);
+        assert!(!log.commit(4).unwrap(), "1970 bytes cross no page boundary");
+        assert!(log.commit(0).unwrap());
+        assert_eq!(log.max_offset(), 10 * 197);
+        for n in 10..20 {
+            log.append(&mut message(0, &[n; 100]), 1).unwrap();
+        }
+        assert_eq!(log.files().wrote_offset(), 20 * 197);
+        let (records, _) = log.dispatchable(0, u64::MAX).unwrap();
+        assert_eq!(records.len(), 10, "dispatch reads what was committed");
+
+        // A kill: the process and its buffer go; the file holds the committed records.
+        drop(log);
+        let reloaded = MappedFileQueue::load(disk.clone(), DIR, 4 * 4096, true).unwrap();
+        let bytes = reloaded.read_file(0).unwrap();
+        let at = 10 * 197;
+        assert!(matches!(
+            message::check(&bytes[at - 197..], true),
+            Checked::Message(_)
+        ));
+        assert_eq!(
+            message::check(&bytes[at..], true),
             Checked::End { half: None }
         );
     }

@@ -9,9 +9,15 @@
 //! fsync and reports back: Java's `flush` reads the position to flush to *before* it
 //! forces, so what is appended during the fsync waits for the next one.
 //!
-//! Left out: the TransientStorePool's separate committed position.
+//! With the TransientStorePool (`transientStorePoolEnable`) appends go to a buffer in
+//! the broker's memory, which CommitRealTimeService commits to the file (a page-cache
+//! write) every `commitIntervalCommitLog`: what is read, flushed and dispatched is then
+//! only what was committed (`getReadPosition`), and a killed broker loses the rest. The
+//! buffer's bytes past a BLANK record are zeros here; RocketMQ's pool reuses buffers
+//! without clearing them, so its file tails hold an earlier file's bytes after the BLANK.
 
 use crate::os::disk::{Disk, DiskError, PAGE_BYTES};
+use std::collections::BTreeMap;
 
 /// `UtilAll.offset2FileName`: the offset in at least 20 digits.
 pub fn file_name(offset: u64) -> String {
@@ -23,6 +29,8 @@ pub struct MappedFile {
     /// Its first offset in the queue, which is its name.
     pub from: u64,
     pub wrote: u64,
+    /// Up to where the TransientStorePool's buffer is in the file (`committedPosition`).
+    pub committed: u64,
     pub flushed: u64,
     /// The store timestamp of the last message appended to it (`storeTimestamp`), which a
     /// full flush records as the queue's.
@@ -30,17 +38,18 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// `isAbleToFlush`: a full file always; otherwise `least_pages` 4 KiB page boundaries
-    /// crossed since the last flush (integer division of the positions, not a byte count),
-    /// or with `least_pages` 0 any byte at all.
-    fn able_to_flush(&self, file_size: u64, least_pages: u64) -> bool {
+    /// `isAbleToFlush` (`to` the read position) and `isAbleToCommit` (`to` the write
+    /// position, `done` the committed one): a full file always; otherwise `least_pages`
+    /// 4 KiB page boundaries crossed (integer division of the positions, not a byte
+    /// count), or with `least_pages` 0 any byte at all.
+    fn able(&self, file_size: u64, least_pages: u64, to: u64, done: u64) -> bool {
         if self.wrote == file_size {
             return true;
         }
         if least_pages > 0 {
-            return self.wrote / PAGE_BYTES - self.flushed / PAGE_BYTES >= least_pages;
+            return to / PAGE_BYTES - done / PAGE_BYTES >= least_pages;
         }
-        self.wrote > self.flushed
+        to > done
     }
 }
 
@@ -63,6 +72,11 @@ pub struct MappedFileQueue {
     files: Vec<MappedFile>,
     /// Where the queue is flushed to (`flushedWhere`).
     flushed_where: u64,
+    /// Where the TransientStorePool's buffer is committed to (`committedWhere`).
+    committed_where: u64,
+    /// With the TransientStorePool, each file's bytes from its committed position to its
+    /// write position: process memory, which a kill loses.
+    pending: Option<BTreeMap<u64, Vec<u8>>>,
     /// The store timestamp as of the last full (0-page) flush.
     store_timestamp: i64,
 }
@@ -77,7 +91,25 @@ impl MappedFileQueue {
             file_size,
             files: Vec::new(),
             flushed_where: 0,
+            committed_where: 0,
+            pending: None,
             store_timestamp: 0,
+        }
+    }
+
+    /// Appends go through the TransientStorePool from now on.
+    pub fn with_transient_store_pool(mut self) -> MappedFileQueue {
+        self.pending = Some(BTreeMap::new());
+        self
+    }
+
+    /// What is readable in `file` (`getReadPosition`): what was written, or with the
+    /// TransientStorePool what was committed.
+    fn read_position(&self, file: &MappedFile) -> u64 {
+        if self.pending.is_some() {
+            file.committed
+        } else {
+            file.wrote
         }
     }
 
@@ -119,6 +151,7 @@ impl MappedFileQueue {
             queue.files.push(MappedFile {
                 from,
                 wrote: file_size,
+                committed: file_size,
                 flushed: file_size,
                 store_timestamp: 0,
             });
@@ -146,8 +179,15 @@ impl MappedFileQueue {
         self.store_timestamp
     }
 
-    /// The offset after the last written byte (`getMaxOffset`).
+    /// The offset after the last readable byte (`getMaxOffset`).
     pub fn max_offset(&self) -> u64 {
+        self.files
+            .last()
+            .map_or(0, |f| f.from + self.read_position(f))
+    }
+
+    /// The offset after the last appended byte, committed or not.
+    pub fn wrote_offset(&self) -> u64 {
         self.files.last().map_or(0, |f| f.from + f.wrote)
     }
 
@@ -171,10 +211,12 @@ impl MappedFileQueue {
             self.disk.set_len(&path, self.file_size)?;
             if self.files.is_empty() {
                 self.flushed_where = from;
+                self.committed_where = from;
             }
             self.files.push(MappedFile {
                 from,
                 wrote: 0,
+                committed: 0,
                 flushed: 0,
                 store_timestamp: 0,
             });
@@ -193,8 +235,17 @@ impl MappedFileQueue {
         let file = self.files.last_mut().expect("append after last_file");
         debug_assert!(advance >= bytes.len() as u64 && file.wrote + advance <= self.file_size);
         let at = file.from + file.wrote;
-        let path = format!("{}/{}", self.dir, file_name(file.from));
-        self.disk.write(&path, file.wrote, bytes)?;
+        match &mut self.pending {
+            Some(pending) => {
+                let buffer = pending.entry(file.from).or_default();
+                buffer.extend_from_slice(bytes);
+                buffer.resize(buffer.len() + (advance as usize - bytes.len()), 0);
+            }
+            None => {
+                let path = format!("{}/{}", self.dir, file_name(file.from));
+                self.disk.write(&path, file.wrote, bytes)?;
+            }
+        }
         file.wrote += advance;
         if store_timestamp > 0 {
             file.store_timestamp = store_timestamp;
@@ -206,13 +257,14 @@ impl MappedFileQueue {
     /// so a queue that moved to a new file needs a second flush), if it has enough to flush.
     pub fn plan_flush(&self, least_pages: u64) -> Option<Flush> {
         let file = self.file_at(self.flushed_where, self.flushed_where == 0)?;
-        if !file.able_to_flush(self.file_size, least_pages) {
+        let to = self.read_position(file);
+        if !file.able(self.file_size, least_pages, to, file.flushed) {
             return None;
         }
         Some(Flush {
             path: self.path(file),
             from: file.from,
-            to: file.wrote,
+            to,
             store_timestamp: file.store_timestamp,
             least_pages,
         })
@@ -244,15 +296,54 @@ impl MappedFileQueue {
         moved
     }
 
-    /// `findMappedFileByOffset`: the file holding `offset`, or the first one if asked.
-    pub fn file_at(&self, offset: u64, first_if_none: bool) -> Option<&MappedFile> {
+    /// `MappedFileQueue.commit(leastPages)` with the TransientStorePool: the buffer of
+    /// the file holding `committedWhere` (only that one) written to the file, if it holds
+    /// enough. Returns whether `committedWhere` moved (CommitRealTimeService then wakes the
+    /// flush service).
+    pub fn commit(&mut self, least_pages: u64) -> Result<bool, DiskError> {
+        let Some(index) = self.index_at(self.committed_where, self.committed_where == 0) else {
+            return Ok(false);
+        };
+        let file = &self.files[index];
+        if self.pending.is_none()
+            || !file.able(self.file_size, least_pages, file.wrote, file.committed)
+        {
+            return Ok(false);
+        }
+        let (from, committed) = (file.from, file.committed);
+        let bytes = self
+            .pending
+            .as_mut()
+            .and_then(|pending| pending.remove(&from))
+            .unwrap_or_default();
+        if !bytes.is_empty() {
+            self.disk.write(
+                &format!("{}/{}", self.dir, file_name(from)),
+                committed,
+                &bytes,
+            )?;
+        }
+        let file = &mut self.files[index];
+        file.committed = file.wrote;
+        let where_ = file.from + file.committed;
+        let moved = where_ != self.committed_where;
+        self.committed_where = where_;
+        Ok(moved)
+    }
+
+    fn index_at(&self, offset: u64, first_if_none: bool) -> Option<usize> {
         let first = self.files.first()?;
         let last = self.files.last()?;
         if offset < first.from || offset >= last.from + self.file_size {
-            return first_if_none.then_some(first);
+            return first_if_none.then_some(0);
         }
         let index = ((offset - first.from) / self.file_size) as usize;
-        self.files.get(index)
+        (index < self.files.len()).then_some(index)
+    }
+
+    /// `findMappedFileByOffset`: the file holding `offset`, or the first one if asked.
+    pub fn file_at(&self, offset: u64, first_if_none: bool) -> Option<&MappedFile> {
+        Some(&self.files[self.index_at(offset, first_if_none)?])
     }
 
     /// Bytes of the file holding `offset`, from `offset` up to what it holds written
@@ -262,7 +353,7 @@ impl MappedFileQueue {
             return Ok(Vec::new());
         };
         let within = offset - file.from;
-        let len = file.wrote.saturating_sub(within) as usize;
+        let len = self.read_position(file).saturating_sub(within) as usize;
         self.disk.read(&self.path(file), within, len)
     }
 
@@ -288,6 +379,7 @@ impl MappedFileQueue {
             } else if offset >= file.from {
                 let within = offset % file_size;
                 file.wrote = within;
+                file.committed = within;
                 file.flushed = within;
                 kept.push(file);
             } else {
@@ -318,9 +410,11 @@ impl MappedFileQueue {
         Ok(())
     }
 
-    /// Recovery's end: the queue is taken as flushed to `offset` (`setFlushedWhere`).
+    /// Recovery's end: the queue is taken as flushed and committed to `offset`
+    /// (`setFlushedWhere`, `setCommittedWhere`).
     pub fn set_flushed_where(&mut self, offset: u64) {
         self.flushed_where = offset;
+        self.committed_where = offset;
     }
 }
 

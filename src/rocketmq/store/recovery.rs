@@ -271,8 +271,19 @@ mod tests {
 
     impl Store {
         fn new(disk: Disk) -> Store {
+            Store::with_log(disk.clone(), CommitLog::empty(disk, FILE))
+        }
+
+        /// A store whose CommitLog goes through the TransientStorePool.
+        fn transient(disk: Disk) -> Store {
+            let files = MappedFileQueue::new(disk.clone(), commit_log::DIR, FILE);
+            let log = CommitLog::new(files.with_transient_store_pool(), Default::default());
+            Store::with_log(disk, log)
+        }
+
+        fn with_log(disk: Disk, log: CommitLog) -> Store {
             Store {
-                log: CommitLog::empty(disk.clone(), FILE),
+                log,
                 queues: ConsumeQueues::new(disk.clone(), QUEUE_FILE),
                 disk,
                 dispatched_to: 0,
@@ -505,6 +516,7 @@ mod tests {
     enum Step {
         Append(i32),
         Dispatch,
+        Commit,
         FlushLog,
         FlushQueues,
     }
@@ -513,6 +525,7 @@ mod tests {
         prop_oneof![
             6 => (0..3i32).prop_map(Step::Append),
             1 => Just(Step::Dispatch),
+            1 => Just(Step::Commit),
             1 => Just(Step::FlushLog),
             1 => Just(Step::FlushQueues),
         ]
@@ -527,17 +540,19 @@ mod tests {
     }
 
     proptest! {
-        /// Whatever was appended, dispatched and flushed before a power loss, abnormal
-        /// recovery (from file 0, the checkpoint never written) keeps every record the
-        /// CommitLog flushed, and leaves every queue indexing exactly its own records in
+        /// Whatever was appended, committed (with the TransientStorePool), dispatched and
+        /// flushed before a power loss, abnormal recovery (from file 0, the checkpoint
+        /// never written) keeps every record the CommitLog flushed, as it was, and leaves every queue indexing exactly its own records in
         /// queue-offset order, the next offset where it ends.
         #[test]
         fn abnormal_recovery_keeps_what_was_flushed_and_rebuilds_the_queues(
             steps in proptest::collection::vec(step(), 1..120),
             model in power_loss(),
             seed in 0..1_000u64,
+            transient in any::<bool>(),
         ) {
-            let mut store = Store::new(disk(model, seed));
+            let disk = disk(model, seed);
+            let mut store = if transient { Store::transient(disk) } else { Store::new(disk) };
             let mut n = 0u8;
             for step in steps {
                 match step {
@@ -546,14 +561,22 @@ mod tests {
                         n = n.wrapping_add(1);
                     }
                     Step::Dispatch => store.dispatch(),
+                    Step::Commit => {
+                        store.log.commit(0).unwrap();
+                    }
                     Step::FlushLog => store.flush_log(),
                     Step::FlushQueues => store.flush_queues(),
                 }
             }
             let flushed = store.log.flushed_where();
+            let (durable, _) = store.log.dispatchable(0, flushed).unwrap();
             store.disk.power_loss();
             let (recovered, log, queues) = store.restart(false, NEWEST);
-            prop_assert!(recovered.end >= flushed, "end {} below flushed {}", recovered.end, flushed);
+            let (kept, _) = log.dispatchable(0, recovered.end).unwrap();
+            prop_assert!(
+                kept.len() >= durable.len() && kept[..durable.len()] == durable[..],
+                "{} records flushed, {} kept", durable.len(), kept.len()
+            );
             prop_assert_eq!(log.max_offset(), recovered.end);
             queues_agree_with_the_log(&log, &queues).map_err(TestCaseError::fail)?;
             let (records, _) = log.dispatchable(0, log.max_offset()).unwrap();
