@@ -162,6 +162,12 @@ pub struct Rules {
     /// (`DefaultMappedFile.flush`), so a SYNC_FLUSH put is answered PUT_OK after it.
     pub failed_flush_advances: bool,
     pub config_persist: ConfigPersist,
+    /// Under SYNC_FLUSH, dispatch reads only what was flushed (`getConfirmOffset`
+    /// returns `flushedWhere`); before, what was written.
+    pub sync_flush_reads_flushed: bool,
+    /// How many `flush(0)` calls GroupCommitService makes for a request before it answers
+    /// FLUSH_DISK_TIMEOUT: two at once, or from 5.2.0 up to a thousand a millisecond apart.
+    pub group_commit_flush_tries: u32,
 }
 
 impl Rules {
@@ -175,6 +181,8 @@ impl Rules {
         flush_queues_after_abnormal: false,
         failed_flush_advances: true,
         config_persist: ConfigPersist::TmpThenRename,
+        sync_flush_reads_flushed: false,
+        group_commit_flush_tries: 2,
     };
 }
 
@@ -235,6 +243,18 @@ pub const STEPS: &[Step] = &[
         change: "the stored properties string keeps its last separator again",
         source: "PR #7468 (issue #7437)",
         apply: |r| r.properties_trailing_separator = true,
+    },
+    Step {
+        since: v(5, 2, 0),
+        change: "GroupCommitService retries a flush up to 1000 times, 1 ms apart, before FLUSH_DISK_TIMEOUT",
+        source: "PR #7524",
+        apply: |r| r.group_commit_flush_tries = 1000,
+    },
+    Step {
+        since: v(5, 3, 0),
+        change: "under SYNC_FLUSH consumers see only flushed messages",
+        source: "PR #8240 (issue #8239)",
+        apply: |r| r.sync_flush_reads_flushed = true,
     },
     Step {
         since: v(5, 3, 2),

@@ -8,3 +8,4 @@ pub mod consume_queue;
 pub mod mapped_file;
 pub mod message;
 pub mod recovery;
+pub mod services;
