@@ -185,7 +185,6 @@ impl CommitLog {
 mod tests {
     use super::*;
     use crate::os::disk::{DiskConfig, PowerLossModel};
-    use crate::rocketmq::store::message::Host;
 
     fn disk() -> Disk {
         let config = DiskConfig {
@@ -196,26 +195,7 @@ mod tests {
     }
 
     fn message(queue_id: i32, body: &[u8]) -> Message {
-        let host = Host {
-            ip: [10, 0, 0, 1],
-            port: 10911,
-        };
-        Message {
-            topic: "orders".into(),
-            queue_id,
-            flag: 0,
-            queue_offset: 0,
-            physical_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 1,
-            born_host: host,
-            store_timestamp: 0,
-            store_host: host,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            body: body.to_vec(),
-            properties: Vec::new(),
-        }
+        crate::rocketmq::store::test_message(queue_id, body)
     }
 
     /// 91 bytes of header and lengths, 6 of topic: a 100-byte body makes 197 bytes.

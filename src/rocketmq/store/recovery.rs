@@ -221,7 +221,7 @@ mod tests {
     use crate::config::rocketmq::Release;
     use crate::os::disk::{Disk, DiskConfig, Filesystem, PowerLossModel};
     use crate::rocketmq::store::commit_log::{self, CommitLog};
-    use crate::rocketmq::store::message::{Host, Message};
+    use crate::rocketmq::store::message::Message;
     use proptest::prelude::*;
 
     const FILE: u64 = 4096;
@@ -239,26 +239,7 @@ mod tests {
     }
 
     fn message(queue_id: i32, n: u8) -> Message {
-        let host = Host {
-            ip: [10, 0, 0, 1],
-            port: 10911,
-        };
-        Message {
-            topic: "orders".into(),
-            queue_id,
-            flag: 0,
-            queue_offset: 0,
-            physical_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 1,
-            born_host: host,
-            store_timestamp: 0,
-            store_host: host,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            body: vec![n; 100],
-            properties: Vec::new(),
-        }
+        crate::rocketmq::store::test_message(queue_id, &[n; 100])
     }
 
     /// A broker's store in miniature: appends, dispatch up to a bound, flushes.

@@ -130,7 +130,6 @@ mod tests {
     use super::*;
     use crate::config::rocketmq::Release;
     use crate::os::disk::{Disk, DiskConfig};
-    use crate::rocketmq::store::message::{Host, Message};
 
     fn at(ms: u64) -> SimTime {
         SimTime::from_millis(ms)
@@ -180,26 +179,7 @@ mod tests {
     fn sync_flush_dispatches_only_flushed_records_from_5_3_0() {
         let disk = Disk::new(DiskConfig::default(), 1);
         let mut log = CommitLog::empty(disk, 4096);
-        let host = Host {
-            ip: [10, 0, 0, 1],
-            port: 10911,
-        };
-        let mut message = Message {
-            topic: "orders".into(),
-            queue_id: 0,
-            flag: 0,
-            queue_offset: 0,
-            physical_offset: 0,
-            sys_flag: 0,
-            born_timestamp: 1,
-            born_host: host,
-            store_timestamp: 0,
-            store_host: host,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            body: b"unflushed".to_vec(),
-            properties: Vec::new(),
-        };
+        let mut message = crate::rocketmq::store::test_message(0, b"unflushed");
         log.append(&mut message, 1).unwrap();
         let rules = |release: &str| Release::parse(release).unwrap().rules();
         let sync = FlushDiskType::SyncFlush;

@@ -329,6 +329,17 @@ mod tests {
         }
     }
 
+    /// A new consumer's JoinGroup.
+    fn consumer_1() -> crate::kafka::broker::groups::group::JoinRequest {
+        crate::kafka::broker::groups::group::JoinRequest {
+            member: None,
+            client: "consumer-1".into(),
+            subscription: vec!["orders".into()],
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(30),
+        }
+    }
+
     /// A coordinator leading the partition of "billing", loaded from an empty log.
     fn leading() -> (Coordinator, u32) {
         let mut coordinator = Coordinator::new(50, Duration::from_secs(3));
@@ -398,16 +409,7 @@ mod tests {
     fn a_commit_from_another_generation_or_an_unknown_member_is_refused() {
         let (mut coordinator, _) = leading();
         let group = coordinator.group("billing").unwrap();
-        let (_, answers) = group.join(
-            crate::kafka::broker::groups::group::JoinRequest {
-                member: None,
-                client: "consumer-1".into(),
-                subscription: vec!["orders".into()],
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-            },
-            crate::os::clock::SimTime::ZERO,
-        );
+        let (_, answers) = group.join(consumer_1(), crate::os::clock::SimTime::ZERO);
         assert!(answers.is_empty(), "the initial delay");
         let tp = TopicPartition::new("orders", 0);
         assert_eq!(
@@ -425,20 +427,11 @@ mod tests {
     /// unloaded group object).
     #[test]
     fn a_store_from_an_earlier_leadership_completes_nothing() {
-        use crate::kafka::broker::groups::group::{JoinRequest, State};
+        use crate::kafka::broker::groups::group::State;
         let (mut coordinator, partition) = leading();
         let at = SimTime::from_millis;
         let group = coordinator.group("billing").unwrap();
-        let (member, _) = group.join(
-            JoinRequest {
-                member: None,
-                client: "consumer-1".into(),
-                subscription: vec!["orders".into()],
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-            },
-            at(0),
-        );
+        let (member, _) = group.join(consumer_1(), at(0));
         group.tick(at(3_000));
         let plan = BTreeMap::from([(member.clone(), vec![TopicPartition::new("orders", 0)])]);
         let (_, earlier) = coordinator
@@ -452,16 +445,7 @@ mod tests {
         coordinator.lead(partition);
         coordinator.loaded(partition, [], at(4_000)).unwrap();
         let group = coordinator.group("billing").unwrap();
-        group.join(
-            JoinRequest {
-                member: None,
-                client: "consumer-1".into(),
-                subscription: vec!["orders".into()],
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-            },
-            at(4_000),
-        );
+        group.join(consumer_1(), at(4_000));
         group.tick(at(7_000));
         assert_eq!(
             (group.state(), group.generation()),
@@ -478,20 +462,11 @@ mod tests {
     /// go on heartbeating and committing in their generation, without rejoining.
     #[test]
     fn a_stored_group_survives_a_failover_in_its_generation() {
-        use crate::kafka::broker::groups::group::{Answer, JoinRequest, State};
+        use crate::kafka::broker::groups::group::{Answer, State};
         let (mut coordinator, partition) = leading();
         let at = SimTime::from_millis;
         let group = coordinator.group("billing").unwrap();
-        let (member, _) = group.join(
-            JoinRequest {
-                member: None,
-                client: "consumer-1".into(),
-                subscription: vec!["orders".into()],
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-            },
-            at(0),
-        );
+        let (member, _) = group.join(consumer_1(), at(0));
         let joined = group.tick(at(3_000));
         assert!(matches!(&joined[..], [Answer::Join { result: Ok(_), .. }]));
         let generation = group.generation();
@@ -548,16 +523,7 @@ mod tests {
             next.fetch("billing", std::slice::from_ref(&tp)).unwrap(),
             [(tp, offset(50))]
         );
-        let (fresh, _) = next.group("billing").unwrap().join(
-            JoinRequest {
-                member: None,
-                client: "consumer-1".into(),
-                subscription: vec!["orders".into()],
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-            },
-            at(9_300),
-        );
+        let (fresh, _) = next.group("billing").unwrap().join(consumer_1(), at(9_300));
         assert_ne!(fresh, member, "a new member's id is not a restored one's");
     }
 }
