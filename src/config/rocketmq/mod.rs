@@ -1,8 +1,8 @@
 //! RocketMQ configuration with RocketMQ's names and defaults (`MessageStoreConfig`,
 //! `BrokerConfig`). A field is its key's name in snake case, `Interval`/`Timeout` keys as
 //! `Duration`s: `flush_interval_commit_log` is `flushIntervalCommitLog`. The defaults are
-//! the same in 4.9.7, 5.3.3 and develop; what changed between releases without a key is in
-//! [`release`].
+//! the same in 4.9.7, 5.3.3 and develop; what changed between releases without a key is
+//! each [`Release`]'s [`Rules`].
 
 mod release;
 

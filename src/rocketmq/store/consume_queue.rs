@@ -67,7 +67,7 @@ pub enum Put {
     /// write position (a re-dispatch after recovery).
     Skipped,
     /// Appended at the queue's end although its queue offset said a later slot: Java only
-    /// logs "[BUG]logic queue order maybe wrong", and from here the entry's index and
+    /// logs "\[BUG\]logic queue order maybe wrong", and from here the entry's index and
     /// the record's QUEUEOFFSET disagree.
     Gap {
         expected: u64,
