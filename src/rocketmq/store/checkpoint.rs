@@ -61,11 +61,6 @@ impl Checkpoint {
     pub fn min_timestamp(&self) -> i64 {
         (self.physic_msg_timestamp.min(self.logics_msg_timestamp) - 3_000).max(0)
     }
-
-    /// `getMinTimestampIndex`, used instead with `messageIndexSafe`.
-    pub fn min_timestamp_index(&self) -> i64 {
-        self.min_timestamp().min(self.index_msg_timestamp)
-    }
 }
 
 #[cfg(test)]
@@ -100,8 +95,11 @@ mod tests {
             index_msg_timestamp: 2_000,
             ..Checkpoint::default()
         };
-        assert_eq!(checkpoint.min_timestamp(), 6_000);
-        assert_eq!(checkpoint.min_timestamp_index(), 2_000);
+        assert_eq!(
+            checkpoint.min_timestamp(),
+            6_000,
+            "the index's is not counted"
+        );
         assert_eq!(Checkpoint::default().min_timestamp(), 0);
     }
 }

@@ -64,10 +64,6 @@ impl CommitLog {
         &self.files
     }
 
-    pub fn files_mut(&mut self) -> &mut MappedFileQueue {
-        &mut self.files
-    }
-
     /// The end of what is written (`getMaxOffset`).
     pub fn max_offset(&self) -> u64 {
         self.files.max_offset()

@@ -191,11 +191,6 @@ impl MappedFileQueue {
         self.files.last().map_or(0, |f| f.from + f.wrote)
     }
 
-    /// The first file's start (`getMinOffset`).
-    pub fn min_offset(&self) -> u64 {
-        self.files.first().map_or(0, |f| f.from)
-    }
-
     /// `getLastMappedFile(startOffset, true)`: the last file while it has room, else a
     /// new one, at `start_offset` rounded down to a file in an empty queue or after the
     /// last; created at full size, zero-filled.

@@ -9,7 +9,9 @@
 //! - **Abnormal** (`recoverAbnormally`) starts at the newest file whose first record was
 //!   stored at or before the checkpoint's minimum timestamp (the older of the CommitLog's
 //!   and the ConsumeQueues' timestamps, less 3 s), file 0 if none, and dispatches every
-//!   whole record again; the ConsumeQueues skip what they already hold.
+//!   whole record again; the ConsumeQueues skip what they already hold. (With
+//!   `messageIndexSafe`, off by default and not modelled, the index's timestamp counts
+//!   too.)
 //!
 //! Either way the first record that fails its check (zeros, a bad magic code, a body CRC
 //! that does not match, lengths that disagree) ends the log: the ConsumeQueues are cut
