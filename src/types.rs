@@ -154,7 +154,13 @@ impl fmt::Display for BrokerId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum HostName {
     Controller,
+    /// A Kafka broker, `broker-N`.
     Broker(u32),
+    /// A RocketMQ broker: `broker-a-0` is broker group 0 (`brokerName` broker-a), `brokerId`
+    /// 0, its master.
+    GroupBroker { group: u32, id: u32 },
+    /// RocketMQ's NameServer, `namesrv`.
+    NameServer,
     Producer(u32),
     Consumer(u32),
     /// The client that performs the final read after the heal phase.
@@ -166,11 +172,37 @@ impl fmt::Display for HostName {
         match self {
             HostName::Controller => write!(f, "controller"),
             HostName::Broker(n) => write!(f, "broker-{n}"),
+            HostName::GroupBroker { group, id } => write!(f, "{}-{id}", broker_name(*group)),
+            HostName::NameServer => write!(f, "namesrv"),
             HostName::Producer(n) => write!(f, "producer-{n}"),
             HostName::Consumer(n) => write!(f, "consumer-{n}"),
             HostName::Reader => write!(f, "reader"),
         }
     }
+}
+
+impl HostName {
+    /// A host that serves the cluster (a broker, Kafka's controller, RocketMQ's
+    /// NameServer), as opposed to a client.
+    pub fn is_server(self) -> bool {
+        matches!(
+            self,
+            HostName::Controller
+                | HostName::Broker(_)
+                | HostName::GroupBroker { .. }
+                | HostName::NameServer
+        )
+    }
+}
+
+/// The most RocketMQ broker groups a cluster may have: one per letter, `broker-a` to
+/// `broker-z`.
+pub const MAX_BROKER_GROUPS: u32 = 26;
+
+/// A RocketMQ broker group's `brokerName`: group 0 is `broker-a`.
+pub fn broker_name(group: u32) -> String {
+    assert!(group < MAX_BROKER_GROUPS, "broker group {group} has no letter");
+    format!("broker-{}", char::from(b'a' + group as u8))
 }
 
 /// Java's `String.hashCode` (over UTF-16 code units, wrapping), which both systems' brokers

@@ -143,6 +143,7 @@ impl System for Kafka {
             | Target::RandomBroker => {
                 unreachable!("the harness resolves `{role}` itself")
             }
+            Target::Master(_) => unreachable!("a Kafka scenario names no `{role}`"),
         }
     }
 

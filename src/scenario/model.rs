@@ -5,6 +5,7 @@ use crate::check::{self, Expectation};
 use crate::config::kafka::{
     Acks, BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig,
 };
+use crate::config::rocketmq::{self, RocketMqConfig};
 use crate::os::disk::{DiskConfig, Filesystem};
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
@@ -63,6 +64,8 @@ pub struct Settings {
     pub producer: ProducerConfig,
     pub consumer: ConsumerConfig,
     pub workload: Workload,
+    /// `[rocketmq]`: RocketMQ's keys, for a run whose `cluster.system` is RocketMQ.
+    pub rocketmq: RocketMqConfig,
     pub disk: DiskConfig,
     pub network: Network,
     pub faults: Vec<Fault>,
@@ -114,15 +117,65 @@ impl Settings {
     }
 }
 
+/// The broker system a run models (`[cluster] system`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SystemName {
+    #[default]
+    Kafka,
+    RocketMq,
+}
+
+impl SystemName {
+    pub const ALL: [SystemName; 2] = [SystemName::Kafka, SystemName::RocketMq];
+
+    /// As a scenario file writes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SystemName::Kafka => "kafka",
+            SystemName::RocketMq => "rocketmq",
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Cluster {
+    pub system: SystemName,
+    /// Kafka's brokers, `broker-1` to `broker-N`.
     pub brokers: u32,
     pub topics: Vec<Topic>,
     /// The Kafka release whose rules and defaults apply (`kafka = "3.9"`).
     pub kafka: Release,
+    /// The RocketMQ release whose rules and defaults apply (`rocketmq = "5.3.3"`).
+    pub rocketmq: rocketmq::Release,
+    /// RocketMQ's broker groups, `broker-a`, `broker-b`, ...
+    pub groups: u32,
+    /// Hosts per RocketMQ broker group: its master `broker-a-0`, then its slaves.
+    pub replicas: u32,
 }
 
 impl Cluster {
+    /// The broker hosts of the run's system, in order: what `brokers` and
+    /// `random-broker` pick from.
+    pub fn broker_hosts(&self) -> Vec<HostName> {
+        match self.system {
+            SystemName::Kafka => (1..=self.brokers).map(HostName::Broker).collect(),
+            SystemName::RocketMq => (0..self.groups)
+                .flat_map(|group| {
+                    (0..self.replicas).map(move |id| HostName::GroupBroker { group, id })
+                })
+                .collect(),
+        }
+    }
+
+    /// The host that keeps the cluster's metadata: Kafka's controller, RocketMQ's
+    /// NameServer.
+    pub fn metadata_host(&self) -> HostName {
+        match self.system {
+            SystemName::Kafka => HostName::Controller,
+            SystemName::RocketMq => HostName::NameServer,
+        }
+    }
+
     /// The topics' names, in file order, for messages that list them.
     pub fn topic_names(&self) -> Vec<&str> {
         self.topics.iter().map(|t| t.name.as_str()).collect()
@@ -132,8 +185,12 @@ impl Cluster {
 #[derive(Clone, Debug)]
 pub struct Topic {
     pub name: String,
+    /// Kafka's partitions of the topic.
     pub partitions: u32,
     pub replication_factor: u32,
+    /// RocketMQ's queues of the topic on each broker group (its `writeQueueNums` and
+    /// `readQueueNums`); the topic's queues are numbered across groups, broker-a's first.
+    pub queues: u32,
     pub config: TopicConfig,
 }
 
@@ -449,6 +506,8 @@ pub enum Target {
     RandomBroker,
     /// The workload group's coordinator: the leader of its `__consumer_offsets` partition.
     Coordinator,
+    /// A RocketMQ broker group's master now (`master:broker-a`, group 0).
+    Master(u32),
 }
 
 /// The forms of one target as a scenario file writes it (a target is one of them, or a
@@ -552,6 +611,7 @@ impl std::fmt::Display for Target {
             Target::Followers(tp) => write!(f, "followers:{tp}"),
             Target::RandomBroker => f.write_str("random-broker"),
             Target::Coordinator => f.write_str("coordinator"),
+            Target::Master(group) => write!(f, "master:{}", crate::types::broker_name(*group)),
         }
     }
 }

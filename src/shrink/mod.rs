@@ -140,7 +140,7 @@ pub fn shrink(
     if let Some(nemesis) = &settings.nemesis {
         units.extend(faults::nemesis_episodes(
             nemesis,
-            settings.cluster.brokers,
+            &settings.cluster,
             settings.duration,
             seed,
         ));

@@ -8,7 +8,7 @@ use super::world::World;
 use crate::history::facts::{Fact, Facts};
 use crate::os::disk::DiskFault;
 use crate::scenario::model::{
-    added_latency, CorruptRegion, Fault, FaultAction, Nemesis, NemesisAction, Target,
+    added_latency, Cluster, CorruptRegion, Fault, FaultAction, Nemesis, NemesisAction, Target,
 };
 use crate::types::HostName;
 use rand::rngs::StdRng;
@@ -20,7 +20,7 @@ use std::time::Duration;
 pub fn schedule(
     scripted: &[Fault],
     nemesis: Option<&Nemesis>,
-    brokers: u32,
+    cluster: &Cluster,
     duration: Duration,
     seed: u64,
 ) -> Vec<Fault> {
@@ -33,7 +33,7 @@ pub fn schedule(
         })
         .collect();
     if let Some(nemesis) = nemesis {
-        faults.extend(nemesis_episodes(nemesis, brokers, duration, seed).concat());
+        faults.extend(nemesis_episodes(nemesis, cluster, duration, seed).concat());
     }
     faults.sort_by_key(|fault| fault.at);
     faults
@@ -63,8 +63,8 @@ fn exponential(rng: &mut StdRng, mean: Duration) -> Duration {
     Duration::from_millis(ms.round().max(1.0) as u64)
 }
 
-fn broker(rng: &mut StdRng, brokers: u32) -> HostName {
-    HostName::Broker(rng.random_range(1..=brokers))
+fn broker(rng: &mut StdRng, brokers: &[HostName]) -> HostName {
+    brokers[rng.random_range(0..brokers.len())]
 }
 
 fn host(name: HostName) -> Target {
@@ -75,13 +75,14 @@ fn host(name: HostName) -> Target {
 /// that falls within the run), each episode over before the next begins.
 pub fn nemesis_episodes(
     nemesis: &Nemesis,
-    brokers: u32,
+    cluster: &Cluster,
     duration: Duration,
     seed: u64,
 ) -> Vec<Vec<Fault>> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x6e65_6d65_7369_7321);
     let mut episodes = Vec::new();
-    if nemesis.actions.is_empty() || brokers == 0 {
+    let brokers = &cluster.broker_hosts()[..];
+    if nemesis.actions.is_empty() || brokers.is_empty() {
         return episodes;
     }
     let mut at = exponential(&mut rng, nemesis.interval);
@@ -104,11 +105,11 @@ pub fn nemesis_episodes(
             NemesisAction::Isolate => (FaultAction::Isolate(host(victim)), FaultAction::Heal),
             NemesisAction::Partition => {
                 let mut one = Vec::new();
-                let mut other = vec![host(HostName::Controller)];
-                for b in 1..=brokers {
-                    let joins_victim = HostName::Broker(b) == victim || rng.random_bool(0.5);
+                let mut other = vec![host(cluster.metadata_host())];
+                for &b in brokers {
+                    let joins_victim = b == victim || rng.random_bool(0.5);
                     let side = if joins_victim { &mut one } else { &mut other };
-                    side.push(host(HostName::Broker(b)));
+                    side.push(host(b));
                 }
                 (
                     FaultAction::Partition(vec![Target::List(one), Target::List(other)]),
@@ -180,7 +181,7 @@ fn resolve<S: System>(
     world: &World<'_>,
     system: &mut S,
     rng: &mut StdRng,
-    brokers: u32,
+    brokers: &[HostName],
     target: &Target,
 ) -> Vec<HostName> {
     match target {
@@ -189,10 +190,14 @@ fn resolve<S: System>(
             .iter()
             .flat_map(|t| resolve(world, system, rng, brokers, t))
             .collect(),
-        Target::Brokers => (1..=brokers).map(HostName::Broker).collect(),
+        Target::Brokers => brokers.to_vec(),
         Target::Crashed => world.stopped_hosts(),
-        Target::RandomBroker => vec![HostName::Broker(rng.random_range(1..=brokers.max(1)))],
-        Target::Leader(_) | Target::Followers(_) | Target::Follower(_) | Target::Coordinator => {
+        Target::RandomBroker => vec![broker(rng, brokers)],
+        Target::Leader(_)
+        | Target::Followers(_)
+        | Target::Follower(_)
+        | Target::Coordinator
+        | Target::Master(_) => {
             system.resolve_role(target, rng)
         }
     }
@@ -204,7 +209,7 @@ pub fn apply<S: System>(
     system: &mut S,
     rng: &mut StdRng,
     facts: &Facts,
-    brokers: u32,
+    brokers: &[HostName],
     fault: &Fault,
 ) {
     let mut struck = Vec::new();
@@ -326,6 +331,19 @@ pub fn heal(world: &mut World<'_>, facts: &Facts) {
 mod tests {
     use super::*;
 
+    /// Three Kafka brokers.
+    fn cluster() -> Cluster {
+        Cluster {
+            system: crate::scenario::model::SystemName::Kafka,
+            brokers: 3,
+            topics: Vec::new(),
+            kafka: crate::config::kafka::Release::NEWEST,
+            rocketmq: crate::config::rocketmq::Release::NEWEST,
+            groups: 1,
+            replicas: 1,
+        }
+    }
+
     fn nemesis() -> Nemesis {
         Nemesis {
             actions: vec![
@@ -340,9 +358,9 @@ mod tests {
 
     #[test]
     fn nemesis_is_a_function_of_the_seed() {
-        let a = schedule(&[], Some(&nemesis()), 3, Duration::from_secs(60), 7);
-        let b = schedule(&[], Some(&nemesis()), 3, Duration::from_secs(60), 7);
-        let c = schedule(&[], Some(&nemesis()), 3, Duration::from_secs(60), 8);
+        let a = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 7);
+        let b = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 7);
+        let c = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 8);
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(!a.is_empty());
@@ -355,7 +373,7 @@ mod tests {
             jitter: Duration::ZERO,
             action: FaultAction::Heal,
         }];
-        let all = schedule(&scripted, Some(&nemesis()), 3, Duration::from_secs(60), 1);
+        let all = schedule(&scripted, Some(&nemesis()), &cluster(), Duration::from_secs(60), 1);
         assert!(all.windows(2).all(|w| w[0].at <= w[1].at));
         assert!(all.iter().all(|f| f.at < Duration::from_secs(60)));
         assert!(all.contains(&scripted[0]));
@@ -382,14 +400,14 @@ mod tests {
         let alone = schedule(
             std::slice::from_ref(&kill),
             None,
-            3,
+            &cluster(),
             Duration::from_secs(60),
             9,
         );
         let with = schedule(
             &[heal.clone(), kill.clone()],
             None,
-            3,
+            &cluster(),
             Duration::from_secs(60),
             9,
         );

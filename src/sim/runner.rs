@@ -167,7 +167,7 @@ fn simulate<S: System>(
     let schedule = faults::schedule(
         &settings.faults,
         settings.nemesis.as_ref(),
-        settings.cluster.brokers,
+        &settings.cluster,
         settings.duration,
         seed,
     );
@@ -176,7 +176,7 @@ fn simulate<S: System>(
         heal: settings.heal,
         ..Timeline::default()
     };
-    let brokers = settings.cluster.brokers;
+    let brokers = settings.cluster.broker_hosts();
     let mut phase = Phase {
         world: &mut world,
         leadership: &view,
@@ -191,7 +191,7 @@ fn simulate<S: System>(
             &mut system,
             &mut targets,
             &facts,
-            brokers,
+            &brokers,
             fault,
         );
     }

@@ -192,7 +192,7 @@ impl<'a> World<'a> {
         self.stopped
             .iter()
             .filter(|(host, why)| {
-                let server = matches!(host, HostName::Controller | HostName::Broker(_));
+                let server = host.is_server();
                 server || **why != Stopped::Exited
             })
             .map(|(host, _)| *host)

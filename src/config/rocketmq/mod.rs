@@ -88,3 +88,52 @@ impl Default for StoreConfig {
         }
     }
 }
+
+/// The producer's settings (`DefaultMQProducer`, `ClientConfig`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProducerConfig {
+    /// `sendMsgTimeout`: 3 s for a send and all its retries together.
+    pub send_msg_timeout: Duration,
+    /// `retryTimesWhenSendFailed`: 2, so up to 3 attempts of a synchronous send, each on
+    /// a queue of another broker than the last if it can.
+    pub retry_times_when_send_failed: u32,
+    /// `retryAnotherBrokerWhenNotStoreOK`: retry a send answered with a stored status other
+    /// than SEND_OK (which stores the message again).
+    pub retry_another_broker_when_not_store_ok: bool,
+    /// `pollNameServerInterval`: the client refreshes its routes every 30 s.
+    pub poll_name_server_interval: Duration,
+}
+
+impl Default for ProducerConfig {
+    fn default() -> Self {
+        ProducerConfig {
+            send_msg_timeout: Duration::from_secs(3),
+            retry_times_when_send_failed: 2,
+            retry_another_broker_when_not_store_ok: false,
+            poll_name_server_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The broker's own settings besides the store's (`BrokerConfig`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrokerConfig {
+    /// `registerNameServerPeriod`: the broker registers with the NameServer every 30 s.
+    pub register_name_server_period: Duration,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            register_name_server_period: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything `[rocketmq]` sets: RocketMQ's keys, wherever RocketMQ keeps them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RocketMqConfig {
+    pub store: StoreConfig,
+    pub broker: BrokerConfig,
+    pub producer: ProducerConfig,
+}

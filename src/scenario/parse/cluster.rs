@@ -4,7 +4,7 @@ use super::misplaced::{unknown_key, Naming};
 use super::sections::config_entries;
 use super::{keys, table, TOPIC_CONFIG};
 use crate::config::kafka::{Release, TopicConfig};
-use crate::scenario::model::{Cluster, Topic};
+use crate::scenario::model::{Cluster, SystemName, Topic};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::{suggest, Error};
 use std::ops::Range;
@@ -81,9 +81,13 @@ pub(super) fn read_cluster(entry: &Entry) -> Result<Cluster, Error> {
         topics.push(topic);
     }
     Ok(Cluster {
+        system: SystemName::Kafka,
         brokers,
         topics,
         kafka,
+        rocketmq: crate::config::rocketmq::Release::NEWEST,
+        groups: 1,
+        replicas: 1,
     })
 }
 
@@ -162,6 +166,7 @@ fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {
             name,
             partitions,
             replication_factor,
+            queues: partitions,
             config,
         },
         spans,

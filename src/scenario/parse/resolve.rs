@@ -65,6 +65,7 @@ pub(super) fn resolve(
         producer: era.producer,
         consumer: era.consumer,
         workload: keys::default_workload(),
+        rocketmq: Default::default(),
         disk: Default::default(),
         network: keys::default_network(),
         faults: Vec::new(),
