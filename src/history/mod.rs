@@ -3,6 +3,7 @@
 //! erase what the clients were told) and is all the checkers know of the clients.
 //! `final_state` holds the rest of what they read: the final read and each replica's log.
 
+pub mod budget;
 pub mod facts;
 pub mod final_state;
 

@@ -7,13 +7,13 @@
 use crate::check::Teller;
 use crate::config::kafka::TopicConfig;
 use crate::config::workload::ArrivalProcess;
+use crate::history::budget::SendBudget;
 use crate::history::facts::{FactLog, Facts};
 use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRecord, ReplicaLog};
 use crate::history::History;
 use crate::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
 use crate::kafka::broker::groups::group::offsets_partition;
 use crate::kafka::broker::{self, BrokerContext};
-use crate::kafka::client::budget::SendBudget;
 use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
 use crate::kafka::storage;

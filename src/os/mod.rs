@@ -1,6 +1,7 @@
 //! The simulated machine under every host: a page-cache disk that outlives its process,
-//! and the simulated clock that the world publishes.
+//! the simulated clock that the world publishes, and the frames its TCP carries.
 
 pub mod clock;
 pub mod disk;
+pub mod frame;
 pub mod pages;

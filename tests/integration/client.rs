@@ -3,10 +3,11 @@
 
 use hightide::config::kafka::{Acks, Bugs, ConsumerConfig, ProducerConfig};
 use hightide::config::workload::{ArrivalProcess, Arrivals, OnError};
+use hightide::history::budget::SendBudget;
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
-    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, SendBudget,
+    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext,
 };
 use hightide::kafka::protocol::frame::serve;
 use hightide::kafka::protocol::messages::{

@@ -16,7 +16,7 @@ use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
 use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::fetch_session::SessionHandler;
-use crate::kafka::protocol::frame::{Connection, NetError};
+use crate::kafka::protocol::frame::Connection;
 use crate::kafka::protocol::messages::{
     ErrorCode, Fetch, FetchPartition, FetchedPartition, OffsetSpec, OffsetsForLeaderEpoch, Request,
     Response,
@@ -24,6 +24,7 @@ use crate::kafka::protocol::messages::{
 use crate::kafka::storage::log::StorageError;
 use crate::kafka::types::EpochEndOffset;
 use crate::os::clock::{self, SimTime};
+use crate::os::frame::NetError;
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

@@ -3,7 +3,6 @@
 
 pub mod accumulator;
 pub mod assignor;
-pub mod budget;
 pub mod consumer;
 pub mod fetch;
 pub mod final_read;
@@ -16,7 +15,6 @@ pub mod outcome;
 pub mod partitioner;
 pub mod producer;
 
-pub use budget::SendBudget;
 pub use consumer::{run_consumer, ConsumerContext, GroupProgress, GroupSpec};
 pub use final_read::{final_read, LeaderOf, PartitionRead};
 pub use member::run_member;

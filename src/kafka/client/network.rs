@@ -7,8 +7,9 @@
 //! the stream may hold half a frame, and every other request on it is then failed as
 //! disconnected (their outcome is unknown: they were sent).
 
-use crate::kafka::protocol::frame::{read_frame, write_frame, Envelope, NetError};
+use crate::kafka::protocol::frame::Envelope;
 use crate::kafka::protocol::messages::{address, Request, Response};
+use crate::os::frame::{read_frame, write_frame, NetError};
 use crate::types::HostName;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

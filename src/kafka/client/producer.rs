@@ -18,12 +18,12 @@
 
 use crate::config::kafka::{Acks, Bugs, ProducerConfig};
 use crate::config::workload::{ArrivalProcess, OnError};
+use crate::history::budget::SendBudget;
 use crate::history::facts::{Fact, Facts};
 use crate::history::{History, MessageId, Op};
 use crate::kafka::client::accumulator::{
     AccumulatorConfig, Expiry, PendingRecord, ProducerBatch, RecordAccumulator,
 };
-use crate::kafka::client::budget::SendBudget;
 use crate::kafka::client::idempotence::IdempotenceState;
 use crate::kafka::client::metadata::{
     self, fetch_metadata, MetadataCache, CONNECTION_SETUP_TIMEOUT,
@@ -33,11 +33,11 @@ use crate::kafka::client::outcome::{
     self, decide, may_have_written, AttemptResult, BatchProgress, Decision, RetryPolicy,
 };
 use crate::kafka::client::partitioner::{partition_for_key, StickyPartitioner};
-use crate::kafka::protocol::frame::NetError;
 use crate::kafka::protocol::messages::{Produce, Request, Response};
 use crate::kafka::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
 use crate::kafka::types::ProducerId;
 use crate::os::clock::{self, SimTime};
+use crate::os::frame::NetError;
 use crate::types::{BrokerId, HostName, Offset, TopicPartition};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};

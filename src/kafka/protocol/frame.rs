@@ -1,9 +1,9 @@
-//! Length-prefixed frames over turmoil TCP, and the request/response plumbing on top.
+//! Kafka's request/response plumbing over the machine's length-prefixed frames
+//! (`os::frame`).
 //!
 //! ## Wire format
-//! A frame is a `u32` big-endian body length followed by the body, a postcard encoding
-//! of an [`Envelope`]: a correlation id (as in Kafka's request header) and the message.
-//! The server echoes the request's correlation id, so a client can tell a response from
+//! A frame's body is a postcard encoding of an [`Envelope`]: a correlation id (as in
+//! Kafka's request header) and the message. The server echoes the request's correlation id, so a client can tell a response from
 //! one to an earlier request it gave up on.
 //!
 //! ## What the network does to a connection
@@ -14,22 +14,12 @@
 //! [`Connection::connect`] again. Every wait on the network here has a timeout.
 
 use crate::kafka::protocol::messages::{address, Request, Response, PORT};
+use crate::os::frame::{read_frame, write_frame, NetError};
 use crate::types::HostName;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use turmoil::net::{TcpListener, TcpStream};
-
-/// The largest frame body accepted, in either direction. A fetch answers at most
-/// `replica.fetch.max.bytes` (1 MiB by default) plus one oversized batch (Kafka's
-/// "at least one batch" rule); 8 MiB leaves room for both without letting a corrupt
-/// length prefix make a reader allocate gigabytes.
-pub const MAX_FRAME_BYTES: usize = 8 * 1024 * 1024;
-
-/// Length of the big-endian length prefix.
-const LENGTH_PREFIX_BYTES: usize = 4;
 
 /// Kafka's `connections.max.idle.ms` (10 minutes): a server drops a connection that sent
 /// nothing for this long, so connections from crashed clients do not pile up.
@@ -39,76 +29,11 @@ pub const CONNECTIONS_MAX_IDLE: Duration = Duration::from_secs(600);
 /// turmoil only blocks a write when the peer's receive buffer is full.
 const RESPONSE_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-pub enum NetError {
-    #[error("request timed out")]
-    Timeout,
-    #[error("connection closed")]
-    Disconnected,
-    #[error("bad frame: {0}")]
-    Codec(String),
-    #[error("cannot connect: {0}")]
-    Connect(String),
-}
-
 /// What travels in a frame: Kafka's correlation id and the message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Envelope<T> {
     pub correlation_id: u32,
     pub body: T,
-}
-
-/// Encode `value` as one frame and write it with a single write (one TCP segment).
-///
-/// The body is sized first, so the frame is allocated once at its length instead of
-/// growing (and copying) as postcard appends record batches to it.
-pub async fn write_frame<W, T>(stream: &mut W, value: &T) -> Result<(), NetError>
-where
-    W: AsyncWrite + Unpin,
-    T: Serialize,
-{
-    let codec = |e: postcard::Error| NetError::Codec(e.to_string());
-    let body_bytes = postcard::experimental::serialized_size(value).map_err(codec)?;
-    if body_bytes > MAX_FRAME_BYTES {
-        return Err(NetError::Codec(format!(
-            "frame of {body_bytes} bytes exceeds MAX_FRAME_BYTES ({MAX_FRAME_BYTES})"
-        )));
-    }
-    let mut frame = Vec::with_capacity(LENGTH_PREFIX_BYTES + body_bytes);
-    // Lossless: body_bytes ≤ MAX_FRAME_BYTES < u32::MAX.
-    frame.extend_from_slice(&(body_bytes as u32).to_be_bytes());
-    let frame = postcard::to_extend(value, frame).map_err(codec)?;
-    debug_assert_eq!(frame.len(), LENGTH_PREFIX_BYTES + body_bytes);
-    stream
-        .write_all(&frame)
-        .await
-        .map_err(|_| NetError::Disconnected)
-}
-
-/// Read one frame and decode it. A length above [`MAX_FRAME_BYTES`] is rejected before
-/// anything is allocated; the stream is then out of step and must be dropped.
-pub async fn read_frame<R, T>(stream: &mut R) -> Result<T, NetError>
-where
-    R: AsyncRead + Unpin,
-    T: DeserializeOwned,
-{
-    let mut prefix = [0u8; LENGTH_PREFIX_BYTES];
-    stream
-        .read_exact(&mut prefix)
-        .await
-        .map_err(|_| NetError::Disconnected)?;
-    let body_bytes = u32::from_be_bytes(prefix) as usize;
-    if body_bytes > MAX_FRAME_BYTES {
-        return Err(NetError::Codec(format!(
-            "frame of {body_bytes} bytes exceeds MAX_FRAME_BYTES ({MAX_FRAME_BYTES})"
-        )));
-    }
-    let mut body = vec![0u8; body_bytes];
-    stream
-        .read_exact(&mut body)
-        .await
-        .map_err(|_| NetError::Disconnected)?;
-    postcard::from_bytes(&body).map_err(|e| NetError::Codec(e.to_string()))
 }
 
 /// A client connection to one host's server.

@@ -3,7 +3,7 @@
 //! sequence instead of reusing ids, and the scenario's `messages` cap holds across all
 //! producers and restarts.
 
-use crate::history::MessageId;
+use super::MessageId;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
