@@ -168,6 +168,19 @@ pub struct Rules {
     /// How many `flush(0)` calls GroupCommitService makes for a request before it answers
     /// FLUSH_DISK_TIMEOUT: two at once, or from 5.2.0 up to a thousand a millisecond apart.
     pub group_commit_flush_tries: u32,
+    /// Dispatch starts after a start where recovery ended the log
+    /// (`commitLog.getConfirmOffset()`); before, at the highest CommitLog end any
+    /// ConsumeQueue indexes, so it indexes whatever a clean start passed over.
+    pub reput_from_log_end: bool,
+    /// The checkpoint is forced every second besides the ConsumeQueues' thorough flush.
+    pub checkpoint_every_second: bool,
+    /// The `abort` file holds the broker's PID, written by `string2File` (which leaves an
+    /// `abort.bak`); before, it is empty.
+    pub abort_holds_pid: bool,
+    /// The broker stores a message's `WAIT` property and adds `MSG_REGION` and
+    /// `TRACE_ON` to every message (`buildMsgContext` runs without a hook); before, it
+    /// drops `WAIT` from the stored string and adds neither.
+    pub context_properties: bool,
 }
 
 impl Rules {
@@ -183,6 +196,10 @@ impl Rules {
         config_persist: ConfigPersist::TmpThenRename,
         sync_flush_reads_flushed: false,
         group_commit_flush_tries: 2,
+        reput_from_log_end: false,
+        checkpoint_every_second: false,
+        abort_holds_pid: false,
+        context_properties: false,
     };
 }
 
@@ -207,6 +224,30 @@ pub const STEPS: &[Step] = &[
         change: "the checkpoint page also holds the master's flushed offset",
         source: "PR #3979",
         apply: |r| r.checkpoint_longs = 4,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "the checkpoint is forced every second",
+        source: "PR #3979 (RIP-34)",
+        apply: |r| r.checkpoint_every_second = true,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "the abort file holds the broker's PID",
+        source: "PR #3979 (RIP-34)",
+        apply: |r| r.abort_holds_pid = true,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "dispatch resumes at the end recovery found, not at the ConsumeQueues' end",
+        source: "PR #4439",
+        apply: |r| r.reput_from_log_end = true,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "the broker stores WAIT and adds MSG_REGION and TRACE_ON to every message",
+        source: "SendMessageProcessor, read at the 4.9.8 and 5.0.0 tags",
+        apply: |r| r.context_properties = true,
     },
     Step {
         since: v(5, 1, 0),

@@ -1,11 +1,12 @@
 //! What the cluster did, as its programs recorded it when they did it: each system's own
 //! facts in its own words (`kafka`: elections, ISR changes, appends, acknowledgements,
-//! truncations, recoveries), the producers' retries, and the faults the harness injected.
+//! truncations, recoveries; `rocketmq`: recoveries, flushes), the producers' retries, and the faults the harness injected.
 //! Like the history they live outside the hosts, so a crash does not erase them. The
 //! checkers count them in the terms every system shares ([`Tally`]); each system's teller
 //! tells from them why an anomaly happened. Nothing reads a program's memory.
 
 pub mod kafka;
+pub mod rocketmq;
 
 use crate::history::MessageId;
 use crate::os::clock::{self, SimTime};
@@ -19,6 +20,8 @@ use std::rc::Rc;
 pub enum Fact {
     /// What a Kafka program recorded.
     Kafka(kafka::Fact),
+    /// What a RocketMQ program recorded.
+    RocketMq(rocketmq::Fact),
     /// A producer put a batch of its sends `first..=last` back to send again, after
     /// `error`.
     Retried {
@@ -42,11 +45,18 @@ impl From<kafka::Fact> for Fact {
     }
 }
 
+impl From<rocketmq::Fact> for Fact {
+    fn from(fact: rocketmq::Fact) -> Fact {
+        Fact::RocketMq(fact)
+    }
+}
+
 impl Fact {
     /// What the fact adds to the counts every system shares, if anything.
     pub fn tally(&self) -> Option<Tally> {
         match self {
             Fact::Kafka(fact) => fact.tally(),
+            Fact::RocketMq(fact) => fact.tally(),
             Fact::Retried { .. } => Some(Tally::Retry),
             Fact::RequestTimedOut { .. } => Some(Tally::RequestTimeout),
             Fact::Fault { .. } => None,
@@ -57,7 +67,18 @@ impl Fact {
     pub fn kafka(&self) -> Option<&kafka::Fact> {
         match self {
             Fact::Kafka(fact) => Some(fact),
-            Fact::Retried { .. } | Fact::RequestTimedOut { .. } | Fact::Fault { .. } => None,
+            Fact::RocketMq(_)
+            | Fact::Retried { .. }
+            | Fact::RequestTimedOut { .. }
+            | Fact::Fault { .. } => None,
+        }
+    }
+
+    /// The RocketMQ fact, if it is one.
+    pub fn rocketmq(&self) -> Option<&rocketmq::Fact> {
+        match self {
+            Fact::RocketMq(fact) => Some(fact),
+            _ => None,
         }
     }
 }

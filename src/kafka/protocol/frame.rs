@@ -213,8 +213,10 @@ where
 mod tests {
     use super::*;
     use crate::kafka::protocol::messages::ClusterMetadata;
+    use crate::os::frame::MAX_FRAME_BYTES;
     use std::cell::Cell;
     use std::rc::Rc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     fn metadata(version: u64) -> ClusterMetadata {
         ClusterMetadata {

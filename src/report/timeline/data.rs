@@ -3,6 +3,7 @@
 
 use crate::check::{count_name, Verdict};
 use crate::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use crate::history::facts::rocketmq::Fact as RocketMqFact;
 use crate::history::facts::{Fact, FactLog};
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
@@ -435,8 +436,42 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                 "fetch-resumed",
                 format!("{b} fetches {tp} from {leader} again"),
             ),
+            Fact::RocketMq(RocketMqFact::Recovered {
+                broker,
+                normal,
+                start_file,
+                end,
+                dispatched,
+                queues_truncated,
+                ..
+            }) => (
+                broker.to_string(),
+                "recovery",
+                format!(
+                    "{broker} recovered its store {}: the CommitLog scan from file {start_file} ended at {end}{}, {dispatched} records dispatched again",
+                    if *normal { "normally (no abort file)" } else { "abnormally (the abort file was there)" },
+                    queues_truncated.map_or(String::new(), |at| format!(", the ConsumeQueues cut back to {at}"))
+                ),
+            ),
+            Fact::RocketMq(RocketMqFact::NotOpened { broker, reason }) => (
+                broker.to_string(),
+                "log-dir-offline",
+                format!("{broker}'s store did not open ({reason}): the broker does not start"),
+            ),
+            Fact::RocketMq(RocketMqFact::ShutDown {
+                broker,
+                abort_deleted,
+            }) => (
+                broker.to_string(),
+                "shutdown",
+                format!(
+                    "{broker} shut down cleanly{}",
+                    if *abort_deleted { ", deleting its abort file" } else { ", keeping its abort file (the next start is abnormal)" }
+                ),
+            ),
             Fact::Kafka(KafkaFact::Appended { .. })
             | Fact::Kafka(KafkaFact::Acknowledged { .. })
+            | Fact::RocketMq(RocketMqFact::Flushed { .. })
             | Fact::Retried { .. }
             | Fact::RequestTimedOut { .. }
             | Fact::Fault { .. } => continue,

@@ -1,4 +1,426 @@
-//! A RocketMQ broker's own state beside its store: so far the consumer groups' committed
-//! offsets and the file they are persisted to.
+//! A RocketMQ broker (`BrokerController` over `DefaultMessageStore`) as a host's program:
+//! it opens and recovers its store, runs the store's services on their real schedules,
+//! creates the `abort` file once it has started, registers with the NameServer and answers
+//! sends and pulls. The decisions are the store's plain methods (`store::message_store`,
+//! `store::services`); the tasks here only keep their time.
 
 pub mod consumer_offsets;
+mod services;
+
+use crate::config::rocketmq::{BrokerConfig, FlushDiskType, Rules, StoreConfig};
+use crate::history::facts::rocketmq::Fact;
+use crate::history::facts::Facts;
+use crate::os::clock;
+use crate::os::disk::Disk;
+use crate::rocketmq::remoting::{
+    self, PullStatus, Pulled, Request, Response, ResponseCode, SendMessage, TopicQueues,
+};
+use crate::rocketmq::store::commit_log::PutError;
+use crate::rocketmq::store::message::{self, Host, Message};
+use crate::rocketmq::store::message_store::{GetStatus, MessageStore, ABORT};
+use crate::rocketmq::store::services::{FlushRequest, Flushed, GroupCommit};
+use crate::types::HostName;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+
+/// `brokerClusterName`'s default, which the broker stores in each message's `CLUSTER`
+/// property.
+const CLUSTER: &str = "DefaultCluster";
+
+/// How often a stopping broker looks at its shutdown flag.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(10);
+
+/// The most messages one pull returns (`pullBatchSize`'s default, 32).
+pub const PULL_BATCH: u32 = 32;
+
+/// Everything a broker process starts from.
+#[derive(Clone)]
+pub struct BrokerContext {
+    pub host: HostName,
+    /// `brokerName`: `broker-a`.
+    pub broker_name: String,
+    /// `brokerId`: 0 for the master.
+    pub broker_id: u32,
+    pub store: StoreConfig,
+    pub broker: BrokerConfig,
+    pub rules: Rules,
+    /// The topics this broker serves, with their queues (as `mqadmin updateTopic` made
+    /// them before the run).
+    pub topics: Vec<TopicQueues>,
+    pub disk: Disk,
+    /// Set by the harness for a clean shutdown.
+    pub shutdown: Rc<Cell<bool>>,
+    pub facts: Facts,
+}
+
+/// What the broker's tasks share.
+struct Broker {
+    host: HostName,
+    disk: Disk,
+    store: RefCell<MessageStore>,
+    /// SYNC_FLUSH puts waiting for GroupCommitService, and how each is answered.
+    group_commit: RefCell<GroupCommit>,
+    waiting: RefCell<BTreeMap<u64, oneshot::Sender<Flushed>>>,
+    next_request: Cell<u64>,
+    /// Wakes GroupCommitService (a put), or FlushRealTimeService when it is not timed.
+    flush_wake: Notify,
+    /// Develop makes the store unwritable after a failed CommitLog flush.
+    writable: Cell<bool>,
+    facts: Facts,
+    topics: Vec<TopicQueues>,
+}
+
+pub async fn run(ctx: BrokerContext) -> turmoil::Result {
+    let (store, recovered) =
+        match MessageStore::open(ctx.disk.clone(), ctx.store.clone(), ctx.rules) {
+            Ok(opened) => opened,
+            Err(e) => {
+                tracing::warn!(host = %ctx.host, error = %e, "the store did not open");
+                ctx.facts.record(Fact::NotOpened {
+                    broker: ctx.host,
+                    reason: e.to_string(),
+                });
+                return Ok(());
+            }
+        };
+    ctx.facts.record(Fact::Recovered {
+        broker: ctx.host,
+        normal: recovered.normal,
+        start_file: recovered.start_file,
+        end: recovered.end,
+        dispatched: recovered.dispatched,
+        undispatched: recovered.undispatched.len() as u64,
+        queues_truncated: recovered.queues_truncated,
+    });
+    tracing::info!(host = %ctx.host, normal = recovered.normal, end = recovered.end, "store recovered");
+    let broker = Rc::new(Broker {
+        host: ctx.host,
+        disk: ctx.disk.clone(),
+        store: RefCell::new(store),
+        group_commit: RefCell::new(GroupCommit::default()),
+        waiting: RefCell::new(BTreeMap::new()),
+        next_request: Cell::new(0),
+        flush_wake: Notify::new(),
+        writable: Cell::new(true),
+        facts: ctx.facts.clone(),
+        topics: ctx.topics.clone(),
+    });
+    let mut tasks = services::start(&broker, &ctx);
+    create_abort_file(&ctx.disk, &ctx.rules)?;
+    let handler_broker = broker.clone();
+    tasks.push(tokio::task::spawn_local(async move {
+        let served = remoting::serve(remoting::BROKER_PORT, move |request| {
+            let broker = handler_broker.clone();
+            async move { broker.handle(request).await }
+        })
+        .await;
+        if let Err(e) = served {
+            tracing::warn!(error = %e, "the broker's server stopped");
+        }
+    }));
+    tasks.push(tokio::task::spawn_local(register_loop(ctx.clone())));
+    while !ctx.shutdown.get() {
+        tokio::time::sleep(SHUTDOWN_POLL).await;
+    }
+    for task in tasks {
+        task.abort();
+    }
+    broker.shut_down().await;
+    Ok(())
+}
+
+/// `createTempFile`, at the end of `start()`: an empty `abort` file, or from 5.0 one
+/// holding the PID written by `string2File`, which first copies the old content (none) to
+/// `abort.bak`. Neither it nor its directory is fsynced.
+fn create_abort_file(disk: &Disk, rules: &Rules) -> Result<(), crate::os::disk::DiskError> {
+    if !disk.exists(ABORT) {
+        disk.create(ABORT)?;
+    }
+    if rules.abort_holds_pid {
+        let backup = format!("{ABORT}.bak");
+        if !disk.exists(&backup) {
+            disk.create(&backup)?;
+        }
+        disk.set_len(ABORT, 0)?;
+        disk.write(ABORT, 0, b"4242")?;
+    }
+    Ok(())
+}
+
+/// `registerBrokerAll` at start and every `registerNameServerPeriod`.
+async fn register_loop(ctx: BrokerContext) {
+    let client = remoting::Client::default();
+    loop {
+        let request = Request::RegisterBroker {
+            broker_name: ctx.broker_name.clone(),
+            broker_id: ctx.broker_id,
+            address: ctx.host,
+            topics: ctx.topics.clone(),
+        };
+        let answer = client
+            .invoke(HostName::NameServer, request, REGISTER_TIMEOUT)
+            .await;
+        if let Err(e) = answer {
+            tracing::debug!(error = %e, "registering with the NameServer failed");
+        }
+        tokio::time::sleep(ctx.broker.register_name_server_period).await;
+    }
+}
+
+/// `registerBrokerTimeoutMills`: 6 s.
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
+
+impl Broker {
+    async fn handle(&self, request: Request) -> Response {
+        match request {
+            Request::SendMessage(send) => self.send_message(send).await,
+            Request::PullMessage {
+                topic,
+                queue_id,
+                queue_offset,
+                max_msg_nums,
+            } => self.pull_message(&topic, queue_id, queue_offset, max_msg_nums),
+            Request::QueueRange { topic, queue_id } => {
+                let (min_offset, max_offset) = self.store.borrow().queue_range(&topic, queue_id);
+                Response::QueueRange {
+                    min_offset,
+                    max_offset,
+                }
+            }
+            Request::RegisterBroker { .. } | Request::GetRouteInfoByTopic { .. } => {
+                Response::NotSupported
+            }
+        }
+    }
+
+    /// `SendMessageProcessor.asyncSendMessage` and the store's `asyncPutMessage`: the
+    /// append, then under SYNC_FLUSH the wait for GroupCommitService (FlushDiskWatcher
+    /// answering FLUSH_DISK_TIMEOUT after `syncFlushTimeout`).
+    async fn send_message(&self, send: SendMessage) -> Response {
+        let refused = |code| Response::SendMessage {
+            code,
+            queue_offset: -1,
+            commit_log_offset: -1,
+        };
+        let Some(topic) = self.topics.iter().find(|t| t.topic == send.topic) else {
+            return refused(ResponseCode::TopicNotExist);
+        };
+        if send.queue_id < 0 || send.queue_id as u32 >= topic.queues {
+            return refused(ResponseCode::SystemError);
+        }
+        if !self.writable.get() {
+            return refused(ResponseCode::ServiceNotAvailable);
+        }
+        let wait = send
+            .properties
+            .iter()
+            .any(|(name, value)| name == "WAIT" && value == "true");
+        let mut properties = send.properties;
+        properties.push(("CLUSTER".to_owned(), CLUSTER.to_owned()));
+        if self.store.borrow().rules().context_properties {
+            properties.push(("MSG_REGION".to_owned(), "DefaultRegion".to_owned()));
+            properties.push(("TRACE_ON".to_owned(), "true".to_owned()));
+        } else {
+            properties.retain(|(name, _)| name != "WAIT");
+        }
+        let (appended, flush_disk_type, timeout) = {
+            let mut store = self.store.borrow_mut();
+            let config = store.config();
+            let (flush_disk_type, timeout) = (config.flush_disk_type, config.sync_flush_timeout);
+            let entries: Vec<(&str, &str)> = properties
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let mut message = Message {
+                topic: send.topic.clone(),
+                queue_id: send.queue_id,
+                flag: 0,
+                queue_offset: 0,
+                physical_offset: 0,
+                sys_flag: 0,
+                born_timestamp: send.born_timestamp,
+                born_host: CLIENT_HOST,
+                store_timestamp: 0,
+                store_host: store_host(self.host),
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+                body: send.body,
+                properties: message::stored_properties(entries, store.rules()),
+            };
+            let now_ms = clock::now().since_start().as_millis() as i64;
+            match store.put(&mut message, now_ms) {
+                Ok(appended) => (appended, flush_disk_type, timeout),
+                Err(PutError::TooLarge(_)) => return refused(ResponseCode::MessageIllegal),
+                Err(PutError::Disk(e)) => {
+                    tracing::debug!(error = %e, "put failed");
+                    return refused(ResponseCode::SystemError);
+                }
+            }
+        };
+        let stored = |code| Response::SendMessage {
+            code,
+            queue_offset: appended.queue_offset,
+            commit_log_offset: appended.wrote_offset as i64,
+        };
+        if flush_disk_type == FlushDiskType::AsyncFlush || !wait {
+            self.flush_wake.notify_one();
+            return stored(ResponseCode::Success);
+        }
+        let id = self.next_request.get();
+        self.next_request.set(id + 1);
+        let (answer, flushed) = oneshot::channel();
+        self.waiting.borrow_mut().insert(id, answer);
+        self.group_commit.borrow_mut().put(FlushRequest {
+            id,
+            next_offset: appended.next_offset(),
+        });
+        self.flush_wake.notify_one();
+        let outcome = tokio::select! {
+            biased;
+            outcome = flushed => outcome.unwrap_or(Flushed::FlushDiskTimeout),
+            () = tokio::time::sleep(timeout) => Flushed::FlushDiskTimeout,
+        };
+        self.waiting.borrow_mut().remove(&id);
+        match outcome {
+            Flushed::PutOk => stored(ResponseCode::Success),
+            Flushed::FlushDiskTimeout => stored(ResponseCode::FlushDiskTimeout),
+        }
+    }
+
+    /// `PullMessageProcessor` without long polling: what the queue holds from the asked
+    /// offset now.
+    fn pull_message(&self, topic: &str, queue_id: i32, offset: i64, max: u32) -> Response {
+        let got = self
+            .store
+            .borrow()
+            .get_message(topic, queue_id, offset, max.min(PULL_BATCH));
+        match got {
+            Ok(got) => Response::PullMessage {
+                status: match got.status {
+                    GetStatus::Found => PullStatus::Found,
+                    GetStatus::OffsetFoundNull => PullStatus::NoNewMessage,
+                    GetStatus::OffsetMoved => PullStatus::OffsetMoved,
+                    GetStatus::NoMatchedMessage => PullStatus::RetryImmediately,
+                },
+                next_begin_offset: got.next_begin_offset,
+                min_offset: got.min_offset,
+                max_offset: got.max_offset,
+                messages: got
+                    .messages
+                    .into_iter()
+                    .map(|(queue_offset, body)| Pulled { queue_offset, body })
+                    .collect(),
+            },
+            Err(_) => Response::PullMessage {
+                status: PullStatus::RetryImmediately,
+                next_begin_offset: offset,
+                min_offset: 0,
+                max_offset: 0,
+                messages: Vec::new(),
+            },
+        }
+    }
+
+    /// Answer the SYNC_FLUSH puts a flush reached (or gave up on).
+    fn answer(&self, answers: Vec<(u64, Flushed)>) {
+        let mut waiting = self.waiting.borrow_mut();
+        for (id, outcome) in answers {
+            if let Some(answer) = waiting.remove(&id) {
+                let _ = answer.send(outcome);
+            }
+        }
+    }
+
+    /// One CommitLog flush of `least_pages`, carried out: the fsync awaited, the flushed
+    /// position moved by the release's rule. Returns whether it moved.
+    async fn flush_commit_log(&self, least_pages: u64) -> bool {
+        let Some(flush) = self.store.borrow().plan_flush(least_pages) else {
+            return false;
+        };
+        let fsync = self.disk.fsync(&flush.path).await;
+        let failed = fsync.is_err();
+        let mut store = self.store.borrow_mut();
+        let moved = store.flushed(flush, fsync);
+        if failed && !store.rules().failed_flush_advances {
+            self.writable.set(false);
+        }
+        if moved {
+            self.facts.record(Fact::Flushed {
+                broker: self.host,
+                flushed_where: store.commit_log().flushed_where(),
+            });
+        }
+        moved
+    }
+
+    /// `StoreCheckpoint.flush`: the page written in place and forced.
+    async fn flush_checkpoint(&self) {
+        if self.store.borrow().write_checkpoint().is_ok() {
+            let _ = self
+                .disk
+                .fsync(crate::rocketmq::store::checkpoint::PATH)
+                .await;
+        }
+    }
+
+    /// Every ConsumeQueue flushed as far as `least_pages` lets it (one file each).
+    async fn flush_queues(&self, least_pages: u64) {
+        let flushes = self.store.borrow().plan_queue_flushes(least_pages);
+        for (key, flush) in flushes {
+            let fsync = self.disk.fsync(&flush.path).await;
+            self.store.borrow_mut().queue_flushed(&key, flush, fsync);
+        }
+    }
+
+    /// `DefaultMessageStore.shutdown`: the services flush what they hold (the CommitLog
+    /// and the ConsumeQueues in full, the checkpoint), and the `abort` file is deleted if
+    /// the store is writable and dispatch caught up.
+    async fn shut_down(&self) {
+        for _ in 0..RETRY_TIMES_OVER {
+            if self.store.borrow_mut().commit(0).is_err() {
+                break;
+            }
+            if !self.flush_commit_log(0).await {
+                break;
+            }
+        }
+        let _ = self.store.borrow_mut().reput();
+        for _ in 0..RETRY_TIMES_OVER {
+            self.flush_queues(0).await;
+        }
+        self.flush_checkpoint().await;
+        let abort_deleted = self.writable.get()
+            && self.store.borrow().dispatched_all()
+            && self.disk.delete(ABORT).is_ok();
+        self.facts.record(Fact::ShutDown {
+            broker: self.host,
+            abort_deleted,
+        });
+        tracing::info!(host = %self.host, abort_deleted, "broker shut down");
+    }
+}
+
+/// `RETRY_TIMES_OVER`: how many flushes a stopping service makes.
+const RETRY_TIMES_OVER: usize = 10;
+
+/// The producers' address as records hold it (`BORNHOST`): every client here is one
+/// address, which no check reads.
+const CLIENT_HOST: Host = Host {
+    ip: [10, 0, 1, 1],
+    port: 50000,
+};
+
+/// The broker's own address (`STOREHOST`): 10.0.0.N by group and id, port 10911.
+fn store_host(host: HostName) -> Host {
+    let (group, id) = match host {
+        HostName::GroupBroker { group, id } => (group, id),
+        _ => (0, 0),
+    };
+    Host {
+        ip: [10, 0, group as u8, 10 + id as u8],
+        port: i32::from(remoting::BROKER_PORT),
+    }
+}

@@ -352,6 +352,17 @@ impl MappedFileQueue {
         self.disk.read(&self.path(file), within, len)
     }
 
+    /// `len` bytes from `offset`, within the file holding it and what it holds readable
+    /// (`selectMappedBuffer(offset, size)`): fewer where the file ends first.
+    pub fn read(&self, offset: u64, len: usize) -> Result<Vec<u8>, DiskError> {
+        let Some(file) = self.file_at(offset, false) else {
+            return Ok(Vec::new());
+        };
+        let within = offset - file.from;
+        let readable = self.read_position(file).saturating_sub(within) as usize;
+        self.disk.read(&self.path(file), within, len.min(readable))
+    }
+
     /// Bytes of a whole file as it is now, written or not.
     pub fn read_file(&self, index: usize) -> Result<Vec<u8>, DiskError> {
         self.disk.read_all(&self.path(&self.files[index]))

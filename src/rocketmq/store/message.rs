@@ -295,6 +295,14 @@ fn check_fields(buf: &[u8], check_crc: bool) -> Option<Checked> {
     }))
 }
 
+/// The body of a record [`check`] read as a whole message (IPv4 hosts, as every record
+/// here has).
+pub fn body(record: &[u8]) -> Vec<u8> {
+    let at = FIXED_BEFORE_BODY;
+    let len = i32::from_be_bytes(record[at..at + 4].try_into().expect("4 bytes"));
+    record[at + 4..at + 4 + len.max(0) as usize].to_vec()
+}
+
 /// A properties string's entries, as `MessageDecoder.string2messageProperties` reads
 /// them: entries of at least 3 bytes with a non-empty name and value, a later entry of a
 /// name replacing an earlier one (returned in first-seen order).

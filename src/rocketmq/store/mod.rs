@@ -7,6 +7,7 @@ pub mod commit_log;
 pub mod consume_queue;
 pub mod mapped_file;
 pub mod message;
+pub mod message_store;
 pub mod recovery;
 pub mod services;
 

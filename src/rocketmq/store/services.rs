@@ -58,8 +58,6 @@ pub struct FlushRequest {
     pub id: u64,
     /// The end of its record: a flush reaching it covers it.
     pub next_offset: u64,
-    /// FlushDiskWatcher's deadline: the put plus `syncFlushTimeout`.
-    pub deadline: SimTime,
 }
 
 /// GroupCommitService's requests: one flush answers every request it reaches.
@@ -86,16 +84,6 @@ impl GroupCommit {
     /// `Rules::group_commit_flush_tries` flushes that did not reach them.
     pub fn give_up(&mut self) -> Vec<(u64, Flushed)> {
         self.settle(|_| Some(Flushed::FlushDiskTimeout))
-    }
-
-    /// FlushDiskWatcher: the requests past their deadline at `now`.
-    pub fn expire(&mut self, now: SimTime) -> Vec<(u64, Flushed)> {
-        self.settle(|r| (now >= r.deadline).then_some(Flushed::FlushDiskTimeout))
-    }
-
-    /// When FlushDiskWatcher next answers a request, if any waits.
-    pub fn next_deadline(&self) -> Option<SimTime> {
-        self.waiting.iter().map(|r| r.deadline).min()
     }
 
     fn settle(
@@ -149,29 +137,18 @@ mod tests {
     }
 
     #[test]
-    fn one_flush_answers_every_request_it_reaches_and_the_watcher_the_late_ones() {
+    fn one_flush_answers_every_request_it_reaches_and_giving_up_the_rest() {
         let mut commit = GroupCommit::default();
         for (id, next_offset) in [(1, 100), (2, 200), (3, 300)] {
-            commit.put(FlushRequest {
-                id,
-                next_offset,
-                deadline: at(5_000 + id * 10),
-            });
+            commit.put(FlushRequest { id, next_offset });
         }
         assert_eq!(
             commit.flushed(250),
             [(1, Flushed::PutOk), (2, Flushed::PutOk)]
         );
-        assert_eq!(commit.next_deadline(), Some(at(5_030)));
-        assert!(commit.expire(at(5_029)).is_empty());
-        assert_eq!(commit.expire(at(5_030)), [(3, Flushed::FlushDiskTimeout)]);
+        assert!(commit.flushed(299).is_empty());
+        assert_eq!(commit.give_up(), [(3, Flushed::FlushDiskTimeout)]);
         assert!(commit.is_empty());
-        commit.put(FlushRequest {
-            id: 4,
-            next_offset: 400,
-            deadline: at(9_000),
-        });
-        assert_eq!(commit.give_up(), [(4, Flushed::FlushDiskTimeout)]);
     }
 
     /// Under SYNC_FLUSH, 5.2.0 dispatches what was written, 5.3.0 only what was flushed.

@@ -1,0 +1,415 @@
+//! RocketMQ's remoting layer (`org.apache.rocketmq.remoting`): requests and responses by
+//! RocketMQ's request and response codes, matched by `opaque` on one connection per peer,
+//! and answered in whatever order the server finishes them (a SYNC_FLUSH put answers after
+//! its flush, a pull after its long poll). The messages travel as postcard frames
+//! (`os::frame`), not as RocketMQ's JSON headers: what a run measures depends on what
+//! each side knows and when, not on the header bytes.
+//!
+//! A request that is not answered in time closes its connection, as
+//! `NettyRemotingClient.invokeSync` does with `clientCloseSocketIfTimeout` (true by
+//! default): the stream may hold half a frame, and every other request on it then fails.
+
+use crate::os::frame::{read_frame, write_frame, NetError};
+use crate::types::HostName;
+use serde::{Deserialize, Serialize};
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use turmoil::net::{TcpListener, TcpStream};
+
+/// A broker's `listenPort`.
+pub const BROKER_PORT: u16 = 10911;
+/// The NameServer's `listenPort`.
+pub const NAMESRV_PORT: u16 = 9876;
+
+/// How long a client waits to connect (`connectTimeoutMillis`, 3 s).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// What a server does not finish in this long is dropped with its connection (a server
+/// only blocks on a write when the peer's receive buffer is full).
+const RESPONSE_WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A topic as a broker registers it (`TopicConfig`): its queues on that broker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicQueues {
+    pub topic: String,
+    pub queues: u32,
+}
+
+/// The route of a topic (`TopicRouteData`): each broker group's queues and its master,
+/// in broker-name order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRoute {
+    pub brokers: Vec<BrokerRoute>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerRoute {
+    /// `brokerName`: `broker-a`.
+    pub broker_name: String,
+    /// The master's address (`brokerAddrs[0]`), if it is registered.
+    pub master: Option<HostName>,
+    /// `writeQueueNums`.
+    pub queues: u32,
+}
+
+/// A message as the producer sends it (`SendMessageRequestHeader` and the body).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendMessage {
+    pub topic: String,
+    pub queue_id: i32,
+    pub born_timestamp: i64,
+    /// The message's properties as the client wrote them (`UNIQ_KEY`, `WAIT`, ...).
+    pub properties: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// `SEND_MESSAGE` (10).
+    SendMessage(SendMessage),
+    /// `PULL_MESSAGE` (11): up to `max_msg_nums` messages of a queue from `queue_offset`.
+    PullMessage {
+        topic: String,
+        queue_id: i32,
+        queue_offset: i64,
+        max_msg_nums: u32,
+    },
+    /// `GET_MAX_OFFSET` (30) and `GET_MIN_OFFSET` (29) together: a queue's range.
+    QueueRange { topic: String, queue_id: i32 },
+    /// `REGISTER_BROKER` (103), to the NameServer.
+    RegisterBroker {
+        broker_name: String,
+        broker_id: u32,
+        address: HostName,
+        topics: Vec<TopicQueues>,
+    },
+    /// `GET_ROUTEINFO_BY_TOPIC` (105), to the NameServer.
+    GetRouteInfoByTopic { topic: String },
+}
+
+/// `ResponseCode`: the codes the modelled paths answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResponseCode {
+    /// `SUCCESS` (0).
+    Success,
+    /// `SYSTEM_ERROR` (1).
+    SystemError,
+    /// `FLUSH_DISK_TIMEOUT` (10): stored, the flush not confirmed in time.
+    FlushDiskTimeout,
+    /// `MESSAGE_ILLEGAL` (13).
+    MessageIllegal,
+    /// `SERVICE_NOT_AVAILABLE` (14): the store does not take writes.
+    ServiceNotAvailable,
+    /// `TOPIC_NOT_EXIST` (17).
+    TopicNotExist,
+}
+
+impl ResponseCode {
+    /// As RocketMQ names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ResponseCode::Success => "SUCCESS",
+            ResponseCode::SystemError => "SYSTEM_ERROR",
+            ResponseCode::FlushDiskTimeout => "FLUSH_DISK_TIMEOUT",
+            ResponseCode::MessageIllegal => "MESSAGE_ILLEGAL",
+            ResponseCode::ServiceNotAvailable => "SERVICE_NOT_AVAILABLE",
+            ResponseCode::TopicNotExist => "TOPIC_NOT_EXIST",
+        }
+    }
+
+    /// The broker stored the message (the answer carries its offsets).
+    pub const fn stored(self) -> bool {
+        matches!(self, ResponseCode::Success | ResponseCode::FlushDiskTimeout)
+    }
+}
+
+/// `PullStatus` as the broker answers it (`GetMessageStatus` mapped to response codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PullStatus {
+    /// `SUCCESS`: messages from the asked offset.
+    Found,
+    /// `PULL_NOT_FOUND`: nothing at or past the asked offset yet.
+    NoNewMessage,
+    /// `PULL_OFFSET_MOVED`: the asked offset is outside the queue; `next_begin_offset` is
+    /// where the broker says to go on.
+    OffsetMoved,
+    /// `PULL_RETRY_IMMEDIATELY`: the queue's entry points at CommitLog bytes the broker
+    /// cannot read now.
+    RetryImmediately,
+}
+
+/// A pulled message: its queue offset and body.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pulled {
+    pub queue_offset: i64,
+    pub body: Vec<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// A send's answer: where it was stored when `code` says it was.
+    SendMessage {
+        code: ResponseCode,
+        queue_offset: i64,
+        commit_log_offset: i64,
+    },
+    PullMessage {
+        status: PullStatus,
+        next_begin_offset: i64,
+        min_offset: i64,
+        max_offset: i64,
+        messages: Vec<Pulled>,
+    },
+    /// A queue's first offset and the offset after its last entry, as dispatched.
+    QueueRange {
+        min_offset: i64,
+        max_offset: i64,
+    },
+    RegisterBroker,
+    /// `None`: `TOPIC_NOT_EXIST`.
+    Route(Option<TopicRoute>),
+    /// A request this server does not serve (`REQUEST_CODE_NOT_SUPPORTED`).
+    NotSupported,
+}
+
+/// What travels in a frame: the request's `opaque`, which its response carries back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Command<T> {
+    opaque: u32,
+    body: T,
+}
+
+/// Where a host's RocketMQ server listens.
+pub fn address(host: HostName) -> (String, u16) {
+    let port = match host {
+        HostName::NameServer => NAMESRV_PORT,
+        _ => BROKER_PORT,
+    };
+    (host.to_string(), port)
+}
+
+/// One connection to a server, with requests in flight on it; cloning shares it.
+#[derive(Clone)]
+pub struct Channel {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    outgoing: mpsc::UnboundedSender<Command<Request>>,
+    pending: RefCell<BTreeMap<u32, oneshot::Sender<Response>>>,
+    next_opaque: Cell<u32>,
+    closed: Cell<bool>,
+    tasks: RefCell<Vec<JoinHandle<()>>>,
+}
+
+impl Inner {
+    fn close(&self) {
+        self.closed.set(true);
+        // Dropping the senders fails every waiting request as disconnected.
+        self.pending.borrow_mut().clear();
+        for task in self.tasks.borrow_mut().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Channel {
+    /// Connect to `host`; turmoil's connect to a crashed or cut-off host never returns.
+    pub async fn connect(host: HostName) -> Result<Channel, NetError> {
+        let stream =
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address(host))).await {
+                Err(_) => return Err(NetError::Timeout),
+                Ok(Err(e)) => return Err(NetError::Connect(format!("{host}: {e}"))),
+                Ok(Ok(stream)) => stream,
+            };
+        let (read_half, write_half) = stream.into_split();
+        let (outgoing, requests) = mpsc::unbounded_channel();
+        let inner = Rc::new(Inner {
+            outgoing,
+            pending: RefCell::new(BTreeMap::new()),
+            next_opaque: Cell::new(0),
+            closed: Cell::new(false),
+            tasks: RefCell::new(Vec::new()),
+        });
+        let writer =
+            tokio::task::spawn_local(write_loop(write_half, requests, Rc::downgrade(&inner)));
+        let reader = tokio::task::spawn_local(read_loop(read_half, Rc::downgrade(&inner)));
+        inner.tasks.borrow_mut().extend([writer, reader]);
+        Ok(Channel { inner })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.get()
+    }
+
+    /// `invokeSync`: send `request` and wait at most `timeout` for its answer. A timeout
+    /// closes the connection.
+    pub async fn invoke(&self, request: Request, timeout: Duration) -> Result<Response, NetError> {
+        if self.is_closed() {
+            return Err(NetError::Disconnected);
+        }
+        let opaque = self.inner.next_opaque.get();
+        self.inner.next_opaque.set(opaque.wrapping_add(1));
+        let (sender, receiver) = oneshot::channel();
+        self.inner.pending.borrow_mut().insert(opaque, sender);
+        self.inner
+            .outgoing
+            .send(Command {
+                opaque,
+                body: request,
+            })
+            .map_err(|_| NetError::Disconnected)?;
+        match tokio::time::timeout(timeout, receiver).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(NetError::Disconnected),
+            Err(_) => {
+                self.inner.close();
+                Err(NetError::Timeout)
+            }
+        }
+    }
+}
+
+async fn write_loop(
+    mut stream: OwnedWriteHalf,
+    mut requests: mpsc::UnboundedReceiver<Command<Request>>,
+    inner: Weak<Inner>,
+) {
+    while let Some(command) = requests.recv().await {
+        if write_frame(&mut stream, &command).await.is_err() {
+            break;
+        }
+    }
+    if let Some(inner) = inner.upgrade() {
+        inner.close();
+    }
+}
+
+/// Waits without a timeout of its own: every request's waiter has one, and closes the
+/// connection (aborting this task) when it fires.
+async fn read_loop(mut stream: OwnedReadHalf, inner: Weak<Inner>) {
+    loop {
+        let command = read_frame::<_, Command<Response>>(&mut stream).await;
+        let Some(inner) = inner.upgrade() else { return };
+        match command {
+            Ok(command) => {
+                let waiter = inner.pending.borrow_mut().remove(&command.opaque);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(command.body);
+                }
+            }
+            Err(_) => {
+                inner.close();
+                return;
+            }
+        }
+    }
+}
+
+/// A client's connections, one per server, made when first needed and again after one
+/// closed (`NettyRemotingClient`'s channel table). Callers that find no connection wait
+/// for the one being made (`lockChannelTables`), so a client's requests to a server share
+/// one connection and leave in the order they were made.
+#[derive(Default)]
+pub struct Client {
+    channels: RefCell<BTreeMap<HostName, Channel>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Client {
+    pub async fn invoke(
+        &self,
+        host: HostName,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<Response, NetError> {
+        let open = || {
+            let channels = self.channels.borrow();
+            channels.get(&host).filter(|c| !c.is_closed()).cloned()
+        };
+        let channel = match open() {
+            Some(channel) => channel,
+            None => {
+                let _connecting = tokio::time::timeout(timeout, self.connecting.lock())
+                    .await
+                    .map_err(|_| NetError::Connect(format!("{host}: timed out")))?;
+                if let Some(channel) = open() {
+                    return channel.invoke(request, timeout).await;
+                }
+                // A connect that does not finish in time sent nothing.
+                let channel = tokio::time::timeout(timeout, Channel::connect(host))
+                    .await
+                    .map_err(|_| NetError::Connect(format!("{host}: timed out")))?
+                    .map_err(|e| match e {
+                        NetError::Timeout => NetError::Connect(format!("{host}: timed out")),
+                        other => other,
+                    })?;
+                self.channels.borrow_mut().insert(host, channel.clone());
+                channel
+            }
+        };
+        channel.invoke(request, timeout).await
+    }
+}
+
+/// Serve `port`: each connection's requests are handled concurrently, each answered when
+/// its handler finishes, as Netty's processors do.
+pub async fn serve<H, F>(port: u16, handler: H) -> std::io::Result<()>
+where
+    H: Fn(Request) -> F + Clone + 'static,
+    F: Future<Output = Response> + 'static,
+{
+    let listener = TcpListener::bind(("0.0.0.0", port)).await?;
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::task::spawn_local(serve_connection(stream, handler.clone()));
+    }
+}
+
+async fn serve_connection<H, F>(stream: TcpStream, handler: H)
+where
+    H: Fn(Request) -> F + 'static,
+    F: Future<Output = Response> + 'static,
+{
+    let (mut read_half, mut write_half) = stream.into_split();
+    let (answers, mut outgoing) = mpsc::unbounded_channel::<Command<Response>>();
+    let writer = tokio::task::spawn_local(async move {
+        while let Some(answer) = outgoing.recv().await {
+            let written = tokio::time::timeout(
+                RESPONSE_WRITE_TIMEOUT,
+                write_frame(&mut write_half, &answer),
+            )
+            .await;
+            if !matches!(written, Ok(Ok(()))) {
+                return;
+            }
+        }
+    });
+    while let Ok(command) = read_frame::<_, Command<Request>>(&mut read_half).await {
+        let answers = answers.clone();
+        let answer = handler(command.body);
+        tokio::task::spawn_local(async move {
+            let body = answer.await;
+            let _ = answers.send(Command {
+                opaque: command.opaque,
+                body,
+            });
+        });
+    }
+    drop(answers);
+    let _ = writer.await;
+}
