@@ -74,6 +74,9 @@ counts! {
         /// Distinct ids the history mentions in an invoke (or, defensively, a completion).
         attempted: Attempted,
         acked: Acked,
+        /// Of those, acked with a stored status other than a plain acknowledgement
+        /// (RocketMQ's FLUSH_DISK_TIMEOUT): stored, with less promised.
+        acked_degraded: AckedDegraded,
         failed: Failed,
         /// Completed with info, or never completed.
         indeterminate: Indeterminate,
@@ -164,7 +167,7 @@ mod tests {
         let json = serde_json::to_string(&Counts::default()).unwrap();
         assert_eq!(
             json,
-            "{\"attempted\":0,\"acked\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
+            "{\"attempted\":0,\"acked\":0,\"acked_degraded\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
              \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
@@ -177,36 +180,37 @@ mod tests {
         let counts = Counts {
             attempted: 1,
             acked: 2,
-            failed: 3,
-            indeterminate: 4,
-            lost: 5,
-            moved: 6,
-            duplicates: 7,
-            unexpected: 8,
-            reordered: 9,
-            dirty_reads: 10,
-            divergent: 11,
-            offline: 12,
-            false_failures: 13,
-            under_replicated: 14,
-            unreadable: 15,
-            unprocessed: 16,
-            reprocessed: 17,
-            elections: 18,
-            unclean_elections: 19,
-            isr_shrinks: 20,
-            isr_expands: 21,
-            truncated: 22,
-            recoveries: 23,
-            retries: 24,
-            request_timeouts: 25,
-            delivered: 26,
-            missing: 27,
-            unresolved: 28,
-            out_of_order: 29,
+            acked_degraded: 3,
+            failed: 4,
+            indeterminate: 5,
+            lost: 6,
+            moved: 7,
+            duplicates: 8,
+            unexpected: 9,
+            reordered: 10,
+            dirty_reads: 11,
+            divergent: 12,
+            offline: 13,
+            false_failures: 14,
+            under_replicated: 15,
+            unreadable: 16,
+            unprocessed: 17,
+            reprocessed: 18,
+            elections: 19,
+            unclean_elections: 20,
+            isr_shrinks: 21,
+            isr_expands: 22,
+            truncated: 23,
+            recoveries: 24,
+            retries: 25,
+            request_timeouts: 26,
+            delivered: 27,
+            missing: 28,
+            unresolved: 29,
+            out_of_order: 30,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=29).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=30).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,

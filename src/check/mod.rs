@@ -204,7 +204,10 @@ impl<'a> Pass<'a> {
         let (counts, examples, teller) = (&mut self.counts, &mut self.examples, self.teller);
         counts.attempted += 1;
         match send.outcome {
-            Outcome::Acked { .. } => counts.acked += 1,
+            Outcome::Acked { degraded, .. } => {
+                counts.acked += 1;
+                counts.acked_degraded += u64::from(degraded);
+            }
             Outcome::Failed { .. } => {
                 counts.failed += 1;
                 examples.add(Count::Failed, || teller.send_status(send, index, copies));

@@ -6,11 +6,13 @@ use crate::types::{Offset, TopicPartition};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome<'a> {
-    /// Acknowledged at this partition and offset.
+    /// Acknowledged at this partition and offset; `degraded`: with a stored status that
+    /// promises less (`acked_degraded`).
     Acked {
         tp: &'a TopicPartition,
         offset: Offset,
         time: SimTime,
+        degraded: bool,
     },
     /// Definitely not written.
     Failed { error: &'a str, time: SimTime },
@@ -92,10 +94,16 @@ pub fn sends(history: &[Event]) -> Vec<Send<'_>> {
                 }
                 continue;
             }
-            Op::Ok { tp, offset, .. } => Outcome::Acked {
+            Op::Ok {
+                tp,
+                offset,
+                degraded,
+                ..
+            } => Outcome::Acked {
                 tp,
                 offset: *offset,
                 time: event.time,
+                degraded: degraded.is_some(),
             },
             Op::Fail { error, .. } => Outcome::Failed {
                 error,
@@ -154,6 +162,7 @@ mod tests {
                     id: id(1),
                     tp: tp.clone(),
                     offset: Offset(4),
+                    degraded: None,
                 },
             ),
         ];
@@ -164,7 +173,8 @@ mod tests {
             Outcome::Acked {
                 tp: &tp,
                 offset: Offset(4),
-                time: SimTime::from_millis(3)
+                time: SimTime::from_millis(3),
+                degraded: false,
             }
         );
         assert_eq!(sends[0].invoked, Some((&tp, SimTime::from_millis(1))));

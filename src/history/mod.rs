@@ -63,6 +63,10 @@ pub enum Op {
         id: MessageId,
         tp: TopicPartition,
         offset: Offset,
+        /// A stored status that promises less than a plain acknowledgement: RocketMQ's
+        /// FLUSH_DISK_TIMEOUT (stored, its flush unconfirmed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        degraded: Option<String>,
     },
     /// The send definitely failed: nothing was written.
     Fail { id: MessageId, error: String },

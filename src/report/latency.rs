@@ -208,6 +208,7 @@ mod tests {
                     id,
                     tp: tp.clone(),
                     offset: Offset(seq as i64),
+                    degraded: None,
                 },
             ));
         }

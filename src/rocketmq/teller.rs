@@ -94,8 +94,21 @@ fn queue(tp: &TopicPartition) -> String {
 
 fn outcome(send: &Send) -> (String, Option<SimTime>) {
     match send.outcome {
-        Outcome::Acked { tp, offset, time } => (
-            format!("acknowledged at queue offset {offset} of {}", queue(tp)),
+        Outcome::Acked {
+            tp,
+            offset,
+            time,
+            degraded,
+        } => (
+            format!(
+                "acknowledged {} at queue offset {offset} of {}",
+                if degraded {
+                    "FLUSH_DISK_TIMEOUT"
+                } else {
+                    "SEND_OK"
+                },
+                queue(tp)
+            ),
             Some(time),
         ),
         Outcome::Failed { error, time } => (format!("failed ({error})"), Some(time)),

@@ -189,7 +189,8 @@ fn request_timeout_retry_acks_once_and_duplicates_without_idempotence() {
         Op::Ok {
             id,
             tp: TopicPartition::new("t", 0),
-            offset: Offset(1)
+            offset: Offset(1),
+            degraded: None,
         }
     );
     let copies: Vec<i64> = log
@@ -503,7 +504,8 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
                 seq: 0
             },
             tp: TopicPartition::new("t", 0),
-            offset: Offset(7)
+            offset: Offset(7),
+            degraded: None,
         })
     );
 }

@@ -298,6 +298,7 @@ impl Producer {
                     id,
                     tp: tp.clone(),
                     offset: Offset(base_offset.0 + i as i64),
+                    degraded: None,
                 },
                 Decision::Fail(error) => Op::Fail {
                     id,

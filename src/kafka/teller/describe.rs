@@ -31,7 +31,10 @@ fn acked_story(send: &Send, chronicle: &Chronicle) -> Vec<Step> {
     if let Some(tp) = send.tp() {
         steps.extend(chronicle.retries(send.id, tp));
     }
-    let Outcome::Acked { tp, offset, time } = send.outcome else {
+    let Outcome::Acked {
+        tp, offset, time, ..
+    } = send.outcome
+    else {
         return steps;
     };
     match chronicle.acknowledgement(tp, offset, time) {
@@ -101,6 +104,7 @@ fn status(send: &Send) -> String {
             tp,
             offset,
             time: t,
+            ..
         } => format!("acked at {} ({})", at(tp, offset), time(t)),
         Outcome::Failed { error, time: t } => format!("failed at {} ({error})", time(t)),
         Outcome::Indeterminate { error, time: t } => {

@@ -193,6 +193,7 @@ fn sends_are_counted_per_bucket_and_lost_acks_keep_their_times() {
                 id: id(1),
                 tp: tp(),
                 offset: Offset(0),
+                degraded: None,
             },
         ),
         event(
@@ -201,6 +202,7 @@ fn sends_are_counted_per_bucket_and_lost_acks_keep_their_times() {
                 id: id(2),
                 tp: tp(),
                 offset: Offset(1),
+                degraded: None,
             },
         ),
         event(

@@ -284,10 +284,11 @@ impl Producer {
             self.record(Op::Invoke { id, tp });
         }
         let op = match stored {
-            Some((tp, offset, _status)) => Op::Ok {
+            Some((tp, offset, status)) => Op::Ok {
                 id,
                 tp,
                 offset: crate::types::Offset(offset),
+                degraded: (status != SendStatus::SendOk).then(|| status.name().to_owned()),
             },
             None if maybe_stored && self.ctx.on_error == OnError::WhatItProves => {
                 Op::Info { id, error }

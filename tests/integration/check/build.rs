@@ -102,6 +102,7 @@ impl InFlight {
             id: self.id,
             tp: self.tp.clone(),
             offset: Offset(offset),
+            degraded: None,
         };
         self.complete(op)
     }
