@@ -4,6 +4,7 @@
 //! means what its system's documentation says; and the workload's shape, which every
 //! system's clients follow alike (`workload`: when sends arrive).
 
+pub mod bugs;
 pub mod kafka;
 pub mod rocketmq;
 pub mod workload;

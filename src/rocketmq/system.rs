@@ -301,6 +301,7 @@ fn add_broker(
         disk: disk.clone(),
         shutdown: shutdown.clone(),
         facts: facts.clone(),
+        bugs: settings.bugs,
     };
     world.add_host(host, Some(disk), move || {
         ctx.shutdown.set(false);

@@ -2,8 +2,9 @@
 //! its fully resolved settings, so the runner never looks at TOML.
 
 use crate::check::{self, Expectation};
+use crate::config::bugs::Bugs;
 use crate::config::kafka::{
-    Acks, BrokerConfig, Bugs, ConsumerConfig, ProducerConfig, Release, TopicConfig,
+    Acks, BrokerConfig, ConsumerConfig, ProducerConfig, Release, TopicConfig,
 };
 use crate::config::rocketmq::{self, RocketMqConfig};
 use crate::os::disk::{DiskConfig, Filesystem};

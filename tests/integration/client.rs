@@ -1,7 +1,8 @@
 //! The producer against a scripted fake broker on a turmoil network: what the history says
 //! and what the broker received when a request times out.
 
-use hightide::config::kafka::{Acks, Bugs, ConsumerConfig, ProducerConfig};
+use hightide::config::bugs::Bugs;
+use hightide::config::kafka::{Acks, ConsumerConfig, ProducerConfig};
 use hightide::config::workload::{ArrivalProcess, Arrivals, OnError};
 use hightide::history::budget::SendBudget;
 use hightide::history::facts::Facts;

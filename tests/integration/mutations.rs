@@ -4,7 +4,7 @@
 //! the same seeds without it. docs/checkers.md lists the table.
 
 use hightide::check::{self, Count, Counts};
-use hightide::config::kafka::Bugs;
+use hightide::config::bugs::Bugs;
 use hightide::os::disk::PowerLossModel;
 use hightide::scenario::{self, model::Variant};
 use hightide::sim::runner::RunOptions;

@@ -5,7 +5,7 @@
 //! fails with the bug and passes without it.
 
 use hightide::check::{holds, Count};
-use hightide::config::kafka::Bugs;
+use hightide::config::bugs::Bugs;
 use hightide::scenario::model::Variant;
 use hightide::sim::faults;
 use hightide::sim::runner::RunOptions;

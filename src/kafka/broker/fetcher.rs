@@ -697,7 +697,8 @@ async fn out_of_range(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::kafka::{BrokerConfig, Bugs};
+    use crate::config::bugs::Bugs;
+    use crate::config::kafka::BrokerConfig;
     use crate::history::facts::Facts;
     use crate::kafka::protocol::messages::{ClusterMetadata, PartitionState};
     use crate::kafka::types::{Incarnation, PartitionEpoch};

@@ -75,7 +75,8 @@ pub mod scheduler;
 pub mod server;
 pub mod truncation;
 
-use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{BrokerConfig, TopicConfig};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::storage::checkpoint;

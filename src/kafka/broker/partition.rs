@@ -11,7 +11,8 @@
 use super::hw;
 use super::isr::{self, FollowerState};
 use super::truncation::{self, TruncationState};
-use crate::config::kafka::{Bugs, Rules, Truncation};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{Rules, Truncation};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::protocol::messages::PartitionState;

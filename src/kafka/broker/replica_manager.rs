@@ -11,7 +11,8 @@
 use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
-use crate::config::kafka::{Acks, BrokerConfig, Bugs, LogConfig, TopicConfig};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{Acks, BrokerConfig, LogConfig, TopicConfig};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::protocol::fetch_session::SessionCache;

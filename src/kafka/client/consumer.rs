@@ -11,8 +11,9 @@
 //! holds one completed fetch per partition, a partition with records waiting is not
 //! fetched again until they are polled.
 
+use crate::config::bugs::Bugs;
 use crate::config::kafka::Commit;
-use crate::config::kafka::{Bugs, ConsumerConfig, OffsetReset};
+use crate::config::kafka::{ConsumerConfig, OffsetReset};
 use crate::history::final_state::ReadRecord;
 use crate::history::{History, Op};
 use crate::kafka::client::fetch::{with_batch_epochs, FetchOutcome, FetchPosition};

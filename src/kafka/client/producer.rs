@@ -16,7 +16,8 @@
 //! The decisions (readiness, outcomes, retries, sequences) are in `accumulator`, `outcome`
 //! and `idempotence`; this file only moves batches between them and the network.
 
-use crate::config::kafka::{Acks, Bugs, ProducerConfig};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{Acks, ProducerConfig};
 use crate::config::workload::{ArrivalProcess, OnError};
 use crate::history::budget::SendBudget;
 use crate::history::facts::{Fact, Facts};

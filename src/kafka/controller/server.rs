@@ -7,7 +7,8 @@
 //! the controller halts, as KRaft's does on a metadata log write failure: `run` returns
 //! and the connections it leaves behind never answer again.
 
-use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{BrokerConfig, TopicConfig};
 use crate::history::facts::kafka::{ElectedFrom, Fact};
 use crate::history::facts::Facts;
 use crate::kafka::controller::election::Election;

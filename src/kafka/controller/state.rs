@@ -26,7 +26,8 @@
 //! - Every leader change (an election, or going offline) bumps the leader epoch; every
 //!   leader or ISR change bumps the partition epoch; every change bumps the version.
 
-use crate::config::kafka::{BrokerConfig, Bugs, TopicConfig};
+use crate::config::bugs::Bugs;
+use crate::config::kafka::{BrokerConfig, TopicConfig};
 use crate::kafka::controller::election::{elect, target_elr, Election, Eligible};
 use crate::kafka::protocol::messages::{
     AlterPartition, BrokerRegistration, ClusterMetadata, ErrorCode, PartitionState,

@@ -7,6 +7,7 @@
 pub mod consumer_offsets;
 mod services;
 
+use crate::config::bugs::Bugs;
 use crate::config::rocketmq::{BrokerConfig, FlushDiskType, Rules, StoreConfig};
 use crate::history::facts::rocketmq::Fact;
 use crate::history::facts::Facts;
@@ -54,6 +55,8 @@ pub struct BrokerContext {
     /// Set by the harness for a clean shutdown.
     pub shutdown: Rc<Cell<bool>>,
     pub facts: Facts,
+    /// Injected bugs, for the checkers' mutation tests.
+    pub bugs: Bugs,
 }
 
 /// What the broker's tasks share.
@@ -71,6 +74,7 @@ struct Broker {
     writable: Cell<bool>,
     facts: Facts,
     topics: Vec<TopicQueues>,
+    bugs: Bugs,
 }
 
 pub async fn run(ctx: BrokerContext) -> turmoil::Result {
@@ -107,6 +111,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         writable: Cell::new(true),
         facts: ctx.facts.clone(),
         topics: ctx.topics.clone(),
+        bugs: ctx.bugs,
     });
     let mut tasks = services::start(&broker, &ctx);
     create_abort_file(&ctx.disk, &ctx.rules)?;
@@ -265,7 +270,10 @@ impl Broker {
             queue_offset: appended.queue_offset,
             commit_log_offset: appended.wrote_offset as i64,
         };
-        if flush_disk_type == FlushDiskType::AsyncFlush || !wait {
+        if flush_disk_type == FlushDiskType::AsyncFlush
+            || !wait
+            || self.bugs.sync_flush_acks_at_append
+        {
             self.flush_wake.notify_one();
             return stored(ResponseCode::Success);
         }
