@@ -1248,8 +1248,10 @@ impl Disk {
     }
 
     /// Write the page-cache view under `root` (for `--dump-disks`; real I/O, outside the
-    /// simulation).
+    /// simulation). Files are written sparse: a page of zeros is a hole, so RocketMQ's
+    /// preallocated 1 GiB files take only what was written.
     pub fn dump_to(&self, root: &std::path::Path) -> std::io::Result<()> {
+        use std::io::{Seek, SeekFrom, Write};
         let state = self.state.borrow();
         std::fs::create_dir_all(root)?;
         for (path, ino) in &state.names {
@@ -1257,7 +1259,13 @@ impl Disk {
             if let Some(parent) = target.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(target, state.inodes[ino].cached.to_vec())?;
+            let image = &state.inodes[ino].cached;
+            let mut file = std::fs::File::create(target)?;
+            for (at, bytes) in image.written_pages() {
+                file.seek(SeekFrom::Start(at))?;
+                file.write_all(bytes)?;
+            }
+            file.set_len(image.len())?;
         }
         Ok(())
     }

@@ -81,6 +81,16 @@ impl Pages {
         }
     }
 
+    /// Each page holding a byte other than zero, as its offset and its bytes (the last
+    /// one cut at the end): what a sparse copy of the image must write.
+    pub fn written_pages(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.pages.iter().enumerate().filter_map(|(i, page)| {
+            let at = i as u64 * PAGE_BYTES;
+            let bytes = &page[..(self.len - at).min(PAGE_BYTES) as usize];
+            bytes.iter().any(|&b| b != 0).then_some((at, bytes))
+        })
+    }
+
     /// Every byte, in one buffer.
     pub fn to_vec(&self) -> Vec<u8> {
         self.read(0, self.len as usize)

@@ -1437,6 +1437,35 @@ fn list_exists_and_dump_show_the_page_cache_view() {
     assert_eq!(dumped, b"idx");
 }
 
+/// RocketMQ preallocates 1 GiB files: a dump writes only their written pages, the rest a
+/// hole, and reads back with zeros there and the bytes where they were written.
+#[test]
+fn a_dump_is_sparse_where_the_file_is_zeros() {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::MetadataExt;
+    at(0);
+    let disk = Disk::new(DiskConfig::default(), 5);
+    let path = "store/commitlog/00000000000000000000";
+    disk.create(path).unwrap();
+    disk.set_len(path, 1 << 30).unwrap();
+    disk.write(path, (1 << 29) + 10, b"message").unwrap();
+    let root = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sparse-dump");
+    let _ = std::fs::remove_dir_all(&root);
+    disk.dump_to(&root).unwrap();
+    let mut file = std::fs::File::open(root.join(path)).unwrap();
+    let meta = file.metadata().unwrap();
+    assert_eq!(meta.len(), 1 << 30);
+    assert!(
+        meta.blocks() * 512 < 1 << 20,
+        "{} blocks allocated",
+        meta.blocks()
+    );
+    let mut bytes = [0u8; 17];
+    file.seek(SeekFrom::Start(1 << 29)).unwrap();
+    file.read_exact(&mut bytes).unwrap();
+    assert_eq!(&bytes, b"\0\0\0\0\0\0\0\0\0\0message");
+}
+
 /// Inside a host, fsync costs the configured latency plus any slow-disk latency, in
 /// simulated time.
 #[test]
