@@ -1,9 +1,11 @@
 //! `hightide dump-log`: Kafka's `kafka-dump-log.sh` over hightide's files (see
-//! `storage::dump`). This reads the files, prints, and turns what it found into the exit
+//! `storage::dump`), and RocketMQ's CommitLog and ConsumeQueue files
+//! (`rocketmq::store::dump`), told apart by where a file lies in its store. This reads the files, prints, and turns what it found into the exit
 //! status.
 
 use super::{out, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK};
 use crate::kafka::storage::dump::{self, Finding, Kind, Options, Summary};
+use crate::rocketmq::store::dump as rocketmq_dump;
 use std::path::{Path, PathBuf};
 
 /// The exit statuses, for `--help`.
@@ -92,6 +94,10 @@ fn dump_path(path: &Path, options: &Options) -> Dumped {
         status: EXIT_OK,
         findings: Vec::new(),
     };
+    if let Some(file) = RocketMqFile::of(path) {
+        dump_rocketmq(path, file, options.print_data_log, &mut dumped);
+        return dumped;
+    }
     let name = path
         .file_name()
         .map(|name| name.to_string_lossy())
@@ -137,6 +143,108 @@ fn dump_path(path: &Path, options: &Options) -> Dumped {
     }
     dumped.findings = file.findings;
     dumped
+}
+
+/// A RocketMQ store file, told by where it lies: `commitlog/<offset>`, or
+/// `consumequeue/<topic>/<queueId>/<offset>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum RocketMqFile {
+    CommitLog {
+        from: u64,
+    },
+    ConsumeQueue {
+        topic: String,
+        queue_id: i32,
+        from: u64,
+    },
+}
+
+impl RocketMqFile {
+    fn of(path: &Path) -> Option<RocketMqFile> {
+        let parts: Vec<String> = path
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        let from = parts.last()?;
+        if from.len() < 20 || !from.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let from = from.parse().ok()?;
+        match parts.as_slice() {
+            [.., dir, _] if dir == "commitlog" => Some(RocketMqFile::CommitLog { from }),
+            [.., dir, topic, queue, _] if dir == "consumequeue" => {
+                Some(RocketMqFile::ConsumeQueue {
+                    topic: topic.clone(),
+                    queue_id: queue.parse().ok()?,
+                    from,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A RocketMQ file's dump; a ConsumeQueue's entries are checked against the store's
+/// `commitlog` directory (three levels up), whose files are read as needed.
+fn dump_rocketmq(path: &Path, file: RocketMqFile, print_body: bool, dumped: &mut Dumped) {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            dumped.err = format!("error: {}: {error}\n", path.display());
+            dumped.status = EXIT_BAD_INPUT;
+            return;
+        }
+    };
+    let file = match file {
+        RocketMqFile::CommitLog { from } => rocketmq_dump::commit_log(from, &bytes, print_body),
+        RocketMqFile::ConsumeQueue {
+            topic,
+            queue_id,
+            from,
+        } => {
+            let store = path.ancestors().nth(4).unwrap_or(Path::new("."));
+            let files = CommitLogFiles::new(&store.join("commitlog"));
+            rocketmq_dump::consume_queue(&topic, queue_id, from, &bytes, |at, len| {
+                files.read(at, len)
+            })
+        }
+    };
+    dumped.out.push_str(&file.out);
+    if file.damaged {
+        dumped.status = dumped.status.max(EXIT_FAILED);
+    }
+}
+
+/// A store's CommitLog files on the real disk, by the offset each is named after.
+struct CommitLogFiles {
+    files: Vec<(u64, PathBuf)>,
+}
+
+impl CommitLogFiles {
+    fn new(dir: &Path) -> CommitLogFiles {
+        let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let from = entry.file_name().to_string_lossy().parse().ok()?;
+                Some((from, entry.path()))
+            })
+            .collect();
+        files.sort();
+        CommitLogFiles { files }
+    }
+
+    /// `len` bytes at physical offset `at`, if one file holds them all.
+    fn read(&self, at: u64, len: usize) -> Option<Vec<u8>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let (from, path) = self.files.iter().rev().find(|(from, _)| *from <= at)?;
+        let mut file = std::fs::File::open(path).ok()?;
+        file.seek(SeekFrom::Start(at - from)).ok()?;
+        let mut bytes = vec![0; len];
+        file.read_exact(&mut bytes).ok()?;
+        Some(bytes)
+    }
 }
 
 #[cfg(test)]
@@ -199,6 +307,44 @@ mod tests {
             dump_path(&missing, &Options::default()).status,
             EXIT_BAD_INPUT
         );
+    }
+
+    /// A RocketMQ store as `--dump-disks` writes it: its CommitLog file dumps record by
+    /// record, a ConsumeQueue file entry by entry against it, and an entry pointing past
+    /// the log is damage.
+    #[test]
+    fn rocketmq_files_are_told_by_their_place_in_the_store() {
+        use crate::rocketmq::store::consume_queue::Entry;
+        let dir = TempDir::new("rocketmq");
+        let message = crate::rocketmq::store::test_message(0, b"v");
+        let mut record = Vec::new();
+        message.encode(&mut record);
+        let name = "00000000000000000000";
+        std::fs::create_dir_all(dir.0.join("store/commitlog")).unwrap();
+        std::fs::create_dir_all(dir.0.join("store/consumequeue/orders/0")).unwrap();
+        let log = dir.file(&format!("store/commitlog/{name}"), &record);
+        let dumped = dump_path(&log, &Options::default());
+        assert_eq!(dumped.status, EXIT_OK, "{}", dumped.out);
+        assert!(
+            dumped.out.contains("physicalOffset: 0 size: "),
+            "{}",
+            dumped.out
+        );
+        let entry = |offset: i64| {
+            Entry {
+                commit_log_offset: offset,
+                size: record.len() as i32,
+                tags_code: 0,
+            }
+            .to_bytes()
+        };
+        let queue = dir.file(&format!("store/consumequeue/orders/0/{name}"), &entry(0));
+        let dumped = dump_path(&queue, &Options::default());
+        assert_eq!(dumped.status, EXIT_OK, "{}", dumped.out);
+        assert!(dumped.out.ends_with(" ok\n"), "{}", dumped.out);
+        let past = dir.file(&format!("store/consumequeue/orders/0/{name}"), &entry(4096));
+        let dumped = dump_path(&past, &Options::default());
+        assert_eq!(dumped.status, EXIT_FAILED, "{}", dumped.out);
     }
 
     #[test]

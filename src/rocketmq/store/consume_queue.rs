@@ -31,7 +31,7 @@ pub struct Entry {
 impl Entry {
     /// What `fillPreBlank` writes below a queue's first entry when its first file starts
     /// past offset 0.
-    const PRE_BLANK: Entry = Entry {
+    pub(super) const PRE_BLANK: Entry = Entry {
         commit_log_offset: 0,
         size: i32::MAX,
         tags_code: 0,

@@ -5,6 +5,7 @@
 pub mod checkpoint;
 pub mod commit_log;
 pub mod consume_queue;
+pub mod dump;
 pub mod mapped_file;
 pub mod message;
 pub mod message_store;
