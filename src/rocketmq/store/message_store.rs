@@ -307,3 +307,101 @@ impl MessageStore {
         Ok(answer(status, next, messages))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::rocketmq::{FlushDiskType, Release};
+    use crate::os::disk::{DiskConfig, PowerLossModel};
+    use crate::rocketmq::store::test_message;
+
+    fn disk() -> Disk {
+        let config = DiskConfig {
+            power_loss: PowerLossModel::DropUnflushed,
+            ..DiskConfig::default()
+        };
+        Disk::new(config, 1)
+    }
+
+    fn config(flush: FlushDiskType) -> StoreConfig {
+        StoreConfig {
+            flush_disk_type: flush,
+            mapped_file_size_commit_log: 64 * 1024,
+            mapped_file_size_consume_queue: 20 * 100,
+            ..StoreConfig::default()
+        }
+    }
+
+    fn open(disk: &Disk, flush: FlushDiskType, release: &str) -> (MessageStore, Recovered) {
+        let rules = Release::parse(release).unwrap().rules();
+        MessageStore::open(disk.clone(), config(flush), rules).expect("opens")
+    }
+
+    fn put(store: &mut MessageStore, queue_id: i32, body: &[u8]) -> Appended {
+        store
+            .put(&mut test_message(queue_id, body), 1_000)
+            .expect("appends")
+    }
+
+    /// A put is readable only once dispatched, and a pull reads from any offset to the end.
+    #[test]
+    fn a_put_is_seen_by_a_pull_once_dispatched() {
+        let disk = disk();
+        let (mut store, recovered) = open(&disk, FlushDiskType::AsyncFlush, "5.3.3");
+        assert!(recovered.normal);
+        let first = put(&mut store, 1, b"a");
+        put(&mut store, 1, b"b");
+        assert_eq!(first.queue_offset, 0);
+        let got = store.get_message("orders", 1, 0, 32).unwrap();
+        assert_eq!((got.status, got.max_offset), (GetStatus::OffsetMoved, 0));
+        assert_eq!(store.reput().unwrap(), 2);
+        assert!(store.dispatched_all());
+        let got = store.get_message("orders", 1, 1, 32).unwrap();
+        assert_eq!(got.status, GetStatus::Found);
+        assert_eq!(got.messages, [(1, b"b".to_vec())]);
+        assert_eq!(got.next_begin_offset, 2);
+        let end = store.get_message("orders", 1, 2, 32).unwrap();
+        assert_eq!(end.status, GetStatus::OffsetFoundNull);
+        let past = store.get_message("orders", 1, 9, 32).unwrap();
+        assert_eq!(
+            (past.status, past.next_begin_offset),
+            (GetStatus::OffsetMoved, 2)
+        );
+    }
+
+    /// Under SYNC_FLUSH from 5.3.0 dispatch waits for the flush; a flush moves the
+    /// checkpoint's CommitLog timestamp only when it is a full one.
+    #[test]
+    fn sync_flush_dispatches_what_was_flushed() {
+        let disk = disk();
+        let (mut store, _) = open(&disk, FlushDiskType::SyncFlush, "5.3.3");
+        put(&mut store, 0, b"a");
+        assert_eq!(store.reput().unwrap(), 0);
+        let flush = store.plan_flush(0).expect("a flush");
+        let fsync = disk.fsync_now(&flush.path);
+        assert!(store.flushed(flush, fsync));
+        assert_eq!(store.checkpoint().physic_msg_timestamp, 1_000);
+        assert_eq!(store.reput().unwrap(), 1);
+    }
+
+    /// What only the page cache held is gone after a power loss; the abort file makes the
+    /// next start abnormal, and the lost tail's queue offsets are handed out again.
+    #[test]
+    fn a_power_loss_loses_the_unflushed_tail_and_its_offsets_are_reused() {
+        let disk = disk();
+        let (mut store, _) = open(&disk, FlushDiskType::AsyncFlush, "5.3.3");
+        disk.create(ABORT).unwrap();
+        put(&mut store, 0, b"kept");
+        let flush = store.plan_flush(0).expect("a flush");
+        let fsync = disk.fsync_now(&flush.path);
+        store.flushed(flush, fsync);
+        put(&mut store, 0, b"lost");
+        store.reput().unwrap();
+        disk.power_loss();
+        let (mut store, recovered) = open(&disk, FlushDiskType::AsyncFlush, "5.3.3");
+        assert!(!recovered.normal, "the abort file was there");
+        store.reput().unwrap();
+        assert_eq!(store.queue_range("orders", 0), (0, 1));
+        assert_eq!(put(&mut store, 0, b"new").queue_offset, 1);
+    }
+}
