@@ -91,6 +91,20 @@ impl Pages {
         })
     }
 
+    /// Whether the first `len` bytes of both images are the same, page by page (a page the
+    /// two share is not read): a check over a preallocated 1 GiB file allocates nothing.
+    pub fn same_prefix(&self, other: &Pages, len: u64) -> bool {
+        if self.len < len || other.len < len {
+            return false;
+        }
+        let pages = len.div_ceil(PAGE_BYTES) as usize;
+        (0..pages).all(|i| {
+            let (a, b) = (&self.pages[i], &other.pages[i]);
+            let upto = (len - i as u64 * PAGE_BYTES).min(PAGE_BYTES) as usize;
+            Rc::ptr_eq(a, b) || a[..upto] == b[..upto]
+        })
+    }
+
     /// Every byte, in one buffer.
     pub fn to_vec(&self) -> Vec<u8> {
         self.read(0, self.len as usize)
@@ -261,6 +275,16 @@ mod tests {
                 }
                 prop_assert_eq!(cache.to_vec(), cache_model.0.clone());
                 prop_assert_eq!(medium.to_vec(), medium_model.0.clone());
+                // The shared prefix and the written pages read as the plain buffers do.
+                let common = cache.len().min(medium.len());
+                let prefix = cache_model.0[..common as usize] == medium_model.0[..common as usize];
+                prop_assert_eq!(cache.same_prefix(&medium, common), prefix);
+                let mut sparse = vec![0; cache.len() as usize];
+                for (at, bytes) in cache.written_pages() {
+                    prop_assert!(bytes.iter().any(|&b| b != 0));
+                    sparse[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+                }
+                prop_assert_eq!(&sparse, &cache_model.0);
                 // Past the end, an image reads as zeros once extended.
                 let mut grown = cache.clone();
                 grown.set_len(cache.len() + PAGE_BYTES);
