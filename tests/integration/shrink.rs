@@ -39,7 +39,7 @@ fn the_nemesis_draws_written_out_replay_the_nemesis_run() {
     let mut written = drawn.clone();
     written.settings.nemesis = None;
     written.settings.faults =
-        faults::nemesis_episodes(nemesis, settings.cluster.brokers, settings.duration, 8).concat();
+        faults::nemesis_episodes(nemesis, &settings.cluster, settings.duration, 8).concat();
     written.settings.faults.sort_by_key(|f| f.at);
     assert!(written.settings.faults.len() >= 4);
     let (a, b) = (
