@@ -158,7 +158,10 @@ pub enum HostName {
     Broker(u32),
     /// A RocketMQ broker: `broker-a-0` is broker group 0 (`brokerName` broker-a), `brokerId`
     /// 0, its master.
-    GroupBroker { group: u32, id: u32 },
+    GroupBroker {
+        group: u32,
+        id: u32,
+    },
     /// RocketMQ's NameServer, `namesrv`.
     NameServer,
     Producer(u32),
@@ -201,7 +204,10 @@ pub const MAX_BROKER_GROUPS: u32 = 26;
 
 /// A RocketMQ broker group's `brokerName`: group 0 is `broker-a`.
 pub fn broker_name(group: u32) -> String {
-    assert!(group < MAX_BROKER_GROUPS, "broker group {group} has no letter");
+    assert!(
+        group < MAX_BROKER_GROUPS,
+        "broker group {group} has no letter"
+    );
     format!("broker-{}", char::from(b'a' + group as u8))
 }
 

@@ -197,9 +197,7 @@ fn resolve<S: System>(
         | Target::Followers(_)
         | Target::Follower(_)
         | Target::Coordinator
-        | Target::Master(_) => {
-            system.resolve_role(target, rng)
-        }
+        | Target::Master(_) => system.resolve_role(target, rng),
     }
 }
 
@@ -358,9 +356,27 @@ mod tests {
 
     #[test]
     fn nemesis_is_a_function_of_the_seed() {
-        let a = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 7);
-        let b = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 7);
-        let c = schedule(&[], Some(&nemesis()), &cluster(), Duration::from_secs(60), 8);
+        let a = schedule(
+            &[],
+            Some(&nemesis()),
+            &cluster(),
+            Duration::from_secs(60),
+            7,
+        );
+        let b = schedule(
+            &[],
+            Some(&nemesis()),
+            &cluster(),
+            Duration::from_secs(60),
+            7,
+        );
+        let c = schedule(
+            &[],
+            Some(&nemesis()),
+            &cluster(),
+            Duration::from_secs(60),
+            8,
+        );
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(!a.is_empty());
@@ -373,7 +389,13 @@ mod tests {
             jitter: Duration::ZERO,
             action: FaultAction::Heal,
         }];
-        let all = schedule(&scripted, Some(&nemesis()), &cluster(), Duration::from_secs(60), 1);
+        let all = schedule(
+            &scripted,
+            Some(&nemesis()),
+            &cluster(),
+            Duration::from_secs(60),
+            1,
+        );
         assert!(all.windows(2).all(|w| w[0].at <= w[1].at));
         assert!(all.iter().all(|f| f.at < Duration::from_secs(60)));
         assert!(all.contains(&scripted[0]));
