@@ -74,6 +74,10 @@ enum Command {
         /// the changes up to it.
         #[arg(long, value_name = "X.Y")]
         kafka: Option<String>,
+        /// List RocketMQ's keys instead: their defaults, and the rules of this RocketMQ
+        /// release with the changes up to it.
+        #[arg(long, value_name = "X.Y.Z", conflicts_with = "kafka")]
+        rocketmq: Option<String>,
     },
     /// Print log segments, their indexes and checkpoint files, as Kafka's kafka-dump-log.sh.
     ///
@@ -125,7 +129,20 @@ pub fn main() -> i32 {
         Command::Merge(args) => merge::run(args),
         Command::Sweep(args) => sweep::run(args),
         Command::TestSeeds(args) => test_seeds::run(args),
-        Command::Config { kafka } => {
+        Command::Config {
+            rocketmq: Some(rocketmq),
+            ..
+        } => match crate::config::rocketmq::Release::parse(&rocketmq) {
+            Ok(release) => {
+                out(&crate::scenario::rocketmq_reference(release));
+                EXIT_OK
+            }
+            Err(error) => {
+                eprintln!("error: --rocketmq: {error}");
+                EXIT_BAD_INPUT
+            }
+        },
+        Command::Config { kafka, .. } => {
             let release = match kafka.as_deref().map(crate::config::kafka::Release::parse) {
                 None => crate::config::kafka::Release::NEWEST,
                 Some(Ok(release)) => release,

@@ -9,8 +9,8 @@ mod parse;
 mod values;
 pub mod write;
 
-pub use keys::config_reference;
 pub(crate) use keys::kafka::release_steps;
+pub use keys::{config_reference, rocketmq_reference};
 pub use parse::{Overrides, FILE_KEYS};
 pub use values::{format_duration, parse_comparison, parse_duration, parse_seeds};
 

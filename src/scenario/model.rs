@@ -523,6 +523,12 @@ pub enum TargetForm {
     /// A role in one partition, resolved when the fault fires: `leader` for
     /// `leader:orders/0`.
     Role(&'static str, fn(TopicPartition) -> Target),
+    /// A host of a RocketMQ broker group, by the group's letter and the host's id from 0:
+    /// `broker` for `broker-a-0`.
+    GroupHost(&'static str, fn(u32, u32) -> HostName),
+    /// A role in a RocketMQ broker group, resolved when the fault fires: `master` for
+    /// `master:broker-a`.
+    GroupRole(&'static str, fn(u32) -> Target),
 }
 
 impl TargetForm {
@@ -539,14 +545,20 @@ impl TargetForm {
         TargetForm::Role("leader", Target::Leader),
         TargetForm::Role("follower", Target::Follower),
         TargetForm::Role("followers", Target::Followers),
+        TargetForm::GroupRole("master", Target::Master),
+        TargetForm::GroupHost("broker", |group, id| HostName::GroupBroker { group, id }),
+        TargetForm::Word("namesrv", Target::Host(HostName::NameServer)),
     ];
 
-    /// As a person reads it: `broker-N`, `brokers`, `leader:<topic>/<partition>`.
+    /// As a person reads it: `broker-N`, `brokers`, `leader:<topic>/<partition>`,
+    /// `broker-<letter>-<id>`, `master:broker-<letter>`.
     pub fn syntax(&self) -> String {
         match self {
             TargetForm::Word(word, _) => (*word).to_owned(),
             TargetForm::Numbered(prefix, _) => format!("{prefix}-N"),
             TargetForm::Role(role, _) => format!("{role}:<topic>/<partition>"),
+            TargetForm::GroupHost(prefix, _) => format!("{prefix}-<letter>-<id>"),
+            TargetForm::GroupRole(role, _) => format!("{role}:broker-<letter>"),
         }
     }
 }

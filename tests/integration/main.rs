@@ -34,6 +34,7 @@ mod os {
 mod scenario {
     mod parse;
     mod releases;
+    mod rocketmq;
 }
 
 mod sim {

@@ -5,7 +5,7 @@
 //!
 //! This file holds the table's machinery and the harness's sections, which every system
 //! shares (`[disk]`, `[network]`, `[workload]`); each system's own sections live in a file
-//! of their own (`kafka.rs`).
+//! of their own (`kafka.rs`, `rocketmq.rs`).
 
 use super::model::{Arrivals, Commit, Network, OnError, Workload};
 use super::node::{Node, Value};
@@ -283,6 +283,8 @@ macro_rules! duration {
 /// Kafka's sections. Declared below the macros above, which its tables use: a
 /// `macro_rules!` is in scope only after its definition.
 pub(super) mod kafka;
+/// RocketMQ's section, `[rocketmq]`.
+pub(super) mod rocketmq;
 
 pub(crate) static DISK: Section<DiskConfig> = Section {
     name: "disk",
@@ -558,6 +560,42 @@ pub fn config_reference(release: Release) -> String {
     out.push_str("# Kafka keys keep Kafka's names, defaults and meanings; durations are strings\n");
     out.push_str("# with a unit (\"250ms\", \"10s\", \"2m\"); sizes are integers of bytes.\n\n");
     kafka::reference(&mut out, release);
+    render(&mut out, &DISK, "[disk]", &DiskConfig::default(), &HARNESS);
+    render(
+        &mut out,
+        &NETWORK,
+        "[network]",
+        &default_network(),
+        &HARNESS,
+    );
+    render(
+        &mut out,
+        &WORKLOAD,
+        "[workload]",
+        &default_workload(),
+        &HARNESS,
+    );
+    out
+}
+
+/// `hightide config --rocketmq X.Y.Z`: RocketMQ's keys with their defaults and meanings,
+/// after the history of RocketMQ's changes up to `release` and the rules they make; then
+/// the harness's sections, which every system shares.
+pub fn rocketmq_reference(release: crate::config::rocketmq::Release) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# Every configuration key of a RocketMQ scenario, its default, and what it does.\n",
+    );
+    out.push_str(
+        "# RocketMQ keys keep RocketMQ's names, defaults and meanings; its intervals and\n",
+    );
+    out.push_str(
+        "# timeouts are integers of milliseconds, as in RocketMQ; the harness's durations\n",
+    );
+    out.push_str(
+        "# are strings with a unit (\"250ms\", \"10s\", \"2m\"); sizes are integers of bytes.\n\n",
+    );
+    rocketmq::reference(&mut out, release);
     render(&mut out, &DISK, "[disk]", &DiskConfig::default(), &HARNESS);
     render(
         &mut out,

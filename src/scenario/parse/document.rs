@@ -3,7 +3,7 @@
 
 use super::faults::{check_faults, set_beside_script};
 use super::overrides::Overrides;
-use super::resolve::{resolve, resolve_variants};
+use super::resolve::{resolve, resolve_variants, run_name};
 use super::top::{read_document, Doc};
 use crate::scenario::model::{Scenario, Settings, Variant};
 use crate::scenario::node;
@@ -63,10 +63,10 @@ pub(super) fn document(text: &str, overrides: &Overrides) -> Result<(Doc, Settin
     }
     let mut doc = read_document(&root)?;
     overrides.apply(&mut doc)?;
-    let base = resolve(&doc, &[], None, doc.faults.as_ref())?;
+    let base = resolve(&doc, None)?;
     // Every fault set must be valid, used by a variant here or not: a sweep may pick it.
     for faults in doc.fault_sets.values() {
-        check_faults(faults, &base)?;
+        check_faults(faults, &base, &run_name(None))?;
     }
     Ok((doc, base))
 }

@@ -353,7 +353,12 @@ fn latency_and_rate(
     Ok((latency, bytes_per_second))
 }
 
-pub(super) fn check_faults(faults: &[ParsedFault], settings: &Settings) -> Result<(), Error> {
+/// The faults of a run (`run` as errors about its system name it) against its settings.
+pub(super) fn check_faults(
+    faults: &[ParsedFault],
+    settings: &Settings,
+    run: &str,
+) -> Result<(), Error> {
     for fault in faults {
         if fault.fault.at > settings.duration {
             return Err(Error::at(
@@ -366,7 +371,8 @@ pub(super) fn check_faults(faults: &[ParsedFault], settings: &Settings) -> Resul
             ));
         }
         for (target, span) in &fault.targets {
-            check_target(target, settings, fault.needs_disk).map_err(|m| Error::at(span, m))?;
+            check_target(target, settings, fault.needs_disk, run)
+                .map_err(|m| Error::at(span, m))?;
         }
     }
     Ok(())

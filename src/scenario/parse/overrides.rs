@@ -1,7 +1,8 @@
 //! `--set PATH=VALUE`: settings from the command line, applied after everything the file
 //! sets (its top level, then each variant's own), so that one run can try a setting
 //! without editing the file. PATH is a sweep's dotted path (`producer.acks`,
-//! `broker.min.insync.replicas`, `cluster.kafka`, `faults`) or `duration` or `heal`.
+//! `broker.min.insync.replicas`, `cluster.kafka`, `cluster.system`, `faults`) or
+//! `duration` or `heal`.
 //!
 //! VALUE is read as a TOML value (`2`, `true`, `"30s"`, `[1, 2]`); anything else, a bare
 //! word like `all`, `30s` or `3.9`, is a string. No key takes a float, and `3.9` as a
@@ -10,13 +11,13 @@
 //! An argument's spans lie past [`ARGUMENTS`], in the arguments joined by newlines, so
 //! that an error about a value, found however late, names the argument and its column.
 
-use super::cluster::read_release;
+use super::cluster::CLUSTER_PATHS;
 use super::faults::{read_fault_choice, FaultChoice};
 use super::keys;
 use super::misplaced::unknown_path;
 use super::sections::{Assign, Sec};
 use super::top::{read_duration, Doc};
-use super::variants::{variant_paths, RawVariant, CLUSTER_KAFKA};
+use super::variants::{variant_paths, RawVariant};
 use crate::scenario::node::{self, Node, Value};
 use crate::scenario::{Error, ScenarioError};
 use std::ops::Range;
@@ -96,7 +97,6 @@ impl Overrides {
             match item.path.as_str() {
                 "duration" => doc.duration = Some(read_duration(value)?),
                 "heal" => doc.heal = Some(keys::duration("heal", value)?),
-                CLUSTER_KAFKA => doc.set.kafka = Some(read_release(value)?),
                 "faults" => match read_fault_choice(value)? {
                     FaultChoice::Set { name, span } => {
                         doc.set.faults = Some(FaultChoice::Set { name, span })
@@ -116,6 +116,9 @@ impl Overrides {
                             key: key.to_owned(),
                             value: value.clone(),
                         });
+                    } else {
+                        // Only known paths were admitted: the rest are the cluster's.
+                        doc.set.cluster.read(path, value)?;
                     }
                 }
             }
@@ -130,7 +133,7 @@ impl Overrides {
         for variant in variants {
             for item in &self.items {
                 let own = match item.path.as_str() {
-                    CLUSTER_KAFKA => variant.kafka.is_some(),
+                    path if CLUSTER_PATHS.contains(&path) => variant.cluster.sets(path),
                     "faults" => variant.faults.is_some(),
                     path => Sec::split_path(path).is_some_and(|(sec, key)| {
                         variant.assigns.iter().any(|a| a.sec == sec && a.key == key)

@@ -8,8 +8,9 @@ use super::keys;
 use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
-use crate::config::kafka::{Acks, ProducerConfig, Release};
-use crate::scenario::model::{Commit, Settings, Variant};
+use crate::config::kafka::{Acks, ProducerConfig};
+use crate::config::rocketmq::RocketMqConfig;
+use crate::scenario::model::{Commit, Settings, SystemName, Variant};
 use crate::scenario::{suggest, Error};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -18,8 +19,7 @@ use std::time::Duration;
 pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Variant>, Error> {
     let mut variants = Vec::with_capacity(raws.len());
     for raw in raws {
-        let faults = raw.faults.as_ref().or(doc.faults.as_ref());
-        let settings = resolve(doc, &raw.assigns, raw.kafka, faults)?;
+        let settings = resolve(doc, Some(raw))?;
         let mut expect = doc.expect.clone();
         expect.extend(raw.expect.iter().copied());
         let mut expect_some = doc.expect_some.clone();
@@ -34,27 +34,40 @@ pub(super) fn resolve_variants(doc: &Doc, raws: &[RawVariant]) -> Result<Vec<Var
     Ok(variants)
 }
 
-/// One variant's settings: the release's defaults (`--set`'s release, else the variant's,
-/// else the file's), then the top-level assignments, then the variant's, then `--set`'s.
-pub(super) fn resolve(
-    doc: &Doc,
-    variant: &[Assign],
-    kafka: Option<Release>,
-    faults: Option<&FaultChoice>,
-) -> Result<Settings, Error> {
-    let kafka = doc.set.kafka.or(kafka);
-    let faults = doc.set.faults.as_ref().or(faults);
+/// A run as errors about its system name it: the variant, or the scenario without one.
+pub(super) fn run_name(variant: Option<&RawVariant>) -> String {
+    match variant {
+        Some(variant) => format!("variant `{}`", variant.name),
+        None => "the scenario".to_owned(),
+    }
+}
+
+/// One variant's settings (the top level's, with `None`): the release's defaults
+/// (`--set`'s release, else the variant's, else the file's), then the top-level
+/// assignments, then the variant's, then `--set`'s. A key of one system's section in a
+/// run of the other is an error, wherever it is set.
+pub(super) fn resolve(doc: &Doc, variant: Option<&RawVariant>) -> Result<Settings, Error> {
+    let own: &[Assign] = variant.map_or(&[], |v| &v.assigns);
+    let faults = doc
+        .set
+        .faults
+        .as_ref()
+        .or(variant.and_then(|v| v.faults.as_ref()))
+        .or(doc.faults.as_ref());
+    let run = run_name(variant);
     let (duration, _) = doc
         .duration
         .clone()
         .ok_or_else(|| Error::nowhere("missing `duration` (the simulated time of the workload phase, e.g. duration = \"30s\")".to_owned()))?;
-    let mut cluster = doc
+    let cluster_set = match variant {
+        Some(variant) => doc.set.cluster.over(&variant.cluster),
+        None => doc.set.cluster.clone(),
+    };
+    let cluster = doc
         .cluster
-        .clone()
-        .ok_or_else(|| Error::nowhere("missing [cluster] (brokers and topics)".to_owned()))?;
-    if let Some(kafka) = kafka {
-        cluster.kafka = kafka;
-    }
+        .as_ref()
+        .ok_or_else(|| Error::nowhere("missing [cluster] (brokers and topics)".to_owned()))?
+        .resolve(&cluster_set, &run)?;
     let release = cluster.kafka;
     let era = release.era();
     let mut settings = Settings {
@@ -65,7 +78,7 @@ pub(super) fn resolve(
         producer: era.producer,
         consumer: era.consumer,
         workload: keys::default_workload(),
-        rocketmq: Default::default(),
+        rocketmq: RocketMqConfig::default(),
         disk: Default::default(),
         network: keys::default_network(),
         faults: Vec::new(),
@@ -74,7 +87,11 @@ pub(super) fn resolve(
     };
     // The value span of every key set explicitly (the last setting wins).
     let mut explicit: BTreeMap<(Sec, &str), Range<usize>> = BTreeMap::new();
-    for assign in doc.assigns.iter().chain(variant).chain(&doc.set.assigns) {
+    let system = settings.cluster.system;
+    for assign in doc.assigns.iter().chain(own).chain(&doc.set.assigns) {
+        if let Some(home) = assign.sec.system().filter(|home| *home != system) {
+            return Err(other_system(assign, home, &run));
+        }
         if let Some((added, source)) = release.lacks_key(assign.sec.name(), &assign.key) {
             return Err(Error::at(
                 &assign.value.span,
@@ -116,9 +133,28 @@ pub(super) fn resolve(
             }
         },
     };
-    check_faults(&chosen, &settings)?;
+    check_faults(&chosen, &settings, &run)?;
     settings.faults = chosen.into_iter().map(|f| f.fault).collect();
     Ok(settings)
+}
+
+/// A key of `home`'s own section in a run of the other system: a file that compares the
+/// systems shares only the harness's sections ([workload], [disk], [network]).
+fn other_system(assign: &Assign, home: SystemName, run: &str) -> Error {
+    let message = match home {
+        SystemName::Kafka => format!(
+            "`{}` is a Kafka key ([{}]), and {run} runs RocketMQ: RocketMQ's settings are in \
+             [rocketmq] (`hightide config --rocketmq` lists them)",
+            assign.key,
+            assign.sec.name()
+        ),
+        SystemName::RocketMq => format!(
+            "`{}` is a RocketMQ key ([rocketmq]), and {run} runs Kafka: a RocketMQ run sets \
+             [cluster] system = \"rocketmq\" (or `cluster.system` in a variant)",
+            assign.key
+        ),
+    };
+    Error::at(&assign.value.span, message)
 }
 
 /// Kafka's producer rules between keys (KafkaProducer's constructor): idempotence's needs
@@ -200,7 +236,9 @@ fn group_rules(
         });
     }
     let replicas = settings.broker.offsets_topic_replication_factor;
-    if replicas > settings.cluster.brokers {
+    // Kafka's __consumer_offsets; RocketMQ keeps a group's offsets on each master.
+    let kafka = settings.cluster.system == SystemName::Kafka;
+    if kafka && replicas > settings.cluster.brokers {
         // Kafka creates no __consumer_offsets then, and no group ever finds a coordinator.
         let span = explicit
             .get(&(Sec::Broker, "offsets.topic.replication.factor"))

@@ -1,10 +1,10 @@
-//! The configuration sections (`[broker]`, `[producer]`, ...): their keys read as
-//! assignments a variant can override, Kafka's dotted names joined back from TOML's
-//! nested tables.
+//! The configuration sections (`[broker]`, `[producer]`, `[rocketmq]`, ...): their keys
+//! read as assignments a variant can override, Kafka's dotted names joined back from
+//! TOML's nested tables.
 
 use super::keys::{self, Section};
 use super::misplaced::Naming;
-use crate::scenario::model::Settings;
+use crate::scenario::model::{Settings, SystemName};
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::Error;
 use std::collections::BTreeSet;
@@ -18,15 +18,17 @@ pub(super) enum Sec {
     Workload,
     Disk,
     Network,
+    RocketMq,
 }
 
-pub(super) const SECTIONS: [Sec; 6] = [
+pub(super) const SECTIONS: [Sec; 7] = [
     Sec::Broker,
     Sec::Producer,
     Sec::Consumer,
     Sec::Workload,
     Sec::Disk,
     Sec::Network,
+    Sec::RocketMq,
 ];
 
 impl Sec {
@@ -38,6 +40,17 @@ impl Sec {
             Sec::Workload => keys::WORKLOAD.name,
             Sec::Disk => keys::DISK.name,
             Sec::Network => keys::NETWORK.name,
+            Sec::RocketMq => keys::rocketmq::ROCKETMQ.name,
+        }
+    }
+
+    /// The system whose own section this is; `None` for the harness's, which every
+    /// system shares.
+    pub(super) fn system(self) -> Option<SystemName> {
+        match self {
+            Sec::Broker | Sec::Producer | Sec::Consumer => Some(SystemName::Kafka),
+            Sec::RocketMq => Some(SystemName::RocketMq),
+            Sec::Workload | Sec::Disk | Sec::Network => None,
         }
     }
 
@@ -60,6 +73,7 @@ impl Sec {
             Sec::Workload => keys::WORKLOAD.names(),
             Sec::Disk => keys::DISK.names(),
             Sec::Network => keys::NETWORK.names(),
+            Sec::RocketMq => keys::rocketmq::ROCKETMQ.names(),
         }
     }
 
@@ -90,6 +104,7 @@ impl Sec {
             Sec::Workload => set(&keys::WORKLOAD, &mut settings.workload, key, node),
             Sec::Disk => set(&keys::DISK, &mut settings.disk, key, node),
             Sec::Network => set(&keys::NETWORK, &mut settings.network, key, node),
+            Sec::RocketMq => set(&keys::rocketmq::ROCKETMQ, &mut settings.rocketmq, key, node),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Sweep matrices (`hightide sweep`): a base scenario and the values each configuration
 //! path takes; their cross product becomes the base's variants.
 
-use super::cluster::read_release;
+use super::cluster::ClusterSet;
 use super::document::{document, file_stem};
 use super::faults::FaultChoice;
 use super::misplaced::Naming;
@@ -9,7 +9,7 @@ use super::overrides::Overrides;
 use super::resolve::resolve_variants;
 use super::sections::{config_entries, Assign, Sec};
 use super::top::{read_seeds, Doc};
-use super::variants::{variant_paths, RawVariant, CLUSTER_KAFKA};
+use super::variants::{variant_paths, RawVariant};
 use super::{keys, table};
 use crate::scenario::model::{Scenario, Variant};
 use crate::scenario::node::{self, Node, Value};
@@ -151,7 +151,7 @@ pub(crate) fn sweep_variants(base: &Base, matrix: &Matrix) -> Result<Vec<Variant
     for point in points {
         let mut raw = RawVariant {
             name: String::new(),
-            kafka: None,
+            cluster: ClusterSet::default(),
             assigns: Vec::new(),
             faults: None,
             expect: Vec::new(),
@@ -160,9 +160,7 @@ pub(crate) fn sweep_variants(base: &Base, matrix: &Matrix) -> Result<Vec<Variant
         let mut name = Vec::with_capacity(point.len());
         for (path, value) in point {
             name.push(format!("{path}={}", render(value)));
-            if path == CLUSTER_KAFKA {
-                raw.kafka = Some(read_release(value)?);
-            } else if path == "faults" {
+            if path == "faults" {
                 let set = keys::string("faults", value)?;
                 raw.faults = Some(FaultChoice::Set {
                     name: set.to_owned(),
@@ -174,6 +172,9 @@ pub(crate) fn sweep_variants(base: &Base, matrix: &Matrix) -> Result<Vec<Variant
                     key: key.to_owned(),
                     value: value.clone(),
                 });
+            } else {
+                // [vary] admits only known paths: the rest are the cluster's.
+                raw.cluster.read(path, value)?;
             }
         }
         raw.name = if name.is_empty() {

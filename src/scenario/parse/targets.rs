@@ -1,12 +1,12 @@
-//! Fault targets (`broker-2`, `leader:orders/0`, lists of them): their syntax, and whether
-//! the cluster has them.
+//! Fault targets (`broker-2`, `leader:orders/0`, `master:broker-a`, lists of them): their
+//! syntax, and whether the cluster of the run's system has them.
 
 use super::cluster::unknown_topic;
 use super::keys;
-use crate::scenario::model::{Settings, Target, TargetForm};
+use crate::scenario::model::{Settings, SystemName, Target, TargetForm};
 use crate::scenario::node::{Node, Value};
 use crate::scenario::Error;
-use crate::types::{HostName, TopicPartition};
+use crate::types::{broker_name, HostName, TopicPartition};
 use std::ops::Range;
 
 /// A target expression: one name, or a list of names. Every name goes to `all` with its
@@ -63,6 +63,10 @@ fn parse_target(text: &str) -> Result<Target, String> {
             TargetForm::Word(..) => {}
             TargetForm::Numbered(prefix, make) => {
                 if let Some(number) = text.strip_prefix(prefix).and_then(|t| t.strip_prefix('-')) {
+                    // `broker-a-0` is a group's host, which its own form reads.
+                    if group_letter(number).is_some_and(|(_, rest)| rest.starts_with('-')) {
+                        continue;
+                    }
                     return match number.parse::<u32>() {
                         Ok(n) if n >= 1 && number.bytes().all(|b| b.is_ascii_digit()) => {
                             Ok(Target::Host(make(n)))
@@ -80,12 +84,46 @@ fn parse_target(text: &str) -> Result<Target, String> {
                     });
                 }
             }
+            TargetForm::GroupHost(prefix, make) => {
+                let rest = text.strip_prefix(prefix).and_then(|t| t.strip_prefix('-'));
+                let group_and_id = rest
+                    .and_then(group_letter)
+                    .and_then(|(group, rest)| Some((group, rest.strip_prefix('-')?)));
+                if let Some((group, id)) = group_and_id {
+                    let digits = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
+                    return match id.parse::<u32>() {
+                        Ok(id) if digits => Ok(Target::Host(make(group, id))),
+                        _ => Err(format!(
+                            "invalid target `{text}`: expected {prefix}-<letter>-<id>, a broker group's letter and a host id from 0, like `{prefix}-a-0`"
+                        )),
+                    };
+                }
+            }
+            TargetForm::GroupRole(role, make) => {
+                if let Some(group) = text.strip_prefix(role).and_then(|t| t.strip_prefix(':')) {
+                    return match group.strip_prefix("broker-").map(group_letter) {
+                        Some(Some((group, ""))) => Ok(make(group)),
+                        _ => Err(format!(
+                            "invalid target `{text}`: expected {role}:broker-<letter>, a broker group, like `{role}:broker-a`"
+                        )),
+                    };
+                }
+            }
         }
     }
     Err(format!(
         "invalid target `{text}`: expected {}",
         forms_help()
     ))
+}
+
+/// `a-0`: a broker group's letter, as its number (`a` is 0), and what follows it; `None`
+/// if the text does not start with a lowercase letter.
+fn group_letter(text: &str) -> Option<(u32, &str)> {
+    let letter = *text.as_bytes().first()?;
+    letter
+        .is_ascii_lowercase()
+        .then(|| (u32::from(letter - b'a'), &text[1..]))
 }
 
 /// `orders/0`: a topic name and a partition number of digits only.
@@ -106,17 +144,37 @@ fn plural(n: u32, one: &str) -> String {
     }
 }
 
+/// Whether the cluster of `settings` has `target`, in a run of its system (`run` as the
+/// errors name it): each system's own hosts and roles are errors in the other's runs.
 pub(super) fn check_target(
     target: &Target,
     settings: &Settings,
     needs_disk: bool,
+    run: &str,
 ) -> Result<(), String> {
-    let brokers = settings.cluster.brokers;
+    let cluster = &settings.cluster;
+    if let Some(home) = system_of(target).filter(|home| *home != cluster.system) {
+        return Err(other_system(target, home, settings, run));
+    }
+    let brokers = cluster.brokers;
     match target {
         Target::Host(HostName::Broker(n)) if *n > brokers => Err(format!(
             "no host `broker-{n}`: the cluster has {} (broker-1 to broker-{brokers})",
             plural(brokers, "broker")
         )),
+        Target::Host(host @ HostName::GroupBroker { group, id })
+            if *group >= cluster.groups || *id >= cluster.replicas =>
+        {
+            Err(format!("no host `{host}`: {}", rocketmq_hosts(settings)))
+        }
+        Target::Master(group) if *group >= cluster.groups => Err(format!(
+            "no broker group `{}`: {}",
+            broker_name(*group),
+            rocketmq_hosts(settings)
+        )),
+        Target::Host(HostName::NameServer) if needs_disk => {
+            Err("`namesrv` has no disk: the NameServer keeps its routes in memory".to_owned())
+        }
         Target::Host(host @ (HostName::Producer(n) | HostName::Consumer(n))) => {
             let (kind, have) = match host {
                 HostName::Producer(_) => ("producer", settings.workload.producers),
@@ -136,19 +194,30 @@ pub(super) fn check_target(
             }
         }
         Target::Leader(tp) | Target::Follower(tp) | Target::Followers(tp) => {
-            let names = settings.cluster.topic_names();
-            let Some(topic) = settings
-                .cluster
-                .topics
-                .iter()
-                .find(|t| *t.name == *tp.topic)
-            else {
+            let names = cluster.topic_names();
+            let Some(topic) = cluster.topics.iter().find(|t| *t.name == *tp.topic) else {
                 return Err(format!(
                     "{} (in target `{}`)",
                     unknown_topic(&tp.topic, &names),
                     describe_target(target)
                 ));
             };
+            if cluster.system == SystemName::RocketMq {
+                // The topic's queues are numbered across the groups, broker-a's first.
+                let queues = topic.queues * cluster.groups;
+                if tp.partition >= queues {
+                    return Err(format!(
+                        "queue {} of topic `{}` does not exist: it has {} ({} on each of {}, 0 to {})",
+                        tp.partition,
+                        tp.topic,
+                        plural(queues, "queue"),
+                        topic.queues,
+                        plural(cluster.groups, "broker group"),
+                        queues - 1
+                    ));
+                }
+                return Ok(());
+            }
             if tp.partition >= topic.partitions {
                 return Err(format!(
                     "partition {} of topic `{}` does not exist: it has {} (0 to {})",
@@ -168,12 +237,73 @@ pub(super) fn check_target(
         }
         Target::List(list) => list
             .iter()
-            .try_for_each(|t| check_target(t, settings, needs_disk)),
+            .try_for_each(|t| check_target(t, settings, needs_disk, run)),
         Target::Coordinator if settings.workload.group.is_none() => {
             Err("`coordinator` is a group's coordinator: [workload] has no `group`".to_owned())
         }
         _ => Ok(()),
     }
+}
+
+/// The system a target belongs to; `None` for what both have (`brokers`, `leader:`, the
+/// clients, ...).
+fn system_of(target: &Target) -> Option<SystemName> {
+    match target {
+        Target::Host(HostName::Broker(_) | HostName::Controller)
+        | Target::Follower(_)
+        | Target::Followers(_)
+        | Target::Coordinator => Some(SystemName::Kafka),
+        Target::Host(HostName::GroupBroker { .. } | HostName::NameServer) | Target::Master(_) => {
+            Some(SystemName::RocketMq)
+        }
+        _ => None,
+    }
+}
+
+/// A target of `home` in a run of the other system, with what that run has instead.
+fn other_system(target: &Target, home: SystemName, settings: &Settings, run: &str) -> String {
+    let cluster = &settings.cluster;
+    let instead = match (home, target) {
+        (SystemName::Kafka, Target::Host(HostName::Controller)) => {
+            "its metadata host is `namesrv`".to_owned()
+        }
+        (SystemName::Kafka, Target::Follower(_) | Target::Followers(_)) => {
+            "a broker group has no slaves yet (replicas = 1), only its master".to_owned()
+        }
+        (SystemName::Kafka, Target::Coordinator) => {
+            "it has no group coordinator: each master keeps a group's offsets".to_owned()
+        }
+        (SystemName::Kafka, _) => rocketmq_hosts(settings),
+        (SystemName::RocketMq, Target::Host(HostName::NameServer)) => {
+            "its metadata host is `controller`".to_owned()
+        }
+        (SystemName::RocketMq, _) => format!(
+            "the cluster has {} (broker-1 to broker-{})",
+            plural(cluster.brokers, "broker"),
+            cluster.brokers
+        ),
+    };
+    let (home, other) = match home {
+        SystemName::Kafka => ("Kafka", "RocketMQ"),
+        SystemName::RocketMq => ("RocketMQ", "Kafka"),
+    };
+    format!("`{target}` is a {home} target, and {run} runs {other}: {instead}")
+}
+
+/// A RocketMQ cluster's broker hosts, as an error about one it lacks says them.
+fn rocketmq_hosts(settings: &Settings) -> String {
+    let cluster = &settings.cluster;
+    let hosts = cluster.broker_hosts();
+    let named = match hosts.as_slice() {
+        [only] => only.to_string(),
+        [first, .., last] => format!("{first} to {last}"),
+        [] => String::new(),
+    };
+    format!(
+        "the cluster has {} of {} ({named})",
+        plural(cluster.groups, "broker group"),
+        plural(cluster.replicas, "host")
+    )
 }
 
 fn describe_target(target: &Target) -> String {
@@ -195,7 +325,9 @@ mod tests {
             let text = form
                 .syntax()
                 .replace("-N", "-2")
-                .replace("<topic>/<partition>", "orders/1");
+                .replace("<topic>/<partition>", "orders/1")
+                .replace("<letter>", "b")
+                .replace("<id>", "0");
             assert_eq!(parse_target(&text).map(|t| t.to_string()), Ok(text));
         }
     }
@@ -233,7 +365,24 @@ mod tests {
             parse_target("followers:orders/1"),
             Ok(Target::Followers(TopicPartition::new("orders", 1)))
         );
+        assert_eq!(parse_target("master:broker-a"), Ok(Target::Master(0)));
+        assert_eq!(
+            parse_target("broker-c-0"),
+            Ok(Target::Host(HostName::GroupBroker { group: 2, id: 0 }))
+        );
+        assert_eq!(
+            parse_target("namesrv"),
+            Ok(Target::Host(HostName::NameServer))
+        );
         for bad in [
+            "master:broker-",
+            "master:broker-ab",
+            "master:broker-A",
+            "master:a",
+            "broker-a-",
+            "broker-a-x",
+            "broker-a-+1",
+            "broker-a0",
             "broker-0",
             "broker-",
             "broker-x",

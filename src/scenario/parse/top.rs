@@ -1,7 +1,7 @@
 //! The first pass over the top level of a scenario file: its name, seeds and duration, and
 //! which part of the file each top-level key holds, read into a [`Doc`].
 
-use super::cluster::read_cluster;
+use super::cluster::{read_cluster, ClusterDoc, ClusterSet};
 use super::expect::read_expect;
 use super::faults::{read_fault_choice, read_fault_sets, FaultChoice, ParsedFault};
 use super::misplaced::unknown_key;
@@ -10,8 +10,7 @@ use super::sections::{read_section, Assign, Sec};
 use super::variants::{read_variants, RawVariant};
 use super::{keys, table, THE_TOP_LEVEL};
 use crate::check::Expectation;
-use crate::config::kafka::Release;
-use crate::scenario::model::{Cluster, Nemesis};
+use crate::scenario::model::Nemesis;
 use crate::scenario::node::{Entry, Node, Value};
 use crate::scenario::values::{check_seed_list, parse_seeds, seed_count};
 use crate::scenario::Error;
@@ -30,6 +29,7 @@ pub(super) const TOP_LEVEL: &[&str] = &[
     "broker",
     "producer",
     "consumer",
+    "rocketmq",
     "workload",
     "disk",
     "network",
@@ -51,7 +51,7 @@ pub(super) struct Doc {
     pub(super) test_seeds: Option<(Vec<u64>, Range<usize>)>,
     pub(super) duration: Option<(Duration, Range<usize>)>,
     pub(super) heal: Option<Duration>,
-    pub(super) cluster: Option<Cluster>,
+    pub(super) cluster: Option<ClusterDoc>,
     pub(super) assigns: Vec<Assign>,
     pub(super) faults: Option<FaultChoice>,
     pub(super) fault_sets: BTreeMap<String, Vec<ParsedFault>>,
@@ -111,7 +111,7 @@ pub(super) fn read_document(root: &[Entry]) -> Result<Doc, Error> {
 #[derive(Default)]
 pub(super) struct Set {
     pub(super) assigns: Vec<Assign>,
-    pub(super) kafka: Option<Release>,
+    pub(super) cluster: ClusterSet,
     pub(super) faults: Option<FaultChoice>,
 }
 

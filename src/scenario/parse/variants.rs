@@ -1,32 +1,29 @@
 //! `[variants]`: named sets of overrides (configuration keys, a fault set, expectations)
 //! that each run on top of the top-level settings.
 
-use super::cluster::read_release;
+use super::cluster::{ClusterSet, CLUSTER_PATHS};
 use super::expect::read_expect;
 use super::faults::FaultChoice;
 use super::misplaced::Naming;
 use super::sections::{config_entries, Assign, Sec, SECTIONS};
 use super::{keys, table};
 use crate::check::Expectation;
-use crate::config::kafka::Release;
 use crate::scenario::node::Node;
 use crate::scenario::{unknown_key, Error};
 
 pub(super) struct RawVariant {
     pub(super) name: String,
-    /// `"cluster.kafka"`: the release this variant models.
-    pub(super) kafka: Option<Release>,
+    /// `"cluster.system"`, `"cluster.kafka"`, `"cluster.rocketmq"`: the system and
+    /// releases this variant models.
+    pub(super) cluster: ClusterSet,
     pub(super) assigns: Vec<Assign>,
     pub(super) faults: Option<FaultChoice>,
     pub(super) expect: Vec<Expectation>,
     pub(super) expect_some: Vec<Expectation>,
 }
 
-/// The variant path of `[cluster] kafka`.
-pub(super) const CLUSTER_KAFKA: &str = "cluster.kafka";
-
 /// The paths a variant (or a sweep) may set: `section.key` of every registry key,
-/// `cluster.kafka` and `faults`; with `expect` and `expect_some` for variants.
+/// the cluster's system and releases (`cluster.kafka`, ...) and `faults`; with `expect` and `expect_some` for variants.
 pub(super) fn variant_paths(with_expect: bool) -> Vec<String> {
     let mut valid: Vec<String> = Vec::new();
     for sec in SECTIONS {
@@ -36,7 +33,7 @@ pub(super) fn variant_paths(with_expect: bool) -> Vec<String> {
                 .map(|key| format!("{}.{key}", sec.name())),
         );
     }
-    valid.push(CLUSTER_KAFKA.to_owned());
+    valid.extend(CLUSTER_PATHS.map(String::from));
     valid.push("faults".to_owned());
     if with_expect {
         valid.extend(["expect", "expect_some"].map(String::from));
@@ -54,7 +51,7 @@ pub(super) fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
         let context = format!("variant `{name}`");
         let mut raw = RawVariant {
             name: name.clone(),
-            kafka: None,
+            cluster: ClusterSet::default(),
             assigns: Vec::new(),
             faults: None,
             expect: Vec::new(),
@@ -66,8 +63,10 @@ pub(super) fn read_variants(node: &Node) -> Result<Vec<RawVariant>, Error> {
             &context,
             Naming::Path,
         )? {
+            if raw.cluster.read(&path, &e.value)? {
+                continue;
+            }
             match path.as_str() {
-                CLUSTER_KAFKA => raw.kafka = Some(read_release(&e.value)?),
                 "faults" => {
                     let set = keys::string("faults", &e.value)?;
                     raw.faults = Some(FaultChoice::Set {

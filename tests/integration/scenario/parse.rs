@@ -832,7 +832,7 @@ fn unknown_fault_targets() {
     );
     assert_error(
         &fault("\"leader-orders\""),
-        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, coordinator, leader:<topic>/<partition>, follower:<topic>/<partition> or followers:<topic>/<partition>",
+        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, coordinator, leader:<topic>/<partition>, follower:<topic>/<partition>, followers:<topic>/<partition>, master:broker-<letter>, broker-<letter>-<id> or namesrv",
     );
     let rf1 = MINIMAL.replace("replication_factor = 3", "replication_factor = 1");
     assert_error(
