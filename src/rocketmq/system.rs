@@ -95,7 +95,7 @@ impl System for RocketMq {
             .iter()
             .map(|t| TopicQueues {
                 topic: t.name.clone(),
-                queues: t.queues,
+                queues: t.queues(),
             })
             .collect();
         let mut shutdown = BTreeMap::new();
@@ -266,7 +266,7 @@ impl RocketMq {
             .topics
             .iter()
             .find(|t| &t.name == topic)
-            .map_or(0, |t| t.queues);
+            .map_or(0, |t| t.queues());
         (0..cluster.groups)
             .flat_map(|group| {
                 (0..queues).map(move |q| QueueToRead {
@@ -317,7 +317,7 @@ fn add_producers(world: &mut World<'_>, settings: &Settings, seed: u64, history:
         .topics
         .iter()
         .find(|t| t.name == workload.topic)
-        .map_or(0, |t| t.queues);
+        .map_or(0, |t| t.queues());
     let budget = SendBudget::new(workload.producers, workload.messages);
     for n in 1..=workload.producers {
         let ctx = ProducerContext {

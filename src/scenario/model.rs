@@ -183,6 +183,14 @@ impl Cluster {
     }
 }
 
+impl Topic {
+    /// The topic's queues on each broker group; the topic's queues are numbered across
+    /// groups, broker-a's first.
+    pub fn queues(&self) -> u32 {
+        self.queues.unwrap_or(self.partitions)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Topic {
     pub name: String,
@@ -190,8 +198,9 @@ pub struct Topic {
     pub partitions: u32,
     pub replication_factor: u32,
     /// RocketMQ's queues of the topic on each broker group (its `writeQueueNums` and
-    /// `readQueueNums`); the topic's queues are numbered across groups, broker-a's first.
-    pub queues: u32,
+    /// `readQueueNums`), as the file gives them; unset, as many as `partitions`. Read
+    /// through [`Topic::queues`].
+    pub queues: Option<u32>,
     pub config: TopicConfig,
 }
 

@@ -155,9 +155,15 @@ fn create_abort_file(disk: &Disk, rules: &Rules) -> Result<(), crate::os::disk::
     Ok(())
 }
 
-/// `registerBrokerAll` at start and every `registerNameServerPeriod`.
+/// `registerBrokerAll` at start, then 10 s later and every `registerNameServerPeriod`
+/// (clamped to 10..60 s) after that, as `BrokerController` schedules it.
 async fn register_loop(ctx: BrokerContext) {
     let client = remoting::Client::default();
+    let period = ctx
+        .broker
+        .register_name_server_period
+        .clamp(REGISTER_FIRST_DELAY, Duration::from_secs(60));
+    let mut next = REGISTER_FIRST_DELAY;
     loop {
         let request = Request::RegisterBroker {
             broker_name: ctx.broker_name.clone(),
@@ -171,9 +177,13 @@ async fn register_loop(ctx: BrokerContext) {
         if let Err(e) = answer {
             tracing::debug!(error = %e, "registering with the NameServer failed");
         }
-        tokio::time::sleep(ctx.broker.register_name_server_period).await;
+        tokio::time::sleep(next).await;
+        next = period;
     }
 }
+
+/// The scheduled registrations' initial delay, and the least period.
+const REGISTER_FIRST_DELAY: Duration = Duration::from_secs(10);
 
 /// `registerBrokerTimeoutMills`: 6 s.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);

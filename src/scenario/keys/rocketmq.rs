@@ -127,8 +127,8 @@ pub(crate) static ROCKETMQ: Section<RocketMqConfig> = Section {
         },
         millis!("flushConsumerOffsetInterval", store.flush_consumer_offset_interval, 1, INT_MAX,
             "How often the broker writes consumerOffset.json, in milliseconds (default 5000)."),
-        millis!("registerNameServerPeriod", broker.register_name_server_period, 10_000, 60_000,
-            "How often a broker registers with the NameServer, in milliseconds (default 30000); the broker clamps it to 10000..60000, so only those are accepted."),
+        millis!("registerNameServerPeriod", broker.register_name_server_period, 1, INT_MAX,
+            "How often a broker registers with the NameServer after its first 10 s, in milliseconds (default 30000), clamped to 10000..60000 as BrokerController does."),
         millis!("sendMsgTimeout", producer.send_msg_timeout, 1, INT_MAX,
             "A synchronous send and all its retries must end within this, in milliseconds (default 3000)."),
         number!("retryTimesWhenSendFailed", producer.retry_times_when_send_failed as u32, 0, INT_MAX,
@@ -215,6 +215,10 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
         config_persist,
         sync_flush_reads_flushed,
         group_commit_flush_tries,
+        reput_from_log_end,
+        checkpoint_every_second,
+        abort_holds_pid,
+        context_properties,
     } = rules;
     vec![
         (
@@ -243,6 +247,13 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
             "group_commit_flush_tries",
             group_commit_flush_tries.to_string(),
         ),
+        ("reput_from_log_end", reput_from_log_end.to_string()),
+        (
+            "checkpoint_every_second",
+            checkpoint_every_second.to_string(),
+        ),
+        ("abort_holds_pid", abort_holds_pid.to_string()),
+        ("context_properties", context_properties.to_string()),
     ]
 }
 

@@ -337,7 +337,7 @@ fn read_topic(node: &Node) -> Result<(Topic, TopicSpans), Error> {
             replication_factor,
             // One topic table serves both systems: RocketMQ's queues default to Kafka's
             // partitions.
-            queues: queues.unwrap_or(partitions),
+            queues,
             config,
         },
         spans,

@@ -204,14 +204,14 @@ pub(super) fn check_target(
             };
             if cluster.system == SystemName::RocketMq {
                 // The topic's queues are numbered across the groups, broker-a's first.
-                let queues = topic.queues * cluster.groups;
+                let queues = topic.queues() * cluster.groups;
                 if tp.partition >= queues {
                     return Err(format!(
                         "queue {} of topic `{}` does not exist: it has {} ({} on each of {}, 0 to {})",
                         tp.partition,
                         tp.topic,
                         plural(queues, "queue"),
-                        topic.queues,
+                        topic.queues(),
                         plural(cluster.groups, "broker group"),
                         queues - 1
                     ));

@@ -65,7 +65,7 @@ fn a_rocketmq_file_parses_into_its_settings() {
     assert_eq!(s.cluster.system, SystemName::RocketMq);
     assert_eq!(s.cluster.rocketmq, Release::parse("4.9.7").unwrap());
     assert_eq!((s.cluster.groups, s.cluster.replicas), (2, 1));
-    assert_eq!(s.cluster.topics[0].queues, 4);
+    assert_eq!(s.cluster.topics[0].queues(), 4);
     assert_eq!(
         s.cluster.broker_hosts(),
         [
@@ -115,7 +115,7 @@ brokers = 1
 topics = [{ name = "orders", partitions = 3, replication_factor = 3 }]
 "#);
     let s = &scenario.variants[0].settings;
-    assert_eq!(s.cluster.topics[0].queues, 3);
+    assert_eq!(s.cluster.topics[0].queues(), 3);
     assert_eq!(s.cluster.groups, 1);
     assert_eq!(s.cluster.rocketmq, Release::NEWEST);
     // A Kafka file keeps RocketMQ's keys the same way.
