@@ -139,11 +139,11 @@ pub struct AccumulatorConfig {
     pub expiry: Expiry,
     /// A mutation test's bug ([`Bugs::retries_enqueue_at_back`]).
     ///
-    /// [`Bugs::retries_enqueue_at_back`]: crate::config::kafka::Bugs::retries_enqueue_at_back
+    /// [`Bugs::retries_enqueue_at_back`]: crate::config::bugs::Bugs::retries_enqueue_at_back
     pub retries_at_back: bool,
     /// A mutation test's bug ([`Bugs::reenqueue_ignores_sequence`]).
     ///
-    /// [`Bugs::reenqueue_ignores_sequence`]: crate::config::kafka::Bugs::reenqueue_ignores_sequence
+    /// [`Bugs::reenqueue_ignores_sequence`]: crate::config::bugs::Bugs::reenqueue_ignores_sequence
     pub reenqueue_ignores_sequence: bool,
 }
 
@@ -399,7 +399,7 @@ impl RecordAccumulator {
     }
 
     /// Whether retries keep sequence order: false only under the mutation
-    /// [`Bugs::reenqueue_ignores_sequence`](crate::config::kafka::Bugs::reenqueue_ignores_sequence).
+    /// [`Bugs::reenqueue_ignores_sequence`](crate::config::bugs::Bugs::reenqueue_ignores_sequence).
     pub fn keeps_sequence_order(&self) -> bool {
         !self.config.reenqueue_ignores_sequence
     }

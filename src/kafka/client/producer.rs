@@ -98,7 +98,7 @@ struct Producer {
     on_error: OnError,
     /// A mutation test's bug ([`Bugs::timeout_proves_not_written`]).
     ///
-    /// [`Bugs::timeout_proves_not_written`]: crate::config::kafka::Bugs::timeout_proves_not_written
+    /// [`Bugs::timeout_proves_not_written`]: crate::config::bugs::Bugs::timeout_proves_not_written
     timeout_proves_not_written: bool,
     brokers: u32,
     history: History,
