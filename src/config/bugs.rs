@@ -64,9 +64,13 @@ pub struct Bugs {
     /// An idempotent producer puts a retried batch at the front of its partition's queue,
     /// as one without idempotence does, instead of in sequence order.
     pub reenqueue_ignores_sequence: bool,
-    /// The producer takes a request that timed out for one that wrote nothing.
+    /// The producer (either system's) takes a request that timed out for one that wrote
+    /// nothing.
     pub timeout_proves_not_written: bool,
     /// A RocketMQ broker answers a SYNC_FLUSH put at its append, before GroupCommitService
     /// flushes it.
     pub sync_flush_acks_at_append: bool,
+    /// RocketMQ's TransientStorePool commits each append to the file at once, so its
+    /// buffer never holds what a kill would take.
+    pub pool_commits_at_append: bool,
 }

@@ -8,7 +8,9 @@
 //! A request that is not answered in time closes its connection, as
 //! `NettyRemotingClient.invokeSync` does with `clientCloseSocketIfTimeout` (true by
 //! default): the stream may hold half a frame, and every other request on it then fails.
+//! From 5.1.4 (#7057) it keeps the connection when getting it took most of the time.
 
+use crate::config::rocketmq::Rules;
 use crate::os::frame::{read_frame, write_frame, NetError};
 use crate::types::HostName;
 use serde::{Deserialize, Serialize};
@@ -254,9 +256,14 @@ impl Channel {
         self.inner.closed.get()
     }
 
-    /// `invokeSync`: send `request` and wait at most `timeout` for its answer. A timeout
-    /// closes the connection.
-    pub async fn invoke(&self, request: Request, timeout: Duration) -> Result<Response, NetError> {
+    /// `invokeSync`'s wait: send `request` and wait at most `timeout` for its answer. A
+    /// timeout closes the connection if `close_on_timeout`.
+    async fn invoke(
+        &self,
+        request: Request,
+        timeout: Duration,
+        close_on_timeout: bool,
+    ) -> Result<Response, NetError> {
         if self.is_closed() {
             return Err(NetError::Disconnected);
         }
@@ -275,7 +282,9 @@ impl Channel {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(_)) => Err(NetError::Disconnected),
             Err(_) => {
-                self.inner.close();
+                if close_on_timeout {
+                    self.inner.close();
+                }
                 Err(NetError::Timeout)
             }
         }
@@ -322,45 +331,84 @@ async fn read_loop(mut stream: OwnedReadHalf, inner: Weak<Inner>) {
 /// closed (`NettyRemotingClient`'s channel table). Callers that find no connection wait
 /// for the one being made (`lockChannelTables`), so a client's requests to a server share
 /// one connection and leave in the order they were made.
-#[derive(Default)]
 pub struct Client {
     channels: RefCell<BTreeMap<HostName, Channel>>,
     connecting: tokio::sync::Mutex<()>,
+    /// The release's [`Rules::keep_channel_on_late_timeout`].
+    keep_channel_on_late_timeout: bool,
+}
+
+/// Under [`Rules::keep_channel_on_late_timeout`], a timeout closes the connection only if
+/// more than this was left for the answer (or more than a quarter of the timeout).
+const MIN_CLOSE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// Whether a request that timed out closes its connection, `left` being what getting
+/// the connection left of `timeout` (`shouldClose`, with `clientCloseSocketIfTimeout`).
+fn closes_on_timeout(
+    keep_channel_on_late_timeout: bool,
+    timeout: Duration,
+    left: Duration,
+) -> bool {
+    !keep_channel_on_late_timeout || left > MIN_CLOSE_TIMEOUT || left > timeout / 4
 }
 
 impl Client {
+    pub fn new(rules: &Rules) -> Client {
+        Client {
+            channels: RefCell::default(),
+            connecting: tokio::sync::Mutex::default(),
+            keep_channel_on_late_timeout: rules.keep_channel_on_late_timeout,
+        }
+    }
+
+    /// `invokeSync`: get the connection to `host` (waiting for or making it), then send
+    /// `request` and wait for its answer for what is `left` of `timeout`. A connection
+    /// that cannot be had in time sent nothing (RemotingConnectException); once it is
+    /// had, running out of time is a RemotingTimeoutException, even with nothing sent.
     pub async fn invoke(
         &self,
         host: HostName,
         request: Request,
         timeout: Duration,
     ) -> Result<Response, NetError> {
+        let began = tokio::time::Instant::now();
+        let channel = self.channel(host, timeout).await?;
+        let left = timeout.saturating_sub(began.elapsed());
+        let close_on_timeout = closes_on_timeout(self.keep_channel_on_late_timeout, timeout, left);
+        if left.is_zero() {
+            if close_on_timeout {
+                channel.inner.close();
+            }
+            return Err(NetError::Timeout);
+        }
+        channel.invoke(request, left, close_on_timeout).await
+    }
+
+    /// `getAndCreateChannel`: the open connection to `host`, or a new one.
+    async fn channel(&self, host: HostName, timeout: Duration) -> Result<Channel, NetError> {
         let open = || {
             let channels = self.channels.borrow();
             channels.get(&host).filter(|c| !c.is_closed()).cloned()
         };
-        let channel = match open() {
-            Some(channel) => channel,
-            None => {
-                let _connecting = tokio::time::timeout(timeout, self.connecting.lock())
-                    .await
-                    .map_err(|_| NetError::Connect(format!("{host}: timed out")))?;
-                if let Some(channel) = open() {
-                    return channel.invoke(request, timeout).await;
-                }
-                // A connect that does not finish in time sent nothing.
-                let channel = tokio::time::timeout(timeout, Channel::connect(host))
-                    .await
-                    .map_err(|_| NetError::Connect(format!("{host}: timed out")))?
-                    .map_err(|e| match e {
-                        NetError::Timeout => NetError::Connect(format!("{host}: timed out")),
-                        other => other,
-                    })?;
-                self.channels.borrow_mut().insert(host, channel.clone());
-                channel
-            }
-        };
-        channel.invoke(request, timeout).await
+        if let Some(channel) = open() {
+            return Ok(channel);
+        }
+        let _connecting = tokio::time::timeout(timeout, self.connecting.lock())
+            .await
+            .map_err(|_| NetError::Connect(format!("{host}: timed out")))?;
+        if let Some(channel) = open() {
+            return Ok(channel);
+        }
+        // A connect that does not finish in time sent nothing.
+        let channel = tokio::time::timeout(timeout, Channel::connect(host))
+            .await
+            .map_err(|_| NetError::Connect(format!("{host}: timed out")))?
+            .map_err(|e| match e {
+                NetError::Timeout => NetError::Connect(format!("{host}: timed out")),
+                other => other,
+            })?;
+        self.channels.borrow_mut().insert(host, channel.clone());
+        Ok(channel)
     }
 }
 
@@ -412,4 +460,25 @@ where
     }
     drop(answers);
     let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 5.1.4's rule (#7057): a timeout closes the connection unless getting it took most
+    /// of the time; before, always.
+    #[test]
+    fn a_timeout_keeps_the_connection_only_when_connecting_took_most_of_the_time() {
+        let ms = Duration::from_millis;
+        let send = ms(3000);
+        assert!(closes_on_timeout(true, send, ms(2990)));
+        assert!(closes_on_timeout(true, send, ms(101)));
+        assert!(!closes_on_timeout(true, send, ms(100)));
+        assert!(!closes_on_timeout(true, send, Duration::ZERO));
+        assert!(closes_on_timeout(false, send, Duration::ZERO));
+        // A short timeout: a quarter of it is the bound.
+        assert!(closes_on_timeout(true, ms(200), ms(60)));
+        assert!(!closes_on_timeout(true, ms(200), ms(50)));
+    }
 }

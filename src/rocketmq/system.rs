@@ -171,12 +171,13 @@ impl System for RocketMq {
     fn final_read(&mut self, world: &mut World<'_>) -> Result<(), RunError> {
         let out: Rc<RefCell<Option<Vec<QueueRead>>>> = Rc::default();
         let queues = self.queues();
+        let rules = self.settings.cluster.rocketmq.rules();
         let sink = out.clone();
         world.add_host(HostName::Reader, None, move || {
             let sink = sink.clone();
             let queues = queues.clone();
             async move {
-                let read = final_read::final_read(queues, FINAL_READ_LIMIT).await;
+                let read = final_read::final_read(queues, FINAL_READ_LIMIT, rules).await;
                 *sink.borrow_mut() = Some(read);
                 Ok(())
             }
@@ -337,6 +338,8 @@ fn add_producers(world: &mut World<'_>, settings: &Settings, seed: u64, history:
             budget: budget.clone(),
             stop_at: SimTime::after_start(settings.duration),
             seed: derive_seed(seed, &format!("producer-{n}")),
+            bugs: settings.bugs,
+            rules: settings.cluster.rocketmq.rules(),
         };
         world.add_host(HostName::Producer(n), None, move || {
             producer::run_producer(ctx.clone())

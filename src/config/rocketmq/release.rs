@@ -181,6 +181,10 @@ pub struct Rules {
     /// `TRACE_ON` to every message (`buildMsgContext` runs without a hook); before, it
     /// drops `WAIT` from the stored string and adds neither.
     pub context_properties: bool,
+    /// A request that times out keeps its connection when getting the connection took
+    /// most of the time (`left` ≤ 100 ms and ≤ a quarter of the timeout); before, every
+    /// timeout closes it (`NettyRemotingClient.invokeSync`, `clientCloseSocketIfTimeout`).
+    pub keep_channel_on_late_timeout: bool,
 }
 
 impl Rules {
@@ -200,6 +204,7 @@ impl Rules {
         checkpoint_every_second: false,
         abort_holds_pid: false,
         context_properties: false,
+        keep_channel_on_late_timeout: false,
     };
 }
 
@@ -278,6 +283,12 @@ pub const STEPS: &[Step] = &[
         change: "an empty last CommitLog or ConsumeQueue file is deleted at load instead of stopping the broker",
         source: "PR #6903",
         apply: |r| r.delete_empty_last_file = true,
+    },
+    Step {
+        since: v(5, 1, 4),
+        change: "a request that timed out keeps its connection if connecting took most of its time",
+        source: "PR #7057 (issue #7056)",
+        apply: |r| r.keep_channel_on_late_timeout = true,
     },
     Step {
         since: v(5, 2, 0),

@@ -158,7 +158,7 @@ fn create_abort_file(disk: &Disk, rules: &Rules) -> Result<(), crate::os::disk::
 /// `registerBrokerAll` at start, then 10 s later and every `registerNameServerPeriod`
 /// (clamped to 10..60 s) after that, as `BrokerController` schedules it.
 async fn register_loop(ctx: BrokerContext) {
-    let client = remoting::Client::default();
+    let client = remoting::Client::new(&ctx.rules);
     let period = ctx
         .broker
         .register_name_server_period
@@ -275,6 +275,9 @@ impl Broker {
                 }
             }
         };
+        if self.bugs.pool_commits_at_append {
+            let _ = self.store.borrow_mut().commit(0);
+        }
         let stored = |code| Response::SendMessage {
             code,
             queue_offset: appended.queue_offset,

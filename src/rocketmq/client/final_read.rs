@@ -2,6 +2,7 @@
 //! group's master, from the queue's first offset to its end as the broker answers it
 //! then. Only what ReputMessageService dispatched is there to read.
 
+use crate::config::rocketmq::Rules;
 use crate::history::final_state::ReadRecord;
 use crate::os::frame::NetError;
 use crate::rocketmq::broker::PULL_BATCH;
@@ -32,8 +33,8 @@ pub struct QueueRead {
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Read every queue, going on until `limit` has passed for a queue that does not answer.
-pub async fn final_read(queues: Vec<QueueToRead>, limit: Duration) -> Vec<QueueRead> {
-    let client = remoting::Client::default();
+pub async fn final_read(queues: Vec<QueueToRead>, limit: Duration, rules: Rules) -> Vec<QueueRead> {
+    let client = remoting::Client::new(&rules);
     let mut out = Vec::with_capacity(queues.len());
     for queue in queues {
         let read = tokio::time::timeout(limit, read_queue(&client, &queue)).await;

@@ -11,7 +11,8 @@
 //! have been stored (the broker refused each, or none could connect) as failed; any other
 //! exception (a timeout, a connection lost after the request left) as unknown.
 
-use crate::config::rocketmq::ProducerConfig;
+use crate::config::bugs::Bugs;
+use crate::config::rocketmq::{ProducerConfig, Rules};
 use crate::config::workload::{ArrivalProcess, OnError};
 use crate::history::budget::SendBudget;
 use crate::history::{History, MessageId, Op};
@@ -67,6 +68,9 @@ pub struct ProducerContext {
     pub budget: SendBudget,
     pub stop_at: SimTime,
     pub seed: u64,
+    pub bugs: Bugs,
+    /// The release's rules (the remoting client's).
+    pub rules: Rules,
 }
 
 struct Producer {
@@ -93,7 +97,7 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
     let producer = Rc::new(Producer {
         name: HostName::Producer(ctx.index).to_string().into(),
         next_queue: Cell::new(rng.random_range(0..1024)),
-        client: remoting::Client::default(),
+        client: remoting::Client::new(&ctx.rules),
         route: RefCell::new(None),
         ctx,
     });
@@ -271,7 +275,7 @@ impl Producer {
                 Err(NetError::Connect(e)) => error = format!("RemotingConnectException: {e}"),
                 Err(NetError::Timeout) => {
                     error = "RemotingTimeoutException".into();
-                    maybe_stored = true;
+                    maybe_stored |= !self.ctx.bugs.timeout_proves_not_written;
                 }
                 Err(e) => {
                     error = format!("RemotingSendRequestException: {e}");

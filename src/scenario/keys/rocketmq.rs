@@ -219,6 +219,7 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
         checkpoint_every_second,
         abort_holds_pid,
         context_properties,
+        keep_channel_on_late_timeout,
     } = rules;
     vec![
         (
@@ -254,6 +255,10 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
         ),
         ("abort_holds_pid", abort_holds_pid.to_string()),
         ("context_properties", context_properties.to_string()),
+        (
+            "keep_channel_on_late_timeout",
+            keep_channel_on_late_timeout.to_string(),
+        ),
     ]
 }
 
