@@ -2,6 +2,7 @@
 
 use super::scenario_args::{chosen_variants, load, load_shards_file, replay_command};
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
+use crate::config::Modelled;
 use crate::report;
 use crate::scenario::{self, model::Scenario};
 use crate::sim::batch;
@@ -342,23 +343,22 @@ struct Printer<'a> {
 /// Replay lines printed at most; the rest are counted.
 const REPLAY_LINES: usize = 10;
 
-/// Which Kafka the runs model: one release, or each variant's when they differ (the
-/// table then has a `kafka` row).
+/// Which systems and releases the runs model: one, or each variant's when they differ
+/// (the table then has a `kafka`, `rocketmq` or `system` row).
 fn releases_line(scenario: &Scenario) -> String {
-    let mut releases: Vec<_> = scenario
+    let mut modelled: Vec<Modelled> = scenario
         .variants
         .iter()
-        .map(|v| v.settings.cluster.kafka)
+        .map(|v| v.settings.cluster.modelled())
         .collect();
-    releases.sort_unstable();
-    releases.dedup();
-    let names: Vec<String> = releases.iter().map(ToString::to_string).collect();
-    match names.as_slice() {
-        [one] => format!("Kafka {one}: its rules and defaults (`hightide config --kafka {one}`)"),
-        many => format!(
-            "Kafka {}, one per variant (the `kafka` row)",
-            many.join(", ")
-        ),
+    modelled.sort_unstable();
+    modelled.dedup();
+    match modelled.as_slice() {
+        [one] => format!("{one}: its rules and defaults (`{}`)", one.config_command()),
+        many => {
+            let names: Vec<String> = many.iter().map(ToString::to_string).collect();
+            format!("{}, one per variant", names.join(", "))
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use super::latency::{HistoryStats, LatencyHistogram, LatencyStats};
 use super::run::{hash_text, RunReport};
 use crate::check::{count_name, Count, Counts, Example, Expectation, Verdict};
-use crate::config::kafka::Release;
+use crate::config::{kafka, rocketmq, Modelled};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -15,7 +15,12 @@ use std::time::Duration;
 struct RunLine {
     scenario: String,
     variant: String,
-    kafka: String,
+    /// The Kafka release of a Kafka run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kafka: Option<String>,
+    /// The RocketMQ release of a RocketMQ run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    rocketmq: Option<String>,
     seed: u64,
     counts: Counts,
     pass: bool,
@@ -59,7 +64,14 @@ pub fn run_json(report: &RunReport) -> serde_json::Value {
     let line = RunLine {
         scenario: report.scenario.clone(),
         variant: report.variant.clone(),
-        kafka: report.kafka.to_string(),
+        kafka: match report.modelled {
+            Modelled::Kafka(release) => Some(release.to_string()),
+            Modelled::RocketMq(_) => None,
+        },
+        rocketmq: match report.modelled {
+            Modelled::RocketMq(release) => Some(release.to_string()),
+            Modelled::Kafka(_) => None,
+        },
         seed: report.seed,
         counts: report.verdict.counts.clone(),
         pass: report.pass(),
@@ -133,12 +145,17 @@ pub fn run_from_json(value: serde_json::Value) -> Result<RunReport, String> {
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let modelled = match (&line.kafka, &line.rocketmq) {
+        (Some(release), None) => Modelled::Kafka(kafka::Release::parse(release)?),
+        (None, Some(release)) => Modelled::RocketMq(rocketmq::Release::parse(release)?),
+        _ => return Err("a run names one release: `kafka` or `rocketmq`".into()),
+    };
     let histogram = LatencyHistogram::from_entries(line.ack_latency_histogram_us);
     let latency: LatencyStats = histogram.stats();
     Ok(RunReport {
         scenario: line.scenario,
         variant: line.variant,
-        kafka: Release::parse(&line.kafka)?,
+        modelled,
         seed: line.seed,
         verdict: Verdict {
             counts: line.counts,

@@ -6,7 +6,7 @@ pub use crate::check::ANOMALIES;
 use super::latency::HistoryStats;
 use crate::check::{count_name, Count, Counts, SomeTally, Verdict};
 use crate::check::{Comparison, Expectation, DEFAULT_ZERO};
-use crate::config::kafka::Release;
+use crate::config::Modelled;
 use crate::scenario::model::Variant;
 use crate::sim::runner::RunOutcome;
 use std::collections::BTreeMap;
@@ -18,8 +18,8 @@ use std::time::Duration;
 pub struct RunReport {
     pub scenario: String,
     pub variant: String,
-    /// The Kafka release the variant models.
-    pub kafka: Release,
+    /// The system and release the variant models.
+    pub modelled: Modelled,
     pub seed: u64,
     pub verdict: Verdict,
     /// The `[expect]` expectations this run fails (`check::evaluate`).
@@ -42,7 +42,7 @@ impl RunReport {
         RunReport {
             scenario: scenario.to_string(),
             variant: outcome.variant.clone(),
-            kafka: variant.settings.cluster.kafka,
+            modelled: variant.settings.cluster.modelled(),
             seed: outcome.seed,
             verdict: outcome.verdict.clone(),
             failures: outcome.failures.clone(),
@@ -277,8 +277,17 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
                 .any(|w| w[0].counts().get(count) != w[1].counts().get(count))
     };
     // The release is a row only when it is one of the things that differ.
-    let kafka_row = Row::Other("kafka", |r| r.kafka.to_string());
-    let releases_differ = reports.windows(2).any(|w| w[0].kafka != w[1].kafka);
+    // A row named for the system when only its release differs ("kafka 4.1"), "system"
+    // when the systems do ("Kafka 4.1" beside "RocketMQ 5.3.3").
+    let systems_differ = reports
+        .windows(2)
+        .any(|w| w[0].modelled.system() != w[1].modelled.system());
+    let release_row = match reports.first().map(|r| r.modelled) {
+        _ if systems_differ => Row::Other("system", |r| r.modelled.to_string()),
+        Some(Modelled::RocketMq(_)) => Row::Other("rocketmq", |r| r.modelled.release()),
+        _ => Row::Other("kafka", |r| r.modelled.release()),
+    };
+    let releases_differ = reports.windows(2).any(|w| w[0].modelled != w[1].modelled);
     let group = reports.iter().any(|r| r.verdict.group);
     let counts = ALWAYS
         .into_iter()
@@ -287,7 +296,7 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
         .chain(WHEN_DIFFERENT.into_iter().filter(|&c| differ(c)))
         .map(Row::Count);
     let rows = releases_differ
-        .then_some(kafka_row)
+        .then_some(release_row)
         .into_iter()
         .chain(counts)
         .chain(RUN_ROWS);

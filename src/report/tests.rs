@@ -5,6 +5,7 @@ use super::*;
 use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
 use crate::config::kafka::{Release, StepReach};
+use crate::config::Modelled;
 use std::time::Duration;
 
 fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
@@ -47,7 +48,7 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
     RunReport {
         scenario: "leader-failure".into(),
         variant: variant.into(),
-        kafka: Release::NEWEST,
+        modelled: Modelled::Kafka(Release::NEWEST),
         seed,
         verdict: Verdict {
             counts,
@@ -130,6 +131,45 @@ fn the_table_has_group_rows_only_when_a_run_of_it_consumed_as_a_group() {
     assert!(
         lines.contains(&"reprocessed                       0                 7"),
         "{grouped}"
+    );
+}
+
+/// A release row appears only where the runs model different releases: named for the
+/// system when only the release differs, `system` when the systems do.
+#[test]
+fn the_table_names_the_release_only_where_the_runs_differ_in_it() {
+    let kafka = |release: &str, variant| RunReport {
+        modelled: Modelled::Kafka(Release::parse(release).unwrap()),
+        ..run(variant, 4, 0, 9)
+    };
+    let rocketmq = RunReport {
+        modelled: Modelled::RocketMq(crate::config::rocketmq::Release::parse("5.3.3").unwrap()),
+        ..run("sync-flush", 4, 0, 9)
+    };
+    let row = |table: &str, label: &str| {
+        table
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(label))
+            .map(|line| {
+                line.split_whitespace()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+    };
+    let same = side_by_side(&[&kafka("4.1", "acks-1"), &kafka("4.1", "acks-all")]);
+    assert_eq!(row(&same, "kafka"), None, "{same}");
+    let releases = side_by_side(&[&kafka("3.9", "acks-1"), &kafka("4.1", "acks-all")]);
+    assert_eq!(
+        row(&releases, "kafka").as_deref(),
+        Some("3.9 4.1"),
+        "{releases}"
+    );
+    let systems = side_by_side(&[&rocketmq, &kafka("4.1", "acks-1")]);
+    assert_eq!(
+        row(&systems, "system").as_deref(),
+        Some("RocketMQ 5.3.3 Kafka 4.1"),
+        "{systems}"
     );
 }
 
@@ -335,6 +375,10 @@ fn a_run_read_back_from_its_json_is_the_run() {
         run("acks-all", 17, 3, 20),
         run("acks-1", 4, 0, 7),
         group_run("at-most-once", 5, 11, 2),
+        RunReport {
+            modelled: Modelled::RocketMq(crate::config::rocketmq::Release::default()),
+            ..run("sync-flush", 2, 0, 9)
+        },
     ] {
         let back = run_from_json(run_json(&report)).expect("reads back");
         assert_eq!(back.verdict, report.verdict);
@@ -344,13 +388,13 @@ fn a_run_read_back_from_its_json_is_the_run() {
             (
                 back.seed,
                 back.trace_hash,
-                back.kafka,
+                back.modelled,
                 back.failures.clone()
             ),
             (
                 report.seed,
                 report.trace_hash,
-                report.kafka,
+                report.modelled,
                 report.failures.clone()
             )
         );

@@ -7,6 +7,7 @@ use crate::config::kafka::{
     Acks, BrokerConfig, ConsumerConfig, ProducerConfig, Release, TopicConfig,
 };
 use crate::config::rocketmq::{self, RocketMqConfig};
+use crate::config::Modelled;
 use crate::os::disk::{DiskConfig, Filesystem};
 use crate::types::{HostName, TopicPartition};
 use std::path::PathBuf;
@@ -155,6 +156,14 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The system and release the cluster runs.
+    pub fn modelled(&self) -> Modelled {
+        match self.system {
+            SystemName::Kafka => Modelled::Kafka(self.kafka),
+            SystemName::RocketMq => Modelled::RocketMq(self.rocketmq),
+        }
+    }
+
     /// The broker hosts of the run's system, in order: what `brokers` and
     /// `random-broker` pick from.
     pub fn broker_hosts(&self) -> Vec<HostName> {
