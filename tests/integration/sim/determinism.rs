@@ -8,7 +8,15 @@ use hightide::sim::runner::RunOptions;
 use hightide::systems;
 use std::path::Path;
 
-const SCENARIOS: [&str; 3] = ["quickstart.toml", "kip-101.toml", "idempotent-retries.toml"];
+/// Kafka's replication and retries; RocketMQ's recovery after a power loss (beside Kafka
+/// in the same file) and its timeouts and retries under a slow disk.
+const SCENARIOS: [&str; 5] = [
+    "quickstart.toml",
+    "kip-101.toml",
+    "idempotent-retries.toml",
+    "rocketmq-flush.toml",
+    "rocketmq-slow-fsync.toml",
+];
 
 fn load(name: &str) -> scenario::model::Scenario {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
