@@ -73,4 +73,10 @@ pub struct Bugs {
     /// RocketMQ's TransientStorePool commits each append to the file at once, so its
     /// buffer never holds what a kill would take.
     pub pool_commits_at_append: bool,
+    /// A RocketMQ broker fsyncs `consumerOffset.json` at each persist, as only develop
+    /// does.
+    pub offsets_persist_fsyncs: bool,
+    /// ReputMessageService dispatches past the flushed position under SYNC_FLUSH in every
+    /// release, ignoring 5.3.0's fix.
+    pub reput_past_flushed: bool,
 }

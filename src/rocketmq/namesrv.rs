@@ -90,6 +90,46 @@ impl RouteInfo {
     }
 }
 
+/// The NameServer's request processor (`DefaultRequestProcessor`) over its route table.
+#[derive(Clone)]
+struct NameServer {
+    routes: Rc<RefCell<RouteInfo>>,
+}
+
+impl remoting::Server for NameServer {
+    fn handle(
+        &self,
+        request: Request,
+        _peer: &remoting::Peer,
+    ) -> impl std::future::Future<Output = Response> + 'static {
+        let answer = match request {
+            Request::RegisterBroker {
+                broker_name,
+                broker_id,
+                address,
+                topics,
+            } => {
+                self.routes.borrow_mut().register(
+                    broker_name,
+                    broker_id,
+                    address,
+                    topics,
+                    clock::now(),
+                );
+                Response::RegisterBroker
+            }
+            Request::GetRouteInfoByTopic { topic } => {
+                Response::Route(self.routes.borrow().route(&topic))
+            }
+            _ => Response::NotSupported,
+        };
+        std::future::ready(answer)
+    }
+
+    /// Brokers expire by the scan alone: the model leaves out `onChannelDestroy`.
+    fn closed(&self, _peer: &remoting::Peer) {}
+}
+
 pub async fn run() -> turmoil::Result {
     let routes = Rc::new(RefCell::new(RouteInfo::default()));
     let scanned = routes.clone();
@@ -101,33 +141,7 @@ pub async fn run() -> turmoil::Result {
             }
         }
     });
-    let served = remoting::serve(NAMESRV_PORT, move |request| {
-        let routes = routes.clone();
-        async move {
-            match request {
-                Request::RegisterBroker {
-                    broker_name,
-                    broker_id,
-                    address,
-                    topics,
-                } => {
-                    routes.borrow_mut().register(
-                        broker_name,
-                        broker_id,
-                        address,
-                        topics,
-                        clock::now(),
-                    );
-                    Response::RegisterBroker
-                }
-                Request::GetRouteInfoByTopic { topic } => {
-                    Response::Route(routes.borrow().route(&topic))
-                }
-                _ => Response::NotSupported,
-            }
-        }
-    })
-    .await;
+    let served = remoting::serve(NAMESRV_PORT, NameServer { routes }).await;
     scanner.abort();
     served?;
     Ok(())

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 use turmoil::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use turmoil::net::{TcpListener, TcpStream};
@@ -76,11 +76,27 @@ pub enum Request {
     /// `SEND_MESSAGE` (10).
     SendMessage(SendMessage),
     /// `PULL_MESSAGE` (11): up to `max_msg_nums` messages of a queue from `queue_offset`.
-    PullMessage {
+    PullMessage(PullMessage),
+    /// `HEART_BEAT` (34): a client's consumer group and subscription, to every master.
+    HeartBeat {
+        client_id: String,
+        group: String,
+        topic: String,
+    },
+    /// `GET_CONSUMER_LIST_BY_GROUP` (38): the client ids of a group's live members.
+    GetConsumerListByGroup { group: String },
+    /// `QUERY_CONSUMER_OFFSET` (14): the group's committed offset in a queue.
+    QueryConsumerOffset {
+        group: String,
         topic: String,
         queue_id: i32,
-        queue_offset: i64,
-        max_msg_nums: u32,
+    },
+    /// `UPDATE_CONSUMER_OFFSET` (15), sent oneway: the group's next offset in a queue.
+    UpdateConsumerOffset {
+        group: String,
+        topic: String,
+        queue_id: i32,
+        offset: i64,
     },
     /// `GET_MAX_OFFSET` (30) and `GET_MIN_OFFSET` (29) together: a queue's range.
     QueueRange { topic: String, queue_id: i32 },
@@ -93,6 +109,22 @@ pub enum Request {
     },
     /// `GET_ROUTEINFO_BY_TOPIC` (105), to the NameServer.
     GetRouteInfoByTopic { topic: String },
+}
+
+/// A pull (`PullMessageRequestHeader`), as the push consumer sends it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullMessage {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub max_msg_nums: u32,
+    /// `commitOffset` with `FLAG_COMMIT_OFFSET`: the group's consumed offset, which the
+    /// master stores before it answers.
+    pub commit_offset: Option<i64>,
+    /// `suspendTimeoutMillis` with `FLAG_SUSPEND`: how long the broker may hold a pull that
+    /// finds nothing (long polling).
+    pub suspend: Option<Duration>,
 }
 
 /// `ResponseCode`: the codes the modelled paths answer.
@@ -174,17 +206,47 @@ pub enum Response {
         max_offset: i64,
     },
     RegisterBroker,
+    HeartBeat,
+    ConsumerList(Vec<String>),
+    /// `None`: `QUERY_NOT_FOUND`.
+    ConsumerOffset(Option<i64>),
+    /// `NOTIFY_CONSUMER_IDS_CHANGED` (40), which a broker sends oneway to a group's
+    /// members when one joins or leaves, so that they rebalance at once.
+    NotifyConsumerIdsChanged {
+        group: String,
+    },
     /// `None`: `TOPIC_NOT_EXIST`.
     Route(Option<TopicRoute>),
     /// A request this server does not serve (`REQUEST_CODE_NOT_SUPPORTED`).
     NotSupported,
 }
 
-/// What travels in a frame: the request's `opaque`, which its response carries back.
+/// What travels in a frame: the request's `opaque`, which its response carries back, and
+/// `RPC_ONEWAY` (a request that gets no answer, either way).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Command<T> {
     opaque: u32,
+    oneway: bool,
     body: T,
+}
+
+/// A client connection as a server sees it: an id for the connection's lifetime, and a
+/// way to send the client a oneway command over it (`NOTIFY_CONSUMER_IDS_CHANGED`).
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub id: u64,
+    outgoing: mpsc::UnboundedSender<Command<Response>>,
+}
+
+impl Peer {
+    /// Send `body` oneway; a closed connection drops it, as Netty's write would fail.
+    pub fn push(&self, body: Response) {
+        let _ = self.outgoing.send(Command {
+            opaque: 0,
+            oneway: true,
+            body,
+        });
+    }
 }
 
 /// Where a host's RocketMQ server listens.
@@ -208,6 +270,8 @@ struct Inner {
     next_opaque: Cell<u32>,
     closed: Cell<bool>,
     tasks: RefCell<Vec<JoinHandle<()>>>,
+    /// Woken by a oneway `NOTIFY_CONSUMER_IDS_CHANGED` from the server.
+    notified: Rc<Notify>,
 }
 
 impl Inner {
@@ -229,7 +293,7 @@ impl Drop for Inner {
 
 impl Channel {
     /// Connect to `host`; turmoil's connect to a crashed or cut-off host never returns.
-    pub async fn connect(host: HostName) -> Result<Channel, NetError> {
+    async fn connect(host: HostName, notified: Rc<Notify>) -> Result<Channel, NetError> {
         let stream =
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address(host))).await {
                 Err(_) => return Err(NetError::Timeout),
@@ -244,6 +308,7 @@ impl Channel {
             next_opaque: Cell::new(0),
             closed: Cell::new(false),
             tasks: RefCell::new(Vec::new()),
+            notified,
         });
         let writer =
             tokio::task::spawn_local(write_loop(write_half, requests, Rc::downgrade(&inner)));
@@ -254,6 +319,21 @@ impl Channel {
 
     pub fn is_closed(&self) -> bool {
         self.inner.closed.get()
+    }
+
+    /// `invokeOneway`: send `request`, wait for nothing.
+    fn oneway(&self, request: Request) -> Result<(), NetError> {
+        if self.is_closed() {
+            return Err(NetError::Disconnected);
+        }
+        self.inner
+            .outgoing
+            .send(Command {
+                opaque: 0,
+                oneway: true,
+                body: request,
+            })
+            .map_err(|_| NetError::Disconnected)
     }
 
     /// `invokeSync`'s wait: send `request` and wait at most `timeout` for its answer. A
@@ -275,6 +355,7 @@ impl Channel {
             .outgoing
             .send(Command {
                 opaque,
+                oneway: false,
                 body: request,
             })
             .map_err(|_| NetError::Disconnected)?;
@@ -313,6 +394,11 @@ async fn read_loop(mut stream: OwnedReadHalf, inner: Weak<Inner>) {
         let command = read_frame::<_, Command<Response>>(&mut stream).await;
         let Some(inner) = inner.upgrade() else { return };
         match command {
+            Ok(command) if command.oneway => {
+                if let Response::NotifyConsumerIdsChanged { .. } = command.body {
+                    inner.notified.notify_one();
+                }
+            }
             Ok(command) => {
                 let waiter = inner.pending.borrow_mut().remove(&command.opaque);
                 if let Some(waiter) = waiter {
@@ -336,6 +422,8 @@ pub struct Client {
     connecting: tokio::sync::Mutex<()>,
     /// The release's [`Rules::keep_channel_on_late_timeout`].
     keep_channel_on_late_timeout: bool,
+    /// Woken when a server tells this client its consumer group changed.
+    notified: Rc<Notify>,
 }
 
 /// Under [`Rules::keep_channel_on_late_timeout`], a timeout closes the connection only if
@@ -358,7 +446,24 @@ impl Client {
             channels: RefCell::default(),
             connecting: tokio::sync::Mutex::default(),
             keep_channel_on_late_timeout: rules.keep_channel_on_late_timeout,
+            notified: Rc::default(),
         }
+    }
+
+    /// What a server's `NOTIFY_CONSUMER_IDS_CHANGED` wakes.
+    pub fn notified(&self) -> Rc<Notify> {
+        self.notified.clone()
+    }
+
+    /// `invokeOneway`: get the connection to `host` within `timeout` and send `request`
+    /// on it; nothing says whether it arrived.
+    pub async fn oneway(
+        &self,
+        host: HostName,
+        request: Request,
+        timeout: Duration,
+    ) -> Result<(), NetError> {
+        self.channel(host, timeout).await?.oneway(request)
     }
 
     /// `invokeSync`: get the connection to `host` (waiting for or making it), then send
@@ -400,7 +505,7 @@ impl Client {
             return Ok(channel);
         }
         // A connect that does not finish in time sent nothing.
-        let channel = tokio::time::timeout(timeout, Channel::connect(host))
+        let channel = tokio::time::timeout(timeout, Channel::connect(host, self.notified.clone()))
             .await
             .map_err(|_| NetError::Connect(format!("{host}: timed out")))?
             .map_err(|e| match e {
@@ -412,29 +517,34 @@ impl Client {
     }
 }
 
+/// A server's side of its connections: each request handled with the connection it came
+/// on, and each connection's end (`ChannelEventListener.onChannelClose`).
+pub trait Server: Clone + 'static {
+    fn handle(&self, request: Request, peer: &Peer) -> impl Future<Output = Response> + 'static;
+    fn closed(&self, peer: &Peer);
+}
+
 /// Serve `port`: each connection's requests are handled concurrently, each answered when
-/// its handler finishes, as Netty's processors do.
-pub async fn serve<H, F>(port: u16, handler: H) -> std::io::Result<()>
-where
-    H: Fn(Request) -> F + Clone + 'static,
-    F: Future<Output = Response> + 'static,
-{
+/// its handler finishes, as Netty's processors do; a oneway request is not answered.
+pub async fn serve<S: Server>(port: u16, server: S) -> std::io::Result<()> {
     let listener = TcpListener::bind(("0.0.0.0", port)).await?;
+    let mut next_peer = 0;
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        tokio::task::spawn_local(serve_connection(stream, handler.clone()));
+        next_peer += 1;
+        tokio::task::spawn_local(serve_connection(stream, server.clone(), next_peer));
     }
 }
 
-async fn serve_connection<H, F>(stream: TcpStream, handler: H)
-where
-    H: Fn(Request) -> F + 'static,
-    F: Future<Output = Response> + 'static,
-{
+async fn serve_connection<S: Server>(stream: TcpStream, server: S, id: u64) {
     let (mut read_half, mut write_half) = stream.into_split();
     let (answers, mut outgoing) = mpsc::unbounded_channel::<Command<Response>>();
+    let peer = Peer {
+        id,
+        outgoing: answers.clone(),
+    };
     let writer = tokio::task::spawn_local(async move {
         while let Some(answer) = outgoing.recv().await {
             let written = tokio::time::timeout(
@@ -449,16 +559,21 @@ where
     });
     while let Ok(command) = read_frame::<_, Command<Request>>(&mut read_half).await {
         let answers = answers.clone();
-        let answer = handler(command.body);
+        let answer = server.handle(command.body, &peer);
+        let oneway = command.oneway;
         tokio::task::spawn_local(async move {
             let body = answer.await;
-            let _ = answers.send(Command {
-                opaque: command.opaque,
-                body,
-            });
+            if !oneway {
+                let _ = answers.send(Command {
+                    opaque: command.opaque,
+                    oneway: false,
+                    body,
+                });
+            }
         });
     }
-    drop(answers);
+    server.closed(&peer);
+    drop((answers, peer));
     let _ = writer.await;
 }
 

@@ -16,6 +16,7 @@ use crate::history::History;
 use crate::os::clock::SimTime;
 use crate::os::disk::Disk;
 use crate::rocketmq::broker::{self, BrokerContext};
+use crate::rocketmq::client::consumer::{self, ConsumerContext, GroupProgress};
 use crate::rocketmq::client::final_read::{self, QueueRead, QueueToRead};
 use crate::rocketmq::client::producer::{self, ProducerContext};
 use crate::rocketmq::namesrv;
@@ -43,8 +44,16 @@ const FINAL_READ_LIMIT: Duration = Duration::from_secs(60);
 /// The master's `brokerId`.
 const MASTER: u32 = 0;
 
+/// How often the consume phase looks again whether the group has caught up.
+const CONSUME_POLL: Duration = Duration::from_millis(100);
+
+/// How long the consume phase goes on: long enough for a dropped queue's 10 s wait and
+/// two rebalances (20 s apart), and for a restarted broker to be routed again.
+const CONSUME_LIMIT: Duration = Duration::from_secs(90);
+
 pub struct RocketMq {
     settings: Settings,
+    progress: GroupProgress,
     /// Each broker's clean-shutdown flag.
     shutdown: BTreeMap<HostName, Rc<Cell<bool>>>,
     read: Option<Vec<QueueRead>>,
@@ -113,8 +122,11 @@ impl System for RocketMq {
             shutdown.insert(host, flag);
         }
         add_producers(world, settings, seed, history);
+        let progress = GroupProgress::default();
+        add_consumers(world, settings, seed, history, &progress);
         RocketMq {
             settings: settings.clone(),
+            progress,
             shutdown,
             read: None,
         }
@@ -164,8 +176,38 @@ impl System for RocketMq {
         self.settings.rocketmq.producer.send_msg_timeout * 2
     }
 
-    fn consume(&mut self, _phase: &mut Phase<'_, '_>) -> Result<Option<GroupFinal>, RunError> {
-        Ok(None)
+    /// The group consumes until every queue's consumed offset has reached the end its
+    /// last pull saw (after the phase began), up to a bound.
+    fn consume(&mut self, phase: &mut Phase<'_, '_>) -> Result<Option<GroupFinal>, RunError> {
+        let Some(name) = &self.settings.workload.group else {
+            return Ok(None);
+        };
+        let began = phase.elapsed();
+        let limit = began + CONSUME_LIMIT;
+        let queues: Vec<TopicPartition> = self.queues().into_iter().map(|q| q.tp).collect();
+        let caught_up = || {
+            let progress = self.progress.borrow();
+            queues.iter().all(|tp| {
+                progress
+                    .get(tp)
+                    .is_some_and(|&(consumed, end, at)| at >= began && consumed >= end)
+            })
+        };
+        while !caught_up() {
+            if phase.elapsed() >= limit {
+                tracing::info!("consume phase: the group did not catch up in time");
+                return Ok(Some(GroupFinal {
+                    name: name.clone(),
+                    caught_up: false,
+                }));
+            }
+            let next = (phase.elapsed() + CONSUME_POLL).min(limit);
+            phase.advance(next)?;
+        }
+        Ok(Some(GroupFinal {
+            name: name.clone(),
+            caught_up: true,
+        }))
     }
 
     fn final_read(&mut self, world: &mut World<'_>) -> Result<(), RunError> {
@@ -343,6 +385,42 @@ fn add_producers(world: &mut World<'_>, settings: &Settings, seed: u64, history:
         };
         world.add_host(HostName::Producer(n), None, move || {
             producer::run_producer(ctx.clone())
+        });
+    }
+}
+
+fn add_consumers(
+    world: &mut World<'_>,
+    settings: &Settings,
+    seed: u64,
+    history: &History,
+    progress: &GroupProgress,
+) {
+    let workload = &settings.workload;
+    let Some(group) = &workload.group else {
+        return;
+    };
+    let queues = settings
+        .cluster
+        .topics
+        .iter()
+        .find(|t| t.name == workload.topic)
+        .map_or(0, |t| t.queues());
+    for n in 1..=workload.consumers {
+        let ctx = ConsumerContext {
+            index: n,
+            group: group.clone(),
+            topic: workload.topic.clone(),
+            queues,
+            processing: workload.processing,
+            config: settings.rocketmq.consumer.clone(),
+            history: history.clone(),
+            progress: progress.clone(),
+            rules: settings.cluster.rocketmq.rules(),
+            seed: derive_seed(seed, &format!("consumer-{n}")),
+        };
+        world.add_host(HostName::Consumer(n), None, move || {
+            consumer::run_consumer(ctx.clone())
         });
     }
 }

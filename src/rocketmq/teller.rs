@@ -9,7 +9,7 @@ use crate::check::{
 use crate::history::facts::rocketmq::Fact;
 use crate::history::facts::{Fact as AnyFact, FactLog};
 use crate::history::final_state::{PartitionFinal, ReadRecord, ReplicaLog};
-use crate::history::{Event, MessageId};
+use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
 use crate::types::{Offset, TopicPartition};
 
@@ -257,32 +257,123 @@ impl crate::check::Teller for Teller<'_> {
 
     fn unprocessed(
         &self,
-        _history: &[Event],
+        history: &[Event],
         _processings: &[Processing],
         (tp, gap): (&TopicPartition, Gap),
         behind: Option<&str>,
     ) -> Told {
-        format!(
-            "{} offsets {}..={} ({} messages) were never consumed{}",
+        let mut text = format!(
+            "{} offsets {}..={} ({} messages) were never consumed",
             queue(tp),
             gap.first,
             gap.last,
             gap.records,
-            behind.map(|b| format!(" ({b})")).unwrap_or_default()
-        )
-        .into()
+        );
+        if let Some(group) = behind {
+            text.push_str(&format!(
+                " (group {group} had not caught up when the run ended)"
+            ));
+        }
+        // What moved a member's pull offset past the gap: a queue taken at an offset
+        // beyond it, a pull the master moved (OFFSET_ILLEGAL), or a member that had
+        // consumed those offsets already, holding messages recovery then lost.
+        let past = history.iter().find_map(|e| match &e.op {
+            Op::Resume {
+                consumer,
+                tp: t,
+                offset,
+                ..
+            } if t == tp && *offset > gap.last => Some((
+                e.time,
+                format!("consumer-{consumer} took {} at offset {offset}, the offset its master answered", queue(tp)),
+            )),
+            Op::Reset {
+                consumer,
+                tp: t,
+                from,
+                to,
+            } if t == tp && *from <= gap.first && *to > gap.last => Some((
+                e.time,
+                format!("consumer-{consumer}'s pull at offset {from} was answered PULL_OFFSET_MOVED to {to}"),
+            )),
+            Op::Processed {
+                consumer,
+                tp: t,
+                offset,
+                ..
+            } if t == tp && *offset == gap.last => Some((
+                e.time,
+                format!("consumer-{consumer} consumed {} up to offset {offset}, messages recovery then lost; the same offsets went to new messages after it, and its pulls went on from past them", queue(tp)),
+            )),
+            _ => None,
+        });
+        let mut steps: Vec<Step> = past
+            .iter()
+            .map(|(time, text)| Step::new(*time, text.clone()))
+            .collect();
+        steps.extend(self.store_story(past.map_or(SimTime::ZERO, |(time, _)| time)));
+        steps.sort_by_key(|s| s.time);
+        Told::new(text, steps)
     }
 
-    fn reprocessed(
-        &self,
-        _history: &[Event],
-        _processings: &[Processing],
-        repeat: &Repeat,
-    ) -> Told {
-        format!(
-            "{} messages were consumed more than once (up to {} times)",
-            repeat.records, repeat.most
-        )
-        .into()
+    fn reprocessed(&self, history: &[Event], _processings: &[Processing], repeat: &Repeat) -> Told {
+        let (first, last) = (repeat.first[0], repeat.last[0]);
+        let tp = first.tp;
+        let mut text = format!(
+            "{} offsets {}..={} ({} messages) were consumed more than once (up to {} times): first by consumer-{} ({})",
+            queue(tp),
+            first.offset,
+            last.offset,
+            repeat.records,
+            repeat.most,
+            first.consumer,
+            crate::check::tell::time(history[first.event].time),
+        );
+        // The last time a member took the queue before consuming it again: where it
+        // started is the offset the master kept.
+        let resumed = history[first.event..].iter().find_map(|e| match &e.op {
+            Op::Resume {
+                consumer,
+                tp: t,
+                offset,
+                ..
+            } if t == tp && *offset <= first.offset => Some((e.time, *consumer, *offset)),
+            _ => None,
+        });
+        let mut steps = Vec::new();
+        if let Some((time, consumer, offset)) = resumed {
+            text.push_str(&format!(
+                ", then again by consumer-{consumer} after it took the queue at offset {offset}, the group's offset its master answered"
+            ));
+            steps.push(Step::new(
+                time,
+                format!(
+                    "consumer-{consumer} took {} at offset {offset} (QUERY_CONSUMER_OFFSET)",
+                    queue(tp)
+                ),
+            ));
+        }
+        for event in self.facts.events() {
+            if let AnyFact::RocketMq(Fact::OffsetsLoaded {
+                broker,
+                source,
+                queues,
+            }) = &event.fact
+            {
+                if event.time > SimTime::ZERO {
+                    steps.push(Step::new(
+                        event.time,
+                        format!("{broker} started with the offsets of {queues} queues, loaded from {source}"),
+                    ));
+                }
+            }
+        }
+        steps.extend(
+            self.store_story(history[first.event].time)
+                .into_iter()
+                .filter(|s| s.text.starts_with("fault")),
+        );
+        steps.sort_by_key(|s| s.time);
+        Told::new(text, steps)
     }
 }

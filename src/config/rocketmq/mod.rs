@@ -115,6 +115,34 @@ impl Default for ProducerConfig {
     }
 }
 
+/// `consumeFromWhere`: where a group starts in a queue it has no offset for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsumeFromWhere {
+    /// `CONSUME_FROM_LAST_OFFSET` (the default): the queue's end, so a group that starts
+    /// after messages were sent skips them (though a broker answers 0 for a queue whose
+    /// first message is still in memory).
+    LastOffset,
+    /// `CONSUME_FROM_FIRST_OFFSET`: the queue's first message.
+    FirstOffset,
+}
+
+/// The push consumer's settings (`DefaultMQPushConsumer`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConsumerConfig {
+    pub consume_from_where: ConsumeFromWhere,
+    /// `persistConsumerOffsetInterval`: the client sends its offsets every 5 s.
+    pub persist_consumer_offset_interval: Duration,
+}
+
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            consume_from_where: ConsumeFromWhere::LastOffset,
+            persist_consumer_offset_interval: Duration::from_secs(5),
+        }
+    }
+}
+
 /// The broker's own settings besides the store's (`BrokerConfig`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrokerConfig {
@@ -136,4 +164,5 @@ pub struct RocketMqConfig {
     pub store: StoreConfig,
     pub broker: BrokerConfig,
     pub producer: ProducerConfig,
+    pub consumer: ConsumerConfig,
 }

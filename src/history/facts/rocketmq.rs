@@ -23,6 +23,13 @@ pub enum Fact {
         /// Where the ConsumeQueues were cut back to, if they reached past the end.
         queues_truncated: Option<u64>,
     },
+    /// A broker loaded its consumer groups' offsets at start from `source`
+    /// (`consumerOffset.json`, its `.bak`, or nothing), holding `queues` queues' offsets.
+    OffsetsLoaded {
+        broker: HostName,
+        source: String,
+        queues: u64,
+    },
     /// A broker's store did not open, and the broker did not start.
     NotOpened { broker: HostName, reason: String },
     /// The CommitLog's flushed position (`flushedWhere`) moved to `flushed_where`.
@@ -44,6 +51,7 @@ impl Fact {
         match self {
             Fact::Recovered { normal: false, .. } => Some(Tally::Recovery),
             Fact::Recovered { .. }
+            | Fact::OffsetsLoaded { .. }
             | Fact::NotOpened { .. }
             | Fact::Flushed { .. }
             | Fact::ShutDown { .. } => None,

@@ -453,6 +453,15 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                     queues_truncated.map_or(String::new(), |at| format!(", the ConsumeQueues cut back to {at}"))
                 ),
             ),
+            Fact::RocketMq(RocketMqFact::OffsetsLoaded {
+                broker,
+                source,
+                queues,
+            }) => (
+                broker.to_string(),
+                "recovery",
+                format!("{broker} loaded its consumer offsets from {source} ({queues} queues)"),
+            ),
             Fact::RocketMq(RocketMqFact::NotOpened { broker, reason }) => (
                 broker.to_string(),
                 "log-dir-offline",

@@ -58,6 +58,11 @@ impl ConsumerOffsets {
         self.table.entry(key).or_default().insert(queue_id, offset);
     }
 
+    /// How many queues have an offset, over every group and topic.
+    pub fn queues(&self) -> usize {
+        self.table.values().map(BTreeMap::len).sum()
+    }
+
     /// `queryOffset`, if the group committed one for the queue.
     pub fn query(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
         self.table
@@ -178,6 +183,15 @@ impl ConsumerOffsets {
             None => Loaded::Nothing,
         }
     }
+}
+
+/// `ConsumerManageProcessor.queryConsumerOffset`'s answer: the committed offset; with
+/// none, 0 if the queue starts at 0 and holds its first message in memory (always, for
+/// a queue with messages here: nothing is swapped out), as for a group that started
+/// before anything was sent; else `QUERY_NOT_FOUND` (`None`), and the client picks by
+/// `consumeFromWhere`.
+pub fn query_answer(committed: Option<i64>, (min_offset, max_offset): (i64, i64)) -> Option<i64> {
+    committed.or_else(|| (min_offset <= 0 && max_offset > 0).then_some(0))
 }
 
 /// A file's table: `None` if it is missing or empty.
@@ -317,6 +331,16 @@ mod tests {
             ..DiskConfig::default()
         };
         Disk::new(config, 1)
+    }
+
+    #[test]
+    fn a_query_answers_the_commit_else_zero_for_a_queue_that_starts_at_zero() {
+        assert_eq!(query_answer(Some(7), (0, 100)), Some(7));
+        assert_eq!(query_answer(Some(7), (50, 100)), Some(7));
+        assert_eq!(query_answer(None, (0, 100)), Some(0));
+        // An empty queue has no first message in memory; one past its start, none at 0.
+        assert_eq!(query_answer(None, (0, 0)), None);
+        assert_eq!(query_answer(None, (50, 100)), None);
     }
 
     fn table(offset: i64) -> ConsumerOffsets {

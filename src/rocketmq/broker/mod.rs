@@ -5,22 +5,26 @@
 //! `store::services`); the tasks here only keep their time.
 
 pub mod consumer_offsets;
+mod consumers;
 mod services;
 
 use crate::config::bugs::Bugs;
-use crate::config::rocketmq::{BrokerConfig, FlushDiskType, Rules, StoreConfig};
+use crate::config::rocketmq::{BrokerConfig, ConfigPersist, FlushDiskType, Rules, StoreConfig};
 use crate::history::facts::rocketmq::Fact;
 use crate::history::facts::Facts;
 use crate::os::clock;
 use crate::os::disk::Disk;
 use crate::rocketmq::remoting::{
-    self, PullStatus, Pulled, Request, Response, ResponseCode, SendMessage, TopicQueues,
+    self, Peer, PullMessage, PullStatus, Pulled, Request, Response, ResponseCode, SendMessage,
+    TopicQueues,
 };
 use crate::rocketmq::store::commit_log::PutError;
 use crate::rocketmq::store::message::{self, Host, Message};
 use crate::rocketmq::store::message_store::{GetStatus, MessageStore, ABORT};
 use crate::rocketmq::store::services::{FlushRequest, Flushed, GroupCommit};
 use crate::types::HostName;
+use consumer_offsets::{ConsumerOffsets, Loaded};
+use consumers::ConsumerManager;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -75,21 +79,30 @@ struct Broker {
     facts: Facts,
     topics: Vec<TopicQueues>,
     bugs: Bugs,
+    /// The consumer groups' members, and the connections they are on.
+    consumers: RefCell<ConsumerManager>,
+    peers: RefCell<BTreeMap<u64, Peer>>,
+    /// The groups' committed offsets (`ConsumerOffsetManager`).
+    offsets: RefCell<ConsumerOffsets>,
+    /// Woken when ReputMessageService dispatched something: the held pulls look again
+    /// (`NotifyMessageArrivingListener`, with `longPollingEnable`).
+    arrived: Notify,
 }
 
 pub async fn run(ctx: BrokerContext) -> turmoil::Result {
-    let (store, recovered) =
-        match MessageStore::open(ctx.disk.clone(), ctx.store.clone(), ctx.rules) {
-            Ok(opened) => opened,
-            Err(e) => {
-                tracing::warn!(host = %ctx.host, error = %e, "the store did not open");
-                ctx.facts.record(Fact::NotOpened {
-                    broker: ctx.host,
-                    reason: e.to_string(),
-                });
-                return Ok(());
-            }
-        };
+    let mut rules = ctx.rules;
+    rules.sync_flush_reads_flushed &= !ctx.bugs.reput_past_flushed;
+    let (store, recovered) = match MessageStore::open(ctx.disk.clone(), ctx.store.clone(), rules) {
+        Ok(opened) => opened,
+        Err(e) => {
+            tracing::warn!(host = %ctx.host, error = %e, "the store did not open");
+            ctx.facts.record(Fact::NotOpened {
+                broker: ctx.host,
+                reason: e.to_string(),
+            });
+            return Ok(());
+        }
+    };
     ctx.facts.record(Fact::Recovered {
         broker: ctx.host,
         normal: recovered.normal,
@@ -100,6 +113,23 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         queues_truncated: recovered.queues_truncated,
     });
     tracing::info!(host = %ctx.host, normal = recovered.normal, end = recovered.end, "store recovered");
+    let (offsets, source) = match ConsumerOffsets::load(&ctx.disk) {
+        Loaded::File(offsets) => (offsets, "consumerOffset.json"),
+        Loaded::Backup(offsets) => (offsets, "consumerOffset.json.bak"),
+        Loaded::Nothing => (ConsumerOffsets::default(), "nothing"),
+        Loaded::Unreadable(reason) => {
+            ctx.facts.record(Fact::NotOpened {
+                broker: ctx.host,
+                reason: format!("consumerOffset.json and its .bak are unreadable: {reason}"),
+            });
+            return Ok(());
+        }
+    };
+    ctx.facts.record(Fact::OffsetsLoaded {
+        broker: ctx.host,
+        source: source.into(),
+        queues: offsets.queues() as u64,
+    });
     let broker = Rc::new(Broker {
         host: ctx.host,
         disk: ctx.disk.clone(),
@@ -112,16 +142,16 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         facts: ctx.facts.clone(),
         topics: ctx.topics.clone(),
         bugs: ctx.bugs,
+        consumers: RefCell::default(),
+        peers: RefCell::default(),
+        offsets: RefCell::new(offsets),
+        arrived: Notify::new(),
     });
     let mut tasks = services::start(&broker, &ctx);
     create_abort_file(&ctx.disk, &ctx.rules)?;
-    let handler_broker = broker.clone();
+    let server = BrokerServer(broker.clone());
     tasks.push(tokio::task::spawn_local(async move {
-        let served = remoting::serve(remoting::BROKER_PORT, move |request| {
-            let broker = handler_broker.clone();
-            async move { broker.handle(request).await }
-        })
-        .await;
+        let served = remoting::serve(remoting::BROKER_PORT, server).await;
         if let Err(e) = served {
             tracing::warn!(error = %e, "the broker's server stopped");
         }
@@ -133,6 +163,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     for task in tasks {
         task.abort();
     }
+    broker.persist_offsets();
     broker.shut_down().await;
     Ok(())
 }
@@ -188,16 +219,67 @@ const REGISTER_FIRST_DELAY: Duration = Duration::from_secs(10);
 /// `registerBrokerTimeoutMills`: 6 s.
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 
+/// The broker's request processors, each request with the connection it came on.
+#[derive(Clone)]
+struct BrokerServer(Rc<Broker>);
+
+impl remoting::Server for BrokerServer {
+    fn handle(
+        &self,
+        request: Request,
+        peer: &Peer,
+    ) -> impl std::future::Future<Output = Response> + 'static {
+        let broker = self.0.clone();
+        let peer = peer.clone();
+        async move { broker.handle(request, &peer).await }
+    }
+
+    fn closed(&self, peer: &Peer) {
+        self.0.peers.borrow_mut().remove(&peer.id);
+        let left = self.0.consumers.borrow_mut().channel_closed(peer.id);
+        self.0.notify_changed(&left);
+    }
+}
+
 impl Broker {
-    async fn handle(&self, request: Request) -> Response {
+    async fn handle(&self, request: Request, peer: &Peer) -> Response {
         match request {
             Request::SendMessage(send) => self.send_message(send).await,
-            Request::PullMessage {
+            Request::PullMessage(pull) => self.pull(pull).await,
+            Request::HeartBeat {
+                client_id, group, ..
+            } => {
+                self.peers.borrow_mut().insert(peer.id, peer.clone());
+                let changed = self.consumers.borrow_mut().heartbeat(
+                    &group,
+                    &client_id,
+                    peer.id,
+                    clock::now(),
+                );
+                if changed {
+                    self.notify_changed(&[group]);
+                }
+                Response::HeartBeat
+            }
+            Request::GetConsumerListByGroup { group } => {
+                Response::ConsumerList(self.consumers.borrow().ids(&group))
+            }
+            Request::QueryConsumerOffset {
+                group,
                 topic,
                 queue_id,
-                queue_offset,
-                max_msg_nums,
-            } => self.pull_message(&topic, queue_id, queue_offset, max_msg_nums),
+            } => Response::ConsumerOffset(self.query_offset(&group, &topic, queue_id)),
+            Request::UpdateConsumerOffset {
+                group,
+                topic,
+                queue_id,
+                offset,
+            } => {
+                self.offsets
+                    .borrow_mut()
+                    .commit(&topic, &group, queue_id, offset);
+                Response::HeartBeat
+            }
             Request::QueueRange { topic, queue_id } => {
                 let (min_offset, max_offset) = self.store.borrow().queue_range(&topic, queue_id);
                 Response::QueueRange {
@@ -311,6 +393,79 @@ impl Broker {
         }
     }
 
+    /// `DefaultConsumerIdsChangeListener`: tell each member of the groups that changed to
+    /// rebalance now.
+    fn notify_changed(&self, groups: &[String]) {
+        let consumers = self.consumers.borrow();
+        let peers = self.peers.borrow();
+        for group in groups {
+            for id in consumers.peers(group) {
+                if let Some(peer) = peers.get(&id) {
+                    peer.push(Response::NotifyConsumerIdsChanged {
+                        group: group.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// `ConsumerManageProcessor.queryConsumerOffset` ([`consumer_offsets::query_answer`]).
+    fn query_offset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let committed = self.offsets.borrow().query(topic, group, queue_id);
+        consumer_offsets::query_answer(committed, self.store.borrow().queue_range(topic, queue_id))
+    }
+
+    /// `ConsumerOffsetManager.persist`, the release's way.
+    fn persist_offsets(&self) {
+        let rule = if self.bugs.offsets_persist_fsyncs {
+            ConfigPersist::MoveThenFsync
+        } else {
+            self.store.borrow().rules().config_persist
+        };
+        if let Err(e) = self.offsets.borrow().persist(&self.disk, rule) {
+            tracing::debug!(host = %self.host, error = %e, "consumerOffset.json not written");
+        }
+    }
+
+    /// `PullMessageProcessor`: the messages from the asked offset; the group's offset
+    /// committed first (a master stores `commitOffset`); a pull that finds nothing held
+    /// until a dispatch brings something or its suspend time runs out (long polling).
+    async fn pull(&self, pull: PullMessage) -> Response {
+        let read = || {
+            self.pull_message(
+                &pull.topic,
+                pull.queue_id,
+                pull.queue_offset,
+                pull.max_msg_nums,
+            )
+        };
+        let mut answer = read();
+        if let Some(offset) = pull.commit_offset {
+            self.offsets
+                .borrow_mut()
+                .commit(&pull.topic, &pull.group, pull.queue_id, offset);
+        }
+        let Some(suspend) = pull.suspend else {
+            return answer;
+        };
+        let until = tokio::time::Instant::now() + suspend;
+        while matches!(
+            answer,
+            Response::PullMessage {
+                status: PullStatus::NoNewMessage,
+                ..
+            }
+        ) {
+            tokio::select! {
+                biased;
+                () = self.arrived.notified() => {}
+                () = tokio::time::sleep_until(until) => return read(),
+            }
+            answer = read();
+        }
+        answer
+    }
+
     /// `PullMessageProcessor` without long polling: what the queue holds from the asked
     /// offset now.
     fn pull_message(&self, topic: &str, queue_id: i32, offset: i64, max: u32) -> Response {
@@ -323,6 +478,8 @@ impl Broker {
                 status: match got.status {
                     GetStatus::Found => PullStatus::Found,
                     GetStatus::OffsetFoundNull => PullStatus::NoNewMessage,
+                    GetStatus::NoMessageInQueue if offset == 0 => PullStatus::NoNewMessage,
+                    GetStatus::NoMessageInQueue => PullStatus::OffsetMoved,
                     GetStatus::OffsetMoved => PullStatus::OffsetMoved,
                     GetStatus::NoMatchedMessage => PullStatus::RetryImmediately,
                 },

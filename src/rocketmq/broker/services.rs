@@ -39,7 +39,31 @@ pub(super) fn start(broker: &Rc<Broker>, ctx: &BrokerContext) -> Vec<JoinHandle<
     if ctx.rules.checkpoint_every_second {
         tasks.push(tokio::task::spawn_local(checkpoint(broker.clone())));
     }
+    tasks.push(tokio::task::spawn_local(persist_offsets(
+        broker.clone(),
+        ctx.store.flush_consumer_offset_interval,
+    )));
+    tasks.push(tokio::task::spawn_local(scan_consumers(broker.clone())));
     tasks
+}
+
+/// `BrokerController`'s schedule for `consumerOffset.json`: 10 s after start, then every
+/// `flushConsumerOffsetInterval`.
+async fn persist_offsets(broker: Rc<Broker>, interval: Duration) {
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    loop {
+        broker.persist_offsets();
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// `ClientHousekeepingService`: every 10 s, members silent too long leave their groups.
+async fn scan_consumers(broker: Rc<Broker>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let left = broker.consumers.borrow_mut().scan(clock::now());
+        broker.notify_changed(&left);
+    }
 }
 
 /// FlushRealTimeService: decide the pass's pages (everything every
@@ -125,8 +149,10 @@ async fn commit_real_time(broker: Rc<Broker>) {
 async fn reput(broker: Rc<Broker>) {
     loop {
         tokio::time::sleep(REPUT_INTERVAL).await;
-        if let Err(e) = broker.store.borrow_mut().reput() {
-            tracing::debug!(error = %e, "dispatch failed");
+        match broker.store.borrow_mut().reput() {
+            Ok(0) => {}
+            Ok(_) => broker.arrived.notify_waiters(),
+            Err(e) => tracing::debug!(error = %e, "dispatch failed"),
         }
     }
 }

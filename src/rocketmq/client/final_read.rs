@@ -6,7 +6,7 @@ use crate::config::rocketmq::Rules;
 use crate::history::final_state::ReadRecord;
 use crate::os::frame::NetError;
 use crate::rocketmq::broker::PULL_BATCH;
-use crate::rocketmq::remoting::{self, PullStatus, Request, Response};
+use crate::rocketmq::remoting::{self, PullMessage, PullStatus, Request, Response};
 use crate::types::{HostName, Offset, TopicPartition};
 use std::time::Duration;
 
@@ -28,6 +28,10 @@ pub struct QueueRead {
     /// Read from the first offset to the end without a gap.
     pub complete: bool,
 }
+
+/// The reader's consumer group: it pulls without committing, so the broker keeps nothing
+/// of it.
+const READER_GROUP: &str = "hightide-final-read";
 
 /// How long one request of the final read waits.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
@@ -68,12 +72,15 @@ async fn read_queue(client: &remoting::Client, queue: &QueueToRead) -> QueueRead
     let mut offset = min_offset;
     let mut complete = true;
     while offset < max_offset {
-        let request = Request::PullMessage {
+        let request = Request::PullMessage(PullMessage {
+            group: READER_GROUP.into(),
             topic: topic.clone(),
             queue_id: queue.queue_id,
             queue_offset: offset,
             max_msg_nums: PULL_BATCH,
-        };
+            commit_offset: None,
+            suspend: None,
+        });
         match client.invoke(queue.master, request, REQUEST_TIMEOUT).await {
             Ok(Response::PullMessage {
                 status: PullStatus::Found,

@@ -322,7 +322,7 @@ fn uniq_key(id: MessageId) -> String {
 }
 
 /// `broker-a` is group 0.
-fn group_of(broker_name: &str) -> u32 {
+pub(crate) fn group_of(broker_name: &str) -> u32 {
     broker_name
         .strip_prefix("broker-")
         .and_then(|letter| letter.bytes().next())

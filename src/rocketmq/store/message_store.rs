@@ -42,10 +42,13 @@ pub struct Got {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GetStatus {
     Found,
-    /// The asked offset is the queue's end: nothing new yet.
+    /// The asked offset is the queue's end (`OFFSET_OVERFLOW_ONE`): nothing new yet.
     OffsetFoundNull,
-    /// Past the end by one or more (`OFFSET_OVERFLOW_ONE` / `OFFSET_OVERFLOW_BADLY`),
-    /// below the start (`OFFSET_TOO_SMALL`), or an empty queue (`NO_MESSAGE_IN_QUEUE`).
+    /// The queue holds nothing (`NO_MESSAGE_IN_QUEUE`): an ask for offset 0 waits for
+    /// messages, any other is moved to 0.
+    NoMessageInQueue,
+    /// Past the end by more than one (`OFFSET_OVERFLOW_BADLY`) or below the start
+    /// (`OFFSET_TOO_SMALL`): `next_begin_offset` is where a master says to go on.
     OffsetMoved,
     /// The entries point at CommitLog bytes that are not there
     /// (`MESSAGE_WAS_REMOVING` and the like).
@@ -267,7 +270,7 @@ impl MessageStore {
             messages,
         };
         if max_offset == 0 {
-            return Ok(answer(GetStatus::OffsetMoved, 0, Vec::new()));
+            return Ok(answer(GetStatus::NoMessageInQueue, 0, Vec::new()));
         }
         if offset < min_offset {
             return Ok(answer(GetStatus::OffsetMoved, min_offset, Vec::new()));
@@ -353,7 +356,10 @@ mod tests {
         put(&mut store, 1, b"b");
         assert_eq!(first.queue_offset, 0);
         let got = store.get_message("orders", 1, 0, 32).unwrap();
-        assert_eq!((got.status, got.max_offset), (GetStatus::OffsetMoved, 0));
+        assert_eq!(
+            (got.status, got.max_offset),
+            (GetStatus::NoMessageInQueue, 0)
+        );
         assert_eq!(store.reput().unwrap(), 2);
         assert!(store.dispatched_all());
         let got = store.get_message("orders", 1, 1, 32).unwrap();

@@ -4,7 +4,7 @@
 //! part of `hightide config --rocketmq`.
 
 use super::{render, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
-use crate::config::rocketmq::{FlushDiskType, Release, RocketMqConfig, Rules};
+use crate::config::rocketmq::{ConsumeFromWhere, FlushDiskType, Release, RocketMqConfig, Rules};
 use crate::scenario::node::{Node, Value};
 use crate::scenario::Error;
 use std::fmt::Write as _;
@@ -60,6 +60,11 @@ macro_rules! flag {
 const FLUSH_DISK_TYPE_NAMES: &[&str] = &["ASYNC_FLUSH", "SYNC_FLUSH"];
 const FLUSH_DISK_TYPES: [FlushDiskType; 2] = [FlushDiskType::AsyncFlush, FlushDiskType::SyncFlush];
 
+/// `consumeFromWhere`'s values, in the order of [`CONSUME_FROM`].
+const CONSUME_FROM_NAMES: &[&str] = &["CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_FIRST_OFFSET"];
+const CONSUME_FROM: [ConsumeFromWhere; 2] =
+    [ConsumeFromWhere::LastOffset, ConsumeFromWhere::FirstOffset];
+
 /// The smallest `mappedFileSizeCommitLog`: one 4 KiB page, the unit RocketMQ's flush and
 /// commit counts (`flushCommitLogLeastPages`) are in (`OS_PAGE_SIZE`); a smaller file
 /// could not hold a page of messages, nor a record beside the blank that ends a file.
@@ -69,7 +74,7 @@ const CONSUME_QUEUE_ENTRY: i64 = 20;
 
 pub(crate) static ROCKETMQ: Section<RocketMqConfig> = Section {
     name: "rocketmq",
-    title: "RocketMQ configuration (every broker and producer), RocketMQ's names and defaults",
+    title: "RocketMQ configuration (every broker, producer and consumer), RocketMQ's names and defaults",
     keys: &[
         Key {
             name: "flushDiskType",
@@ -135,6 +140,22 @@ pub(crate) static ROCKETMQ: Section<RocketMqConfig> = Section {
             "Retries of a failed synchronous send, each on another broker's queue if it can (default 2)."),
         flag!("retryAnotherBrokerWhenNotStoreOK", producer.retry_another_broker_when_not_store_ok,
             "Retry a send answered with a status other than SEND_OK, which stores the message again (default false)."),
+        Key {
+            name: "consumeFromWhere",
+            meaning: "Where a consumer group starts in a queue it has no offset for (default CONSUME_FROM_LAST_OFFSET): \"CONSUME_FROM_LAST_OFFSET\" the queue's end (0 while its first message is in memory), \"CONSUME_FROM_FIRST_OFFSET\" its first message.",
+            kind: Kind::Choice {
+                names: CONSUME_FROM_NAMES,
+                get: |c| {
+                    CONSUME_FROM
+                        .iter()
+                        .position(|w| *w == c.consumer.consume_from_where)
+                        .expect("every consumeFromWhere is listed")
+                },
+                set: |c, i| c.consumer.consume_from_where = CONSUME_FROM[i],
+            },
+        },
+        millis!("persistConsumerOffsetInterval", consumer.persist_consumer_offset_interval, 1, INT_MAX,
+            "How often a consumer sends its queues' offsets to their masters, oneway, in milliseconds (default 5000); each pull also carries its queue's offset."),
         millis!("pollNameServerInterval", producer.poll_name_server_interval, 1, INT_MAX,
             "How often a client refreshes its topic routes from the NameServer, in milliseconds (default 30000)."),
     ],

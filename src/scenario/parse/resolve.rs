@@ -217,6 +217,24 @@ fn group_rules(
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
 ) -> Result<(), Error> {
     let workload = &settings.workload;
+    let rocketmq = settings.cluster.system == SystemName::RocketMq;
+    if rocketmq && workload.consumers > 0 && workload.group.is_none() {
+        let span = explicit.get(&(Sec::Workload, "consumers")).cloned();
+        return Err(Error {
+            span,
+            message: "RocketMQ consumers are members of a consumer group: set `group`".into(),
+        });
+    }
+    if rocketmq && workload.commit != Commit::Auto {
+        let span = explicit.get(&(Sec::Workload, "commit")).cloned();
+        return Err(Error {
+            span,
+            message: format!(
+                "`commit` = \"{}\": RocketMQ's push consumer commits what it has consumed, with each pull and every persistConsumerOffsetInterval (5 s); \"auto\" is its only mode",
+                workload.commit.name()
+            ),
+        });
+    }
     let Some(group) = &workload.group else {
         for key in ["commit", "processing"] {
             if let Some(span) = explicit.get(&(Sec::Workload, key)) {

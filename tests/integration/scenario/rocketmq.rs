@@ -271,6 +271,35 @@ fn wrong_rocketmq_values() {
         &format!("{ROCKETMQ}[rocketmq]\nflushIntervalCommitLog = \"500ms\"\n"),
         "s.toml:8:26: `flushIntervalCommitLog` must be an integer, found a string",
     );
+    assert_error(
+        &format!("{ROCKETMQ}[rocketmq]\nconsumeFromWhere = \"CONSUME_FROM_TIMESTAMP\"\n"),
+        "s.toml:8:20: invalid `consumeFromWhere` `CONSUME_FROM_TIMESTAMP`: expected \"CONSUME_FROM_LAST_OFFSET\" or \"CONSUME_FROM_FIRST_OFFSET\"",
+    );
+}
+
+/// A RocketMQ consumer is always a group's member, and its push consumer commits one way.
+#[test]
+fn rocketmq_consumers_need_a_group_and_commit_what_they_consumed() {
+    assert_error(
+        &format!("{ROCKETMQ}[workload]\nconsumers = 2\n"),
+        "s.toml:8:13: RocketMQ consumers are members of a consumer group: set `group`",
+    );
+    assert_error(
+        &format!("{ROCKETMQ}[workload]\nconsumers = 2\ngroup = \"g\"\ncommit = \"after-processing\"\n"),
+        "s.toml:10:10: `commit` = \"after-processing\": RocketMQ's push consumer commits what it has consumed, with each pull and every persistConsumerOffsetInterval (5 s); \"auto\" is its only mode",
+    );
+    let scenario = ok(&format!(
+        "{ROCKETMQ}[rocketmq]\nconsumeFromWhere = \"CONSUME_FROM_FIRST_OFFSET\"\npersistConsumerOffsetInterval = 1000\n[workload]\nconsumers = 2\ngroup = \"g\"\n"
+    ));
+    let settings = &scenario.variants[0].settings;
+    assert_eq!(
+        settings.rocketmq.consumer.consume_from_where,
+        hightide::config::rocketmq::ConsumeFromWhere::FirstOffset
+    );
+    assert_eq!(
+        settings.rocketmq.consumer.persist_consumer_offset_interval,
+        Duration::from_secs(1)
+    );
 }
 
 #[test]

@@ -9,13 +9,15 @@ use hightide::systems;
 use std::path::Path;
 
 /// Kafka's replication and retries; RocketMQ's recovery after a power loss (beside Kafka
-/// in the same file) and its timeouts and retries under a slow disk.
-const SCENARIOS: [&str; 5] = [
+/// in the same file), its timeouts and retries under a slow disk, and its consumer group
+/// across a lost tail.
+const SCENARIOS: [&str; 6] = [
     "quickstart.toml",
     "kip-101.toml",
     "idempotent-retries.toml",
     "rocketmq-flush.toml",
     "rocketmq-slow-fsync.toml",
+    "rocketmq-torn-tail.toml",
 ];
 
 fn load(name: &str) -> scenario::model::Scenario {
