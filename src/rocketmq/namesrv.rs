@@ -1,8 +1,9 @@
 //! The NameServer (`NamesrvController`, `RouteInfoManager`): the brokers that registered
 //! lately and their topics, in memory only. A broker not heard from for
 //! `BROKER_CHANNEL_EXPIRED_TIME` (120 s) is dropped by the scan that runs every 5 s
-//! (`scanNotActiveBroker`). A broker's closed connection also drops it in RocketMQ; here a
-//! crashed host's connections go silent instead, so only the scan does.
+//! (`scanNotActiveBroker`), and a broker whose registering connection closes (a killed
+//! process's FIN) is dropped at once (`onChannelDestroy`). A broker that lost power sends
+//! nothing, so only the scan drops it.
 
 use crate::os::clock::{self, SimTime};
 use crate::rocketmq::remoting::{
@@ -23,6 +24,8 @@ const SCAN_INTERVAL: Duration = Duration::from_secs(5);
 #[derive(Clone, Debug)]
 struct Live {
     address: HostName,
+    /// The connection its last registration came on.
+    channel: u64,
     last_update: SimTime,
     topics: Vec<TopicQueues>,
 }
@@ -34,12 +37,12 @@ pub struct RouteInfo {
 }
 
 impl RouteInfo {
-    /// `registerBroker`: the broker and its topics, as of `now`.
+    /// `registerBroker`: the broker and its topics, on `channel`, as of `now`.
     pub fn register(
         &mut self,
-        broker_name: String,
-        broker_id: u32,
+        (broker_name, broker_id): (String, u32),
         address: HostName,
+        channel: u64,
         topics: Vec<TopicQueues>,
         now: SimTime,
     ) {
@@ -47,10 +50,24 @@ impl RouteInfo {
             (broker_name, broker_id),
             Live {
                 address,
+                channel,
                 last_update: now,
                 topics,
             },
         );
+    }
+
+    /// `onChannelDestroy`: the brokers registered on a connection that closed go.
+    pub fn channel_closed(&mut self, channel: u64) -> Vec<HostName> {
+        let mut gone = Vec::new();
+        self.brokers.retain(|_, live| {
+            let keep = live.channel != channel;
+            if !keep {
+                gone.push(live.address);
+            }
+            keep
+        });
+        gone
     }
 
     /// `scanNotActiveBroker`: the brokers not heard from for [`BROKER_EXPIRED`] go.
@@ -100,7 +117,7 @@ impl remoting::Server for NameServer {
     fn handle(
         &self,
         request: Request,
-        _peer: &remoting::Peer,
+        peer: &remoting::Peer,
     ) -> impl std::future::Future<Output = Response> + 'static {
         let answer = match request {
             Request::RegisterBroker {
@@ -110,9 +127,9 @@ impl remoting::Server for NameServer {
                 topics,
             } => {
                 self.routes.borrow_mut().register(
-                    broker_name,
-                    broker_id,
+                    (broker_name, broker_id),
                     address,
+                    peer.id,
                     topics,
                     clock::now(),
                 );
@@ -126,8 +143,11 @@ impl remoting::Server for NameServer {
         std::future::ready(answer)
     }
 
-    /// Brokers expire by the scan alone: the model leaves out `onChannelDestroy`.
-    fn closed(&self, _peer: &remoting::Peer) {}
+    fn closed(&self, peer: &remoting::Peer) {
+        for broker in self.routes.borrow_mut().channel_closed(peer.id) {
+            tracing::info!(%broker, "the NameServer dropped a broker whose connection closed");
+        }
+    }
 }
 
 pub async fn run() -> turmoil::Result {
@@ -164,11 +184,11 @@ mod tests {
         let t0 = SimTime::from_millis(0);
         let b0 = HostName::GroupBroker { group: 1, id: 0 };
         let a0 = HostName::GroupBroker { group: 0, id: 0 };
-        info.register("broker-b".into(), 0, b0, topics(2), t0);
+        info.register(("broker-b".into(), 0), b0, 1, topics(2), t0);
         info.register(
-            "broker-a".into(),
-            0,
+            ("broker-a".into(), 0),
             a0,
+            2,
             topics(4),
             t0 + Duration::from_secs(60),
         );
@@ -186,5 +206,9 @@ mod tests {
         assert!(info.scan(t0 + Duration::from_millis(119_999)).is_empty());
         assert_eq!(info.scan(t0 + BROKER_EXPIRED), [b0]);
         assert_eq!(info.route("orders").expect("a route").brokers.len(), 1);
+        // Its connection closing drops a broker at once; another connection's, nothing.
+        assert!(info.channel_closed(1).is_empty());
+        assert_eq!(info.channel_closed(2), [a0]);
+        assert!(info.route("orders").is_none());
     }
 }
