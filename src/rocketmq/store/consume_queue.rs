@@ -119,7 +119,7 @@ impl ConsumeQueue {
         if at + ENTRY_BYTES > self.files.max_offset() {
             return Ok(None);
         }
-        let bytes = self.files.read_from(at)?;
+        let bytes = self.files.read(at, ENTRY_BYTES as usize)?;
         Ok((bytes.len() as u64 >= ENTRY_BYTES).then(|| Entry::from_bytes(&bytes)))
     }
 

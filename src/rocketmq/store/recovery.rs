@@ -360,7 +360,7 @@ mod tests {
                 }
                 let bytes = log
                     .files()
-                    .read_from(entry.commit_log_offset as u64)
+                    .read(entry.commit_log_offset as u64, entry.size as usize)
                     .map_err(|e| e.to_string())?;
                 let Checked::Message(record) = message::check(&bytes, true) else {
                     return Err(format!("{topic}/{queue_id} entry {i}: no record"));
