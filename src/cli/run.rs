@@ -4,7 +4,8 @@ use super::scenario_args::{chosen_variants, load, load_shards_file, replay_comma
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::config::Modelled;
 use crate::report;
-use crate::scenario::{self, model::Scenario};
+use crate::scenario;
+use crate::scenario::model::{Scenario, SystemName};
 use crate::sim::batch;
 use crate::sim::runner::{DumpDisks, RunOptions, RunOutcome};
 use crate::sim::trace::Print;
@@ -280,9 +281,16 @@ fn write_timelines(
             } else {
                 String::new()
             };
+            // The setting a reader compares first, in the run's system's words.
+            let durability = match settings.cluster.system {
+                SystemName::Kafka => format!("acks={}", settings.producer.acks),
+                SystemName::RocketMq => format!(
+                    "flushDiskType={}",
+                    settings.rocketmq.store.flush_disk_type.name()
+                ),
+            };
             let summary = format!(
-                "acks={}: attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}{group}; trace {}",
-                settings.producer.acks,
+                "{durability}: attempted {}, acked {}, lost {}, duplicates {}, reordered {}, divergent {}, offline {}{group}; trace {}",
                 counts.attempted,
                 counts.acked,
                 counts.lost,
@@ -299,6 +307,7 @@ fn write_timelines(
                 history: &outcome.history,
                 facts: &outcome.final_state.facts,
                 verdict: &outcome.verdict,
+                system: settings.cluster.system,
                 topics: &topics,
             })
         })

@@ -237,6 +237,7 @@ impl Leadership for MetadataView {
                     time: now,
                     tp: tp.clone(),
                     leader: state.leader,
+                    leader_host: state.leader.map(|b| HostName::Broker(b.0)),
                     leader_epoch: state.leader_epoch,
                     isr: state.isr.clone(),
                 })

@@ -63,7 +63,8 @@ pub struct RocketMq {
 /// moved (no failover without controller mode).
 #[derive(Clone)]
 pub struct Masters {
-    queues: Vec<TopicPartition>,
+    /// Each queue and its group's master.
+    queues: Vec<(TopicPartition, HostName)>,
 }
 
 impl Leadership for Masters {
@@ -74,10 +75,11 @@ impl Leadership for Masters {
     fn sample(&self, now: SimTime) -> Vec<LeadershipChange> {
         self.queues
             .iter()
-            .map(|tp| LeadershipChange {
+            .map(|(tp, master)| LeadershipChange {
                 time: now,
                 tp: tp.clone(),
                 leader: Some(BrokerId(MASTER)),
+                leader_host: Some(*master),
                 leader_epoch: Epoch(0),
                 isr: vec![BrokerId(MASTER)],
             })
@@ -134,7 +136,11 @@ impl System for RocketMq {
 
     fn view(&self) -> Masters {
         Masters {
-            queues: self.queues().into_iter().map(|q| q.tp).collect(),
+            queues: self
+                .queues()
+                .into_iter()
+                .map(|q| (q.tp, q.master))
+                .collect(),
         }
     }
 

@@ -29,9 +29,10 @@ impl<'f> Teller<'f> {
         let mut flushed = std::collections::BTreeMap::new();
         for event in self.facts.events() {
             match &event.fact {
-                AnyFact::RocketMq(Fact::Flushed {
+                AnyFact::RocketMq(Fact::CommitLog {
                     broker,
                     flushed_where,
+                    ..
                 }) => {
                     flushed.insert(*broker, *flushed_where);
                 }

@@ -22,6 +22,8 @@ pub struct LeadershipChange {
     pub time: SimTime,
     pub tp: TopicPartition,
     pub leader: Option<BrokerId>,
+    /// The leader's host (Kafka's `broker-N`, RocketMQ's master `broker-a-0`).
+    pub leader_host: Option<HostName>,
     pub leader_epoch: Epoch,
     pub isr: Vec<BrokerId>,
 }

@@ -2,13 +2,14 @@
 // nothing listens on a port) and fails on any console error or uncaught exception, on a
 // missing lane, or on a tooltip that does not appear; it zooms, pans and saves a screenshot.
 //
-//   node tests/browser/timeline.mjs BROWSER PAGE.html SCREENSHOT.png PANELS
+//   node tests/browser/timeline.mjs BROWSER PAGE.html SCREENSHOT.png PANELS [kafka|rocketmq]
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { launch } from "./cdp.mjs";
 
-const [browser, page, screenshot, panelsWanted] = process.argv.slice(2);
+const [browser, page, screenshot, panelsWanted, system = "kafka"] = process.argv.slice(2);
+const kafka = system === "kafka";
 if (!browser || !page || !screenshot || !panelsWanted) {
   console.error("usage: timeline.mjs BROWSER PAGE.html SCREENSHOT.png PANELS");
   process.exit(2);
@@ -63,15 +64,22 @@ async function main() {
     }
     return kinds;
   })()`);
-  for (const kind of ["host", "leader", "isr", "offsets", "faults", "acked", "failed", "lost"]) {
+  // RocketMQ's queues have no ISR: a group's master alone holds them.
+  const isr = kafka ? ["isr"] : [];
+  for (const kind of ["host", "leader", ...isr, "offsets", "faults", "acked", "failed", "lost"]) {
     check(kind in lanes, `a ${kind} lane`);
   }
-  for (const kind of ["host", "leader", "isr", "offsets", "acked"]) {
+  if (!kafka) check(!("isr" in lanes), "no ISR lane");
+  for (const kind of ["host", "leader", ...isr, "offsets", "acked"]) {
     check(lanes[kind] > 0, `the ${kind} lanes draw something (${lanes[kind] || 0} shapes)`);
+  }
+  if (!kafka) {
+    const logs = await evaluate("document.querySelectorAll('[data-lane^=\"offsets:log:\"] path').length");
+    check(logs > 0, `a master's CommitLog lane draws its lines (${logs} paths)`);
   }
   const kinds = await evaluate("[...new Set([...document.querySelectorAll('.marker')].map(m => m.dataset.kind))].sort()");
   check(kinds.includes("fault"), `fault markers (kinds drawn: ${kinds.join(", ")})`);
-  check(kinds.length >= 3, "markers of at least three kinds");
+  check(kinds.length >= (kafka ? 3 : 2), `markers of at least ${kafka ? "three" : "two"} kinds`);
   const legend = await evaluate("document.getElementById('legend').textContent");
   check(/host up/.test(legend) && /fault/.test(legend), `a legend (${legend.slice(0, 80)}…)`);
 
@@ -102,7 +110,8 @@ async function main() {
   })()`);
   await mouse("mouseMoved", leader[0], leader[1]);
   const leaderTip = await evaluate("document.getElementById('tip').textContent");
-  check(/leads .*, epoch \d+, ISR \{/.test(leaderTip) || /offline/.test(leaderTip), `the leader lane's tooltip (${leaderTip.split("\n")[0]})`);
+  const named = kafka ? /leads .*, epoch \d+, ISR \{/ : /broker-[a-z]-0, its group's master, holds /;
+  check(named.test(leaderTip) || /offline/.test(leaderTip), `the leader lane's tooltip (${leaderTip.split("\n")[0]})`);
 
   // Zoom in with the wheel over the middle of the first panel, then drag to pan.
   const before = await evaluate("window.timeline.view()");

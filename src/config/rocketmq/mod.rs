@@ -23,6 +23,16 @@ pub enum FlushDiskType {
     SyncFlush,
 }
 
+impl FlushDiskType {
+    /// As RocketMQ names it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+            FlushDiskType::SyncFlush => "SYNC_FLUSH",
+        }
+    }
+}
+
 /// The store's settings (`MessageStoreConfig`) and the broker's one the store needs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreConfig {

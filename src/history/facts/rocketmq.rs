@@ -32,9 +32,11 @@ pub enum Fact {
     },
     /// A broker's store did not open, and the broker did not start.
     NotOpened { broker: HostName, reason: String },
-    /// The CommitLog's flushed position (`flushedWhere`) moved to `flushed_where`.
-    Flushed {
+    /// Where a broker's CommitLog stood at a pass of its flush service, when it had moved
+    /// since the last: its end (`getMaxOffset`) and its flushed position (`flushedWhere`).
+    CommitLog {
         broker: HostName,
+        max_offset: u64,
         flushed_where: u64,
     },
     /// A broker stopped cleanly; `abort_deleted`: its store was writable and dispatch had
@@ -53,7 +55,7 @@ impl Fact {
             Fact::Recovered { .. }
             | Fact::OffsetsLoaded { .. }
             | Fact::NotOpened { .. }
-            | Fact::Flushed { .. }
+            | Fact::CommitLog { .. }
             | Fact::ShutDown { .. } => None,
         }
     }

@@ -7,6 +7,7 @@ use crate::history::facts::rocketmq::Fact as RocketMqFact;
 use crate::history::facts::{Fact, FactLog};
 use crate::history::{Event, Op};
 use crate::os::clock::SimTime;
+use crate::scenario::model::SystemName;
 use crate::sim::timeline::Timeline;
 use crate::sim::world::Stopped;
 use crate::types::{BrokerId, HostName, Offset, TopicPartition};
@@ -20,11 +21,15 @@ pub const BUCKET_MS: u64 = 10;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Panel {
     pub variant: String,
+    /// `kafka` or `rocketmq`: the words the page uses.
+    pub system: &'static str,
     pub summary: String,
     pub end: u64,
     /// When the faults were lifted and the heal phase began.
     pub heal: u64,
     pub hosts: Vec<HostLane>,
+    /// Each RocketMQ master's CommitLog: its end and its flushed position.
+    pub logs: Vec<LogLane>,
     pub partitions: Vec<PartitionLanes>,
     /// Every fault as it fired, and what the cluster did in reply.
     pub events: Vec<Marker>,
@@ -67,10 +72,22 @@ pub struct PartitionLanes {
     pub replicas: u32,
     pub min_isr: u32,
     pub leadership: Vec<LeaderSpan>,
-    /// The leader's log end offset after each append, at most one point per bucket.
+    /// Kafka: the leader's log end offset after each append; RocketMQ: the queue's end as
+    /// the acknowledgements showed it. At most one point per bucket.
     pub leo: Series,
-    /// The high watermark the leader saw at each acknowledgement, at most one per bucket.
+    /// Kafka: the high watermark the leader saw at each acknowledgement; RocketMQ: the
+    /// offset after the last message the group consumed. At most one per bucket.
     pub hw: Series,
+}
+
+/// A RocketMQ master's CommitLog over time, from its flush service's passes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LogLane {
+    pub host: String,
+    /// `getMaxOffset`: the end of what is written.
+    pub max: Series,
+    /// `flushedWhere`: what an fsync covered.
+    pub flushed: Series,
 }
 
 /// (time, offset) points of a step line.
@@ -84,6 +101,8 @@ pub struct LeaderSpan {
     pub from: u64,
     pub to: u64,
     pub leader: Option<u32>,
+    /// The leader's host, as the page names it.
+    pub host: Option<String>,
     pub epoch: i32,
     pub isr: Vec<u32>,
     pub leader_down: bool,
@@ -114,6 +133,7 @@ pub struct PanelInput<'a> {
     pub history: &'a [Event],
     pub facts: &'a FactLog,
     pub verdict: &'a Verdict,
+    pub system: SystemName,
     /// Each topic's replication factor and `min.insync.replicas`.
     pub topics: &'a BTreeMap<String, (u32, u32)>,
 }
@@ -149,6 +169,11 @@ pub fn panel(input: &PanelInput<'_>) -> Panel {
         .collect();
     Panel {
         variant: input.variant.to_owned(),
+        system: match input.system {
+            SystemName::Kafka => "kafka",
+            SystemName::RocketMq => "rocketmq",
+        },
+        logs: log_lanes(input.facts),
         summary: input.summary.clone(),
         end,
         heal: t.duration.as_millis() as u64,
@@ -227,18 +252,25 @@ fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<
                     from,
                     to,
                     leader,
+                    host: change.leader_host.map(|h| h.to_string()),
                     epoch: change.leader_epoch.0,
                     isr: change.isr.iter().map(|b| b.0).collect(),
                     leader_down: false,
                 };
-                split_where_down(&mut leadership, span, leader_host(hosts, change.leader));
+                let host = change
+                    .leader_host
+                    .and_then(|name| hosts.iter().find(|h| h.host == name.to_string()));
+                split_where_down(&mut leadership, span, host);
             }
             let (replicas, min_isr) = input
                 .topics
                 .get(&*tp.topic)
                 .copied()
                 .unwrap_or((changes.first().map_or(1, |c| c.isr.len() as u32), 1));
-            let (leo, hw) = offsets(input.facts, tp);
+            let (leo, hw) = match input.system {
+                SystemName::Kafka => offsets(input.facts, tp),
+                SystemName::RocketMq => queue_offsets(input.history, tp),
+            };
             PartitionLanes {
                 tp: tp.to_string(),
                 replicas,
@@ -249,11 +281,6 @@ fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<
             }
         })
         .collect()
-}
-
-fn leader_host(hosts: &[HostLane], leader: Option<BrokerId>) -> Option<&HostLane> {
-    let name = HostName::Broker(leader?.0).to_string();
-    hosts.iter().find(|h| h.host == name)
 }
 
 /// Push `span`, cut into the stretches where the leader's host was up and where it was not.
@@ -293,17 +320,19 @@ fn split_where_down(out: &mut Vec<LeaderSpan>, span: LeaderSpan, host: Option<&H
     }
 }
 
-/// The leader's LEO after each append and the HW at each acknowledgement, keeping the last
-/// value of each bucket: a step line at the page's finest zoom, a few thousand points.
-fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series) {
-    fn keep(series: &mut Series, at: u64, value: Offset) {
-        let bucket = at / BUCKET_MS;
-        match series.last_mut() {
-            Some(last) if last.0 / BUCKET_MS == bucket => *last = (at, value.0),
-            Some(last) if last.1 == value.0 => {}
-            _ => series.push((at, value.0)),
-        }
+/// Add `(at, value)` to a step line, keeping the last value of each bucket: a step line at
+/// the page's finest zoom, a few thousand points.
+fn keep(series: &mut Series, at: u64, value: Offset) {
+    let bucket = at / BUCKET_MS;
+    match series.last_mut() {
+        Some(last) if last.0 / BUCKET_MS == bucket => *last = (at, value.0),
+        Some(last) if last.1 == value.0 => {}
+        _ => series.push((at, value.0)),
     }
+}
+
+/// The leader's LEO after each append and the HW at each acknowledgement.
+fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series) {
     let mut leo = Vec::new();
     for append in facts.kafka().appends().filter(|a| a.tp == tp) {
         keep(&mut leo, ms(append.time), Offset(append.last.0 + 1));
@@ -313,6 +342,51 @@ fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series) {
         keep(&mut hw, ms(ack.time), ack.high_watermark);
     }
     (leo, hw)
+}
+
+/// A RocketMQ queue's end as its acknowledgements showed it (the highest acknowledged
+/// queue offset, plus one) and the offset after the highest message the group consumed:
+/// what the clients saw, as RocketMQ's broker keeps no fact per message.
+fn queue_offsets(history: &[Event], tp: &TopicPartition) -> (Series, Series) {
+    let (mut acked, mut consumed) = (Vec::new(), Vec::new());
+    let (mut acked_end, mut consumed_end) = (Offset(0), Offset(0));
+    for event in history {
+        match &event.op {
+            Op::Ok { tp: t, offset, .. } if t == tp && offset.next() > acked_end => {
+                acked_end = offset.next();
+                keep(&mut acked, ms(event.time), acked_end);
+            }
+            Op::Processed { tp: t, offset, .. } if t == tp && offset.next() > consumed_end => {
+                consumed_end = offset.next();
+                keep(&mut consumed, ms(event.time), consumed_end);
+            }
+            _ => {}
+        }
+    }
+    (acked, consumed)
+}
+
+/// Each master's CommitLog end and flushed position, from its `CommitLog` facts.
+fn log_lanes(facts: &FactLog) -> Vec<LogLane> {
+    let mut lanes: BTreeMap<HostName, LogLane> = BTreeMap::new();
+    for event in facts.events() {
+        if let Fact::RocketMq(RocketMqFact::CommitLog {
+            broker,
+            max_offset,
+            flushed_where,
+        }) = &event.fact
+        {
+            let lane = lanes.entry(*broker).or_insert_with(|| LogLane {
+                host: broker.to_string(),
+                max: Vec::new(),
+                flushed: Vec::new(),
+            });
+            let at = ms(event.time);
+            keep(&mut lane.max, at, Offset(*max_offset as i64));
+            keep(&mut lane.flushed, at, Offset(*flushed_where as i64));
+        }
+    }
+    lanes.into_values().collect()
 }
 
 /// The faults as they fired and what the cluster recorded doing about them, each with the
@@ -480,7 +554,7 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
             ),
             Fact::Kafka(KafkaFact::Appended { .. })
             | Fact::Kafka(KafkaFact::Acknowledged { .. })
-            | Fact::RocketMq(RocketMqFact::Flushed { .. })
+            | Fact::RocketMq(RocketMqFact::CommitLog { .. })
             | Fact::Retried { .. }
             | Fact::RequestTimedOut { .. }
             | Fact::Fault { .. } => continue,

@@ -37,6 +37,10 @@
   let view = { t0: 0, t1: END };
 
   const brokerColor = (id) => BROKER[(id - 1) % BROKER.length];
+  /// Kafka colours a leader by its broker id; RocketMQ by its master's place among the hosts.
+  const leaderColor = (p, span) => p.system === "kafka"
+    ? brokerColor(span.leader)
+    : BROKER[Math.max(0, p.hosts.findIndex((h) => h.host === span.host)) % BROKER.length];
   const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   const secs = (ms) => (ms / 1000).toFixed(3) + " s";
   const fmt = (n) => n.toLocaleString("en-US");
@@ -57,10 +61,17 @@
     let y = AXIS;
     for (const host of p.hosts) { rows.push({ kind: "host", y, h: LANE, host }); y += LANE; }
     y += GAP;
+    for (const log of p.logs) {
+      rows.push({ kind: "offsets", y, h: OFF_H, lane: `log:${log.host}`, name: `${log.host} CommitLog`, a: log.max, b: log.flushed });
+      y += OFF_H + GAP;
+    }
+    const kafka = p.system === "kafka";
     for (const part of p.partitions) {
       rows.push({ kind: "leader", y, h: LANE, part }); y += LANE;
-      rows.push({ kind: "isr", y, h: ISR_H, part }); y += ISR_H + 2;
-      rows.push({ kind: "offsets", y, h: OFF_H, part }); y += OFF_H + GAP;
+      // RocketMQ's queues have no ISR: a group's master alone holds them.
+      if (kafka) { rows.push({ kind: "isr", y, h: ISR_H, part }); y += ISR_H + 2; }
+      rows.push({ kind: "offsets", y, h: OFF_H, lane: part.tp, name: kafka ? "LEO / HW" : "acked / consumed", a: part.leo, b: part.hw });
+      y += OFF_H + GAP;
     }
     rows.push({ kind: "faults", y, h: LANE }); y += LANE + GAP;
     rows.push({ kind: "acked", y, h: ACK_H }); y += ACK_H + 6;
@@ -110,9 +121,9 @@
     return s + "</g>";
   }
 
-  function leaderRow(P, row, hatch) {
-    const part = row.part;
-    let s = label(row.y, row.h, `${part.tp} leader`);
+  function leaderRow(P, p, row, hatch) {
+    const part = row.part, kafka = p.system === "kafka";
+    let s = label(row.y, row.h, kafka ? `${part.tp} leader` : `${part.tp} master`);
     s += `<g data-lane="leader:${esc(part.tp)}">`;
     for (const span of part.leadership) {
       if (!P.visible(span.from, span.to)) continue;
@@ -123,14 +134,19 @@
         s += rect(x0, row.y + 3, x1, row.h - 6, "#d62728", `${part.tp} offline: no leader, epoch ${span.epoch}, ISR ${isr}\n${when}`);
         continue;
       }
-      let tip = `broker-${span.leader} leads ${part.tp}, epoch ${span.epoch}, ISR ${isr}\n${when}`;
+      let tip = kafka
+        ? `broker-${span.leader} leads ${part.tp}, epoch ${span.epoch}, ISR ${isr}\n${when}`
+        : `${span.host}, its group's master, holds ${part.tp}\n${when}`;
       if (span.leader_down) {
-        tip += `\nbroker-${span.leader} is down, but the controller names it until its session times out: nobody can write to ${part.tp}`;
+        tip += kafka
+          ? `\nbroker-${span.leader} is down, but the controller names it until its session times out: nobody can write to ${part.tp}`
+          : `\n${span.host} is down, and without slaves or controller mode no other broker takes ${part.tp}: nobody can write to it or read it`;
       }
-      s += rect(x0, row.y + 3, x1, row.h - 6, brokerColor(span.leader), tip, ' fill-opacity="0.9"');
+      s += rect(x0, row.y + 3, x1, row.h - 6, leaderColor(p, span), tip, ' fill-opacity="0.9"');
       if (span.leader_down) s += rect(x0, row.y + 3, x1, row.h - 6, `url(#${hatch})`, tip);
       if (x1 - x0 > 70 && !span.leader_down) {
-        s += `<text x="${(x0 + 4).toFixed(1)}" y="${row.y + 13}" style="fill:#fff;pointer-events:none">b${span.leader} e${span.epoch} ISR ${esc(isr)}</text>`;
+        const text = kafka ? `b${span.leader} e${span.epoch} ISR ${isr}` : span.host;
+        s += `<text x="${(x0 + 4).toFixed(1)}" y="${row.y + 13}" style="fill:#fff;pointer-events:none">${esc(text)}</text>`;
       }
     }
     return s + "</g>";
@@ -171,12 +187,13 @@
     return out;
   }
 
+  /// Two step lines of offsets: a partition's LEO and HW (Kafka), a queue's acknowledged
+  /// end and consumed offset, or a master's CommitLog end and flushed position (RocketMQ).
   function offsetsRow(P, row) {
-    const part = row.part;
-    const leo = visiblePoints(part.leo), hw = visiblePoints(part.hw);
+    const leo = visiblePoints(row.a), hw = visiblePoints(row.b);
     const all = leo.concat(hw).map((p) => p[1]);
-    let s = label(row.y, row.h, "LEO / HW");
-    s += `<g data-lane="offsets:${esc(part.tp)}">`;
+    let s = label(row.y, row.h, row.name);
+    s += `<g data-lane="offsets:${esc(row.lane)}">`;
     if (!all.length) return s + "</g>";
     const lo = Math.min(...all), hi = Math.max(...all, lo + 1);
     const y = (v) => row.y + row.h - 2 - ((v - lo) / (hi - lo)) * (row.h - 4);
@@ -316,7 +333,7 @@
       let part = "";
       switch (row.kind) {
         case "host": part = hostRow(P, row) + markers(P, p, row.host.host, row.y, row.h); break;
-        case "leader": part = leaderRow(P, row, hatch) + markers(P, p, row.part.tp, row.y, row.h); break;
+        case "leader": part = leaderRow(P, p, row, hatch) + markers(P, p, row.part.tp, row.y, row.h); break;
         case "isr": part = isrRow(P, row); break;
         case "offsets": part = offsetsRow(P, row); break;
         case "faults": part = label(row.y, row.h, "faults") + `<g data-lane="faults">` + markers(P, p, "faults", row.y, row.h) + "</g>"; break;
@@ -346,16 +363,25 @@
     const sw = (color, text) => items.push(`<span><i style="background:${color}"></i>${esc(text)}</span>`);
     const states = new Set(panels.flatMap((p) => p.hosts.flatMap((h) => h.spans.map((s) => s.state))));
     for (const state of Object.keys(HOST)) if (states.has(state)) sw(HOST[state], `host ${state.replace("-", " ")}`);
-    const leaders = new Set(panels.flatMap((p) => p.partitions.flatMap((t) => t.leadership.map((s) => s.leader)).filter((l) => l !== null)));
+    const kafka = panels.filter((p) => p.system === "kafka"), rocketmq = panels.filter((p) => p.system !== "kafka");
+    const leaders = new Set(kafka.flatMap((p) => p.partitions.flatMap((t) => t.leadership.map((s) => s.leader)).filter((l) => l !== null)));
     [...leaders].sort((a, b) => a - b).forEach((b) => sw(brokerColor(b), `led by broker-${b}`));
+    const masters = new Map(rocketmq.flatMap((p) => p.partitions.flatMap((t) => t.leadership.filter((s) => s.host).map((s) => [s.host, leaderColor(p, s)]))));
+    [...masters.keys()].sort().forEach((host) => sw(masters.get(host), `held by ${host}`));
     if (panels.some((p) => p.partitions.some((t) => t.leadership.some((s) => s.leader_down)))) {
       sw("repeating-linear-gradient(45deg,#555 0 3px,#ccc 3px 6px)", "leader named but down");
     }
     if (panels.some((p) => p.partitions.some((t) => t.leadership.some((s) => s.leader === null)))) sw("#d62728", "no leader (offline)");
-    sw("#a9cbe6", "ISR size");
-    if (panels.some((p) => p.partitions.some((t) => t.leadership.some((s) => s.isr.length < t.min_isr)))) sw("#f4a3a3", "ISR below min.insync.replicas");
-    sw("#4e79a7", "leader LEO");
-    sw("#59a14f", "high watermark");
+    if (kafka.length) {
+      sw("#a9cbe6", "ISR size");
+      if (kafka.some((p) => p.partitions.some((t) => t.leadership.some((s) => s.isr.length < t.min_isr)))) sw("#f4a3a3", "ISR below min.insync.replicas");
+      sw("#4e79a7", "leader LEO");
+      sw("#59a14f", "high watermark");
+    }
+    if (rocketmq.length) {
+      sw("#4e79a7", "CommitLog end; a queue's acknowledged end");
+      sw("#59a14f", "CommitLog flushed; a queue's consumed offset");
+    }
     const kinds = new Set(panels.flatMap((p) => p.events.map((m) => m.kind)));
     for (const [kind, [color, text]] of Object.entries(KIND)) if (kinds.has(kind)) sw(color, text);
     document.getElementById("legend").innerHTML = items.join("");
@@ -394,10 +420,11 @@
     return { px, t: view.t0 + ((px - LABEL) / (width - LABEL - PAD)) * (view.t1 - view.t0) };
   }
   function offsetsAt(p, t) {
-    return p.partitions.map((part) => {
-      const leo = at(part.leo, t), hw = at(part.hw, t);
-      return `${part.tp}: LEO ${leo ? fmt(leo[1]) : "–"}, HW ${hw ? fmt(hw[1]) : "–"}`;
-    });
+    const value = (series) => { const pt = at(series, t); return pt ? fmt(pt[1]) : "–"; };
+    const logs = p.logs.map((log) => `${log.host} CommitLog: end ${value(log.max)}, flushed ${value(log.flushed)}`);
+    return logs.concat(p.partitions.map((part) => p.system === "kafka"
+      ? `${part.tp}: LEO ${value(part.leo)}, HW ${value(part.hw)}`
+      : `${part.tp}: acknowledged end ${value(part.leo)}, consumed ${value(part.hw)}`));
   }
 
   let drag = null;

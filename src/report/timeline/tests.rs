@@ -3,9 +3,11 @@ use super::*;
 use crate::check::Verdict;
 use crate::config::kafka::Acks;
 use crate::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
+use crate::history::facts::rocketmq::Fact as RocketMqFact;
 use crate::history::facts::{Fact, FactEvent, FactLog};
 use crate::history::{Event, MessageId, Op};
 use crate::os::clock::SimTime;
+use crate::scenario::model::SystemName;
 use crate::sim::timeline::{LeadershipChange, Timeline};
 use crate::sim::world::{HostChange, Stopped};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
@@ -29,6 +31,7 @@ fn leadership(ms: u64, leader: Option<u32>, epoch: i32, isr: &[u32]) -> Leadersh
         time: at(ms),
         tp: tp(),
         leader: leader.map(BrokerId),
+        leader_host: leader.map(HostName::Broker),
         leader_epoch: Epoch(epoch),
         isr: isr.iter().copied().map(BrokerId).collect(),
     }
@@ -135,6 +138,7 @@ fn build(history: &[Event], verdict: &Verdict) -> Panel {
         history,
         facts: &facts,
         verdict,
+        system: SystemName::Kafka,
         topics: &topics,
     })
 }
@@ -276,4 +280,92 @@ fn the_page_embeds_its_data_so_that_no_text_can_end_the_script() {
     let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
     assert_eq!(data[0]["variant"], "acks-1");
     assert_eq!(data[0]["hosts"][0]["spans"][1]["state"], "power-lost");
+}
+
+/// A RocketMQ run: broker-a-0 holds the queue, loses power at 8 s and is back at 11 s; its
+/// CommitLog lane comes from its facts, the queue's lines from what the clients saw.
+#[test]
+fn a_rocketmq_panel_draws_each_master_s_commit_log_and_each_queue_as_its_clients_saw_it() {
+    let master = HostName::GroupBroker { group: 0, id: 0 };
+    let mut timeline = timeline();
+    timeline.hosts = vec![master, HostName::Producer(1), HostName::Consumer(1)];
+    for change in &mut timeline.host_changes {
+        change.host = master;
+    }
+    timeline.leadership = vec![LeadershipChange {
+        leader_host: Some(master),
+        ..leadership(0, Some(0), 0, &[0])
+    }];
+    let mut facts = FactLog::default();
+    for (ms, max, flushed) in [(500, 4096, 0), (503, 4096, 4096), (1000, 9000, 4096)] {
+        facts.push(FactEvent {
+            time: at(ms),
+            fact: Fact::RocketMq(RocketMqFact::CommitLog {
+                broker: master,
+                max_offset: max,
+                flushed_where: flushed,
+            }),
+        });
+    }
+    let ok = |ms, seq, offset| {
+        event(
+            ms,
+            Op::Ok {
+                id: id(seq),
+                tp: tp(),
+                offset: Offset(offset),
+                degraded: None,
+            },
+        )
+    };
+    let processed = |ms, offset| Event {
+        time: at(ms),
+        process: "consumer-1".into(),
+        op: Op::Processed {
+            consumer: 1,
+            tp: tp(),
+            offset: Offset(offset),
+            id: None,
+        },
+    };
+    let history = [
+        ok(100, 0, 0),
+        ok(200, 1, 1),
+        processed(300, 0),
+        ok(400, 2, 2),
+    ];
+    let topics = BTreeMap::new();
+    let panel = panel(&PanelInput {
+        variant: "async-flush",
+        summary: String::new(),
+        timeline: &timeline,
+        history: &history,
+        facts: &facts,
+        verdict: &Verdict::default(),
+        system: SystemName::RocketMq,
+        topics: &topics,
+    });
+    assert_eq!(panel.system, "rocketmq");
+    assert_eq!(panel.logs.len(), 1);
+    assert_eq!(panel.logs[0].host, "broker-a-0");
+    // Two facts in one 10 ms bucket keep the later value.
+    assert_eq!(panel.logs[0].max, [(503, 4096), (1000, 9000)]);
+    assert_eq!(panel.logs[0].flushed, [(503, 4096)]);
+    let queue = &panel.partitions[0];
+    assert_eq!(queue.leo, [(100, 1), (200, 2), (400, 3)]);
+    assert_eq!(queue.hw, [(300, 1)]);
+    // The master's power loss marks its stretch down, named by its host.
+    let spans: Vec<(u64, u64, Option<&str>, bool)> = queue
+        .leadership
+        .iter()
+        .map(|s| (s.from, s.to, s.host.as_deref(), s.leader_down))
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            (0, 8_000, Some("broker-a-0"), false),
+            (8_000, 11_000, Some("broker-a-0"), true),
+            (11_000, 25_000, Some("broker-a-0"), false),
+        ]
+    );
 }

@@ -84,6 +84,8 @@ struct Broker {
     peers: RefCell<BTreeMap<u64, Peer>>,
     /// The groups' committed offsets (`ConsumerOffsetManager`).
     offsets: RefCell<ConsumerOffsets>,
+    /// The CommitLog's (end, flushed position) as last recorded.
+    noted: Cell<(u64, u64)>,
     /// Woken when ReputMessageService dispatched something: the held pulls look again
     /// (`NotifyMessageArrivingListener`, with `longPollingEnable`).
     arrived: Notify,
@@ -146,6 +148,7 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
         peers: RefCell::default(),
         offsets: RefCell::new(offsets),
         arrived: Notify::new(),
+        noted: Cell::default(),
     });
     let mut tasks = services::start(&broker, &ctx);
     create_abort_file(&ctx.disk, &ctx.rules)?;
@@ -515,23 +518,38 @@ impl Broker {
     /// One CommitLog flush of `least_pages`, carried out: the fsync awaited, the flushed
     /// position moved by the release's rule. Returns whether it moved.
     async fn flush_commit_log(&self, least_pages: u64) -> bool {
-        let Some(flush) = self.store.borrow().plan_flush(least_pages) else {
-            return false;
+        let planned = self.store.borrow().plan_flush(least_pages);
+        let moved = match planned {
+            None => false,
+            Some(flush) => {
+                let fsync = self.disk.fsync(&flush.path).await;
+                let failed = fsync.is_err();
+                let mut store = self.store.borrow_mut();
+                let moved = store.flushed(flush, fsync);
+                if failed && !store.rules().failed_flush_advances {
+                    self.writable.set(false);
+                }
+                moved
+            }
         };
-        let fsync = self.disk.fsync(&flush.path).await;
-        let failed = fsync.is_err();
-        let mut store = self.store.borrow_mut();
-        let moved = store.flushed(flush, fsync);
-        if failed && !store.rules().failed_flush_advances {
-            self.writable.set(false);
-        }
-        if moved {
-            self.facts.record(Fact::Flushed {
+        self.note_commit_log();
+        moved
+    }
+
+    /// Record where the CommitLog stands, if it moved since the last record.
+    fn note_commit_log(&self) {
+        let store = self.store.borrow();
+        let at = (
+            store.commit_log().max_offset(),
+            store.commit_log().flushed_where(),
+        );
+        if self.noted.replace(at) != at {
+            self.facts.record(Fact::CommitLog {
                 broker: self.host,
-                flushed_where: store.commit_log().flushed_where(),
+                max_offset: at.0,
+                flushed_where: at.1,
             });
         }
-        moved
     }
 
     /// `StoreCheckpoint.flush`: the page written in place and forced.

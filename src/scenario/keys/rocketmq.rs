@@ -57,7 +57,10 @@ macro_rules! flag {
 }
 
 /// `flushDiskType`'s values, as RocketMQ names them, in the order of [`FLUSH_DISK_TYPES`].
-const FLUSH_DISK_TYPE_NAMES: &[&str] = &["ASYNC_FLUSH", "SYNC_FLUSH"];
+const FLUSH_DISK_TYPE_NAMES: &[&str] = &[
+    FlushDiskType::AsyncFlush.name(),
+    FlushDiskType::SyncFlush.name(),
+];
 const FLUSH_DISK_TYPES: [FlushDiskType; 2] = [FlushDiskType::AsyncFlush, FlushDiskType::SyncFlush];
 
 /// `consumeFromWhere`'s values, in the order of [`CONSUME_FROM`].
