@@ -6,6 +6,7 @@
 use super::{shard, EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report::{self, RowContext, RunReport, SweepRow};
 use crate::scenario;
+use crate::scenario::model::SystemName;
 use crate::sim::batch::{self, Job};
 use crate::sim::runner::RunOptions;
 use crate::systems;
@@ -158,11 +159,24 @@ fn rows(scenario: &scenario::model::Scenario) -> Vec<SweepRow> {
         .map(|v| {
             let swept = settings(&v.name);
             let paths: Vec<&str> = swept.iter().map(|(path, _)| path.as_str()).collect();
-            let context = RowContext {
-                request_timeout_ms: v.settings.producer.request_timeout.as_secs_f64() * 1000.0,
-                idempotence: v.settings.producer.idempotent(),
-                retries: v.settings.producer.retries,
-                steps: scenario::release_steps(&v.settings, &paths),
+            let settings = &v.settings;
+            let system = settings.cluster.system;
+            let context = match system {
+                SystemName::Kafka => RowContext {
+                    system,
+                    request_timeout_ms: settings.producer.request_timeout.as_secs_f64() * 1000.0,
+                    idempotence: settings.producer.idempotent(),
+                    retries: settings.producer.retries,
+                    steps: scenario::release_steps(settings, &paths),
+                },
+                SystemName::RocketMq => RowContext {
+                    system,
+                    request_timeout_ms: settings.rocketmq.producer.send_msg_timeout.as_secs_f64()
+                        * 1000.0,
+                    idempotence: false,
+                    retries: settings.rocketmq.producer.retry_times_when_send_failed,
+                    steps: Vec::new(),
+                },
             };
             let mut row = SweepRow::new(swept);
             row.context = context;

@@ -6,6 +6,7 @@
 use super::latency::LatencyHistogram;
 use super::run::RunReport;
 use crate::config::kafka::{Release, StepReach};
+use crate::scenario::model::SystemName;
 use std::fmt::Write;
 
 /// Scenario sections: a sweep key `broker.min.insync.replicas` is shown as the Kafka name.
@@ -51,9 +52,12 @@ pub struct SweepRow {
 /// needs to explain a cell, and which release steps can change these runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowContext {
+    pub system: SystemName,
+    /// How long a send waits for its answer: Kafka's `request.timeout.ms` (per request),
+    /// RocketMQ's `sendMsgTimeout` (for a send and its retries together).
     pub request_timeout_ms: f64,
     pub idempotence: bool,
-    /// The producer's `retries`.
+    /// The producer's `retries` (RocketMQ's `retryTimesWhenSendFailed`).
     pub retries: u32,
     /// The steps of its release, each with whether it can change these runs.
     pub steps: Vec<StepReach>,
@@ -148,6 +152,18 @@ impl SweepRow {
 }
 
 /// `broker.min.insync.replicas` -> `min.insync.replicas`.
+/// The setting that bounds a send's wait, in the rows' system's words.
+fn timeout_name(rows: &[SweepRow]) -> &'static str {
+    if rows
+        .iter()
+        .all(|r| r.context.system == SystemName::RocketMq)
+    {
+        "sendMsgTimeout"
+    } else {
+        "request.timeout.ms"
+    }
+}
+
 fn kafka_name(key: &str) -> &str {
     match key.split_once('.') {
         Some((section, rest)) if SECTIONS.contains(&section) => rest,
@@ -264,7 +280,7 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow], set: &[String]) -> String {
     }
     md.push('\n');
     if !comparisons.is_empty() {
-        comparison_section(&mut md, &comparisons, &keys);
+        comparison_section(&mut md, &comparisons, &keys, timeout_name(rows));
     }
     if !releases.is_empty() {
         release_section(&mut md, &releases);
@@ -277,9 +293,14 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow], set: &[String]) -> String {
          How to read it: *acked lost* counts messages the producer was told were written and that \
          the final read (after all faults healed) does not hold; *missing* counts sent messages, \
          acknowledged or not, that neither arrived nor definitely failed, the only measure of \
-         loss for acks=0. Latency is from send to acknowledgement, in simulated time, pooled \
+         loss {}. Latency is from send to acknowledgement, in simulated time, pooled \
          over all runs of a configuration; throughput is acknowledged messages per simulated \
-         second of the workload, averaged over runs."
+         second of the workload, averaged over runs.",
+        if timeout_name(rows) == "sendMsgTimeout" {
+            "for a send never answered"
+        } else {
+            "for acks=0"
+        }
     );
     if rows
         .iter()
@@ -480,7 +501,7 @@ impl<'a> Comparison<'a> {
     }
 }
 
-fn comparison_section(md: &mut String, comparisons: &[Comparison], keys: &[&str]) {
+fn comparison_section(md: &mut String, comparisons: &[Comparison], keys: &[&str], timeout: &str) {
     let names: Vec<&str> = keys.iter().map(|k| kafka_name(k)).collect();
     // Under different faults the slowest sends wait for different things: a row per fault
     // set keeps each median among runs that met the same faults.
@@ -505,14 +526,15 @@ fn comparison_section(md: &mut String, comparisons: &[Comparison], keys: &[&str]
          much the change moved each pair, the median and, in brackets, the range over the \
          pairs: *ack p50* what a typical send waits for it; *ack p99*, under these faults, \
          how long the slowest sends waited through the fault (see the notes under the full \
-         table where it nears `request.timeout.ms`); *acked msg/s* what the workload got \
+         table where it nears `{}`); *acked msg/s* what the workload got \
          through.\n",
         list(&names),
         if by_faults {
             ", a row per fault set"
         } else {
             ""
-        }
+        },
+        timeout,
     );
     md.push_str(if by_faults {
         "| change | faults | pairs | with loss | acked lost, all runs | ack p50, ms | ack p99, ms | acked msg/s |\n\
@@ -793,6 +815,26 @@ impl Note {
                 let half = noted
                     .iter()
                     .any(|r| r.p50_ms() >= r.context.request_timeout_ms / 2.0);
+                if noted
+                    .iter()
+                    .all(|r| r.context.system == SystemName::RocketMq)
+                {
+                    return format!(
+                        "An ack latency at least half of `sendMsgTimeout` ({} ms): the slowest \
+                         sends waited on a master that had lost power. A powered-off host \
+                         answers nothing, so a send waits until its `sendMsgTimeout`, which \
+                         bounds the send and all its retries together, runs out{}. The number \
+                         measures the timeout, not what the row's settings cost. A kill, whose \
+                         connections the kernel resets, fails the send at once and it retries \
+                         on another broker group if there is one.",
+                        number_list(noted.iter().map(|r| r.context.request_timeout_ms).collect()),
+                        if half {
+                            "; a p50 this long means half the sends waited so"
+                        } else {
+                            ""
+                        },
+                    );
+                }
                 format!(
                     "An ack latency at least half of `request.timeout.ms` ({} ms): the slowest \
                      sends waited on a request to a broker that had lost power. A powered-off \
@@ -810,6 +852,19 @@ impl Note {
                     timeouts as f64 / runs.max(1) as f64
                 )
             }
+            Note::NotIdempotent
+                if rows
+                    .iter()
+                    .filter(|r| self.marks(r))
+                    .all(|r| r.context.system == SystemName::RocketMq) =>
+            {
+                "Duplicates: RocketMQ deduplicates nothing, so a send retried after its first \
+                 attempt was stored (its answer lost, or timed out) is stored again. A timeout \
+                 also closes the connection the producer's sends share (from 5.1.4, #7057, not \
+                 when getting the connection took most of the time), failing the others on it, \
+                 whose retries store them again."
+                    .to_string()
+            }
             Note::NotIdempotent => "Duplicates from a producer that is not idempotent \
                  (`enable.idempotence` = false): a batch retried after its first attempt was \
                  written (its answer lost, or timed out) is written again. An idempotent \
@@ -819,14 +874,20 @@ impl Note {
                 let noted: Vec<&SweepRow> = rows.iter().filter(|r| self.marks(r)).collect();
                 let open: u64 = noted.iter().map(|r| r.indeterminate).sum();
                 let runs: u64 = noted.iter().map(|r| r.runs).sum();
-                let unretried = noted.iter().all(|r| r.context.retries == 0);
+                let kafka = noted.iter().all(|r| r.context.system == SystemName::Kafka);
+                let unretried = kafka && noted.iter().all(|r| r.context.retries == 0);
                 format!(
                     "Missing far above acknowledged loss: sends that ended without an answer \
-                     ({:.1} indeterminate sends per run in these rows: a reset connection, a \
-                     request timeout or an expired batch{}) and never reached the log. Nobody \
+                     ({:.1} indeterminate sends per run in these rows: {}{}) and never reached \
+                     the log. Nobody \
                      was told they were written, so they are not lost in the strict sense, but \
                      the application lost them all the same.",
                     open as f64 / runs.max(1) as f64,
+                    if kafka {
+                        "a reset connection, a request timeout or an expired batch"
+                    } else {
+                        "a reset connection, or `sendMsgTimeout` run out"
+                    },
                     if unretried {
                         ", none of them retried: `retries` = 0 here, the default before 2.1"
                     } else {

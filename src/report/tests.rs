@@ -551,6 +551,34 @@ fn unusual_cells_are_marked_and_explained_beneath_the_table() {
     assert!(!md.contains('¹') && !md.contains('²'), "{md}");
 }
 
+/// A RocketMQ sweep explains its cells in RocketMQ's words: `sendMsgTimeout`, not
+/// `request.timeout.ms`; no deduplication, not `enable.idempotence`.
+#[test]
+fn a_rocketmq_sweep_explains_its_cells_in_rocketmq_s_words() {
+    let mut rows = vec![row("1", "2", &[3, 1], 9), row("all", "2", &[0, 0], 3_000)];
+    for row in &mut rows {
+        row.context.system = crate::scenario::model::SystemName::RocketMq;
+        row.context.request_timeout_ms = 3_000.0;
+    }
+    rows[0].duplicates = 4;
+    let md = sweep_markdown("notes", &rows, &[]);
+    assert!(
+        md.contains("\n¹ An ack latency at least half of `sendMsgTimeout` (3000 ms)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("\n² Duplicates: RocketMQ deduplicates nothing"),
+        "{md}"
+    );
+    assert!(md.contains("nears `sendMsgTimeout`"), "{md}");
+    assert!(
+        md.contains("the only measure of loss for a send never answered"),
+        "{md}"
+    );
+    assert!(!md.contains("request.timeout.ms"), "{md}");
+    assert!(!md.contains("enable.idempotence"), "{md}");
+}
+
 #[test]
 fn a_sweep_shows_unresolved_sends_only_where_there_are_some() {
     let md = sweep_markdown("durability", &matrix(), &[]);

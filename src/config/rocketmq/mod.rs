@@ -73,6 +73,16 @@ pub struct StoreConfig {
     pub flush_consumer_offset_interval: Duration,
 }
 
+impl StoreConfig {
+    /// `isTransientStorePoolEnable`: whether appends go to the pool, which the release may
+    /// allow only under ASYNC_FLUSH (every broker here is a master).
+    pub fn transient_store_pool(&self, rules: &Rules) -> bool {
+        self.transient_store_pool_enable
+            && (self.flush_disk_type == FlushDiskType::AsyncFlush
+                || !rules.transient_store_pool_needs_async_flush)
+    }
+}
+
 impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {

@@ -185,6 +185,9 @@ pub struct Rules {
     /// most of the time (`left` ≤ 100 ms and ≤ a quarter of the timeout); before, every
     /// timeout closes it (`NettyRemotingClient.invokeSync`, `clientCloseSocketIfTimeout`).
     pub keep_channel_on_late_timeout: bool,
+    /// The TransientStorePool is used only under ASYNC_FLUSH (`isTransientStorePoolEnable`);
+    /// under SYNC_FLUSH `transientStorePoolEnable` is ignored.
+    pub transient_store_pool_needs_async_flush: bool,
 }
 
 impl Rules {
@@ -205,6 +208,7 @@ impl Rules {
         abort_holds_pid: false,
         context_properties: false,
         keep_channel_on_late_timeout: false,
+        transient_store_pool_needs_async_flush: true,
     };
 }
 
@@ -223,6 +227,12 @@ pub const STEPS: &[Step] = &[
         change: "the stored properties string loses its last separator",
         source: "PR #2961",
         apply: |r| r.properties_trailing_separator = false,
+    },
+    Step {
+        since: v(5, 0, 0),
+        change: "the TransientStorePool is used under SYNC_FLUSH too (only ASYNC_FLUSH before)",
+        source: "commit 821b91f (batch ConsumeQueue support) drops the condition from isTransientStorePoolEnable",
+        apply: |r| r.transient_store_pool_needs_async_flush = false,
     },
     Step {
         since: v(5, 0, 0),
@@ -395,5 +405,24 @@ mod tests {
             v(5, 1, 0).rules().config_persist,
             ConfigPersist::BackupThenOverwrite
         );
+    }
+
+    /// 4.9's `isTransientStorePoolEnable` ignores the pool under SYNC_FLUSH; 5.0's does not.
+    #[test]
+    fn the_pool_needs_async_flush_until_5_0() {
+        use super::super::{FlushDiskType, StoreConfig};
+        let pool = |flush_disk_type| StoreConfig {
+            transient_store_pool_enable: true,
+            flush_disk_type,
+            ..StoreConfig::default()
+        };
+        let (sync, asynchronous) = (
+            pool(FlushDiskType::SyncFlush),
+            pool(FlushDiskType::AsyncFlush),
+        );
+        assert!(!sync.transient_store_pool(&v(4, 9, 8).rules()));
+        assert!(asynchronous.transient_store_pool(&v(4, 9, 8).rules()));
+        assert!(sync.transient_store_pool(&v(5, 0, 0).rules()));
+        assert!(!StoreConfig::default().transient_store_pool(&v(5, 3, 3).rules()));
     }
 }

@@ -29,7 +29,7 @@ pub(super) fn start(broker: &Rc<Broker>, ctx: &BrokerContext) -> Vec<JoinHandle<
         FlushDiskType::AsyncFlush => tokio::task::spawn_local(flush_real_time(broker.clone())),
         FlushDiskType::SyncFlush => tokio::task::spawn_local(group_commit(broker.clone())),
     }];
-    if ctx.store.transient_store_pool_enable {
+    if ctx.store.transient_store_pool(&ctx.rules) {
         tasks.push(tokio::task::spawn_local(commit_real_time(broker.clone())));
     }
     tasks.push(tokio::task::spawn_local(reput(broker.clone())));

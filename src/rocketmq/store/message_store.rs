@@ -84,7 +84,7 @@ impl MessageStore {
             config.mapped_file_size_commit_log,
             rules.delete_empty_last_file,
         )?;
-        if config.transient_store_pool_enable {
+        if config.transient_store_pool(&rules) {
             files = files.with_transient_store_pool();
         }
         let mut queues = ConsumeQueues::load(

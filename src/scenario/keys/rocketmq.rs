@@ -94,7 +94,7 @@ pub(crate) static ROCKETMQ: Section<RocketMqConfig> = Section {
             },
         },
         flag!("transientStorePoolEnable", store.transient_store_pool_enable,
-            "Appends go to off-heap buffers, committed to the file every commitIntervalCommitLog (default false)."),
+            "Appends go to off-heap buffers, committed to the file every commitIntervalCommitLog (default false); up to 4.9.x only under ASYNC_FLUSH."),
         number!("transientStorePoolSize", store.transient_store_pool_size as u32, 1, INT_MAX,
             "Buffers of the transient store pool, each a CommitLog file's size (default 5)."),
         millis!("flushIntervalCommitLog", store.flush_interval_commit_log, 1, INT_MAX,
@@ -244,6 +244,7 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
         abort_holds_pid,
         context_properties,
         keep_channel_on_late_timeout,
+        transient_store_pool_needs_async_flush,
     } = rules;
     vec![
         (
@@ -282,6 +283,10 @@ fn rules(rules: &Rules) -> Vec<(&'static str, String)> {
         (
             "keep_channel_on_late_timeout",
             keep_channel_on_late_timeout.to_string(),
+        ),
+        (
+            "transient_store_pool_needs_async_flush",
+            transient_store_pool_needs_async_flush.to_string(),
         ),
     ]
 }
