@@ -336,8 +336,11 @@ impl<'a, F: FnMut(&Step)> Shrinker<'a, F> {
             ("consumers", 0, |w| &mut w.consumers),
         ];
         for (name, floor, field) in knobs {
-            // Never below a client a fault names (`kill producer-3`).
+            // Never below a client a fault names (`kill producer-3`), nor a group without
+            // members.
             let floor = floor.max(u64::from(highest_client(&self.settings.faults, name)));
+            let grouped = name == "consumers" && self.settings.workload.group.is_some();
+            let floor = if grouped { floor.max(1) } else { floor };
             loop {
                 let current = u64::from(*field(&mut self.settings.workload.clone()));
                 let candidates = ladder(floor, current)

@@ -299,3 +299,48 @@ fn a_target_list_narrows_to_the_member_the_failure_needs() {
         .starts_with("follower:orders/0 left out of power-loss")));
     assert!(!holds(&shrunk.goal, lost(&shrunk.variant, 1)));
 }
+
+/// A RocketMQ run with a consumer group shrinks like a Kafka one: to the power loss alone,
+/// the group kept with at least one member (a group without members does not parse), and
+/// the written file reads back and still fails.
+#[test]
+fn a_rocketmq_run_with_a_group_shrinks_to_a_file_that_still_fails() {
+    let text = r#"name = "ASYNC_FLUSH claims no loss"
+seeds = 1
+duration = "6s"
+heal = "5s"
+[cluster]
+system = "rocketmq"
+groups = 2
+topics = [{ name = "orders", queues = 2 }]
+[workload]
+rate = 100
+consumers = 2
+group = "billing"
+[[faults]]
+at = "2s"
+action = "kill"
+target = "consumer-2"
+[[faults]]
+at = "4s"
+action = "power-loss"
+target = "master:broker-a"
+[expect]
+lost = 0
+"#;
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rocketmq-group.toml");
+    let scenario = hightide::parse(&path, text).unwrap();
+    let name = scenario.variants[0].name.clone();
+    let shrunk = hightide::shrink(&scenario, &name, 1, &options()).unwrap();
+    assert_eq!(shrunk.goal.count, Count::Lost);
+    let workload = &shrunk.variant.settings.workload;
+    assert_eq!(workload.group.as_deref(), Some("billing"));
+    assert!(workload.consumers >= 1, "{workload:?}");
+    assert_eq!(shrunk.variant.settings.faults.len(), 1);
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("rocketmq-group-shrunk.toml");
+    let written = shrunk.scenario_file(&scenario, &[], &out).unwrap();
+    let reread = hightide::parse(&out, &written).unwrap();
+    assert!(!hightide::run(&reread, &reread.variants[0].name, 1)
+        .unwrap()
+        .passed());
+}
