@@ -31,17 +31,24 @@ impl<'f> Teller<'f> {
             match &event.fact {
                 AnyFact::RocketMq(Fact::CommitLog {
                     broker,
+                    max_offset,
                     flushed_where,
-                    ..
                 }) => {
-                    flushed.insert(*broker, *flushed_where);
+                    flushed.insert(*broker, (*max_offset, *flushed_where));
                 }
                 AnyFact::Fault { what, hosts } if event.time >= after => {
                     let mut text = format!("fault: {what}");
-                    for host in hosts {
-                        if let Some(at) = flushed.get(host) {
+                    // Where the CommitLog stood is what a stop takes or keeps.
+                    let stops = what.starts_with("power-loss") || what.starts_with("kill");
+                    for host in hosts.iter().filter(|_| stops) {
+                        if let Some(&(max, at)) = flushed.get(host) {
                             text.push_str(&format!(
-                                "; {host}'s CommitLog was flushed to {at} (flushedWhere)"
+                                "; {host}'s CommitLog was flushed to {at} (flushedWhere) of {max} written when its flush service last ran{}",
+                                if max > at {
+                                    format!(", {} bytes in the page cache only", max - at)
+                                } else {
+                                    String::new()
+                                }
                             ));
                         }
                     }
