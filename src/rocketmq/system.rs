@@ -311,11 +311,7 @@ impl RocketMq {
     fn queues(&self) -> Vec<QueueToRead> {
         let cluster = &self.settings.cluster;
         let topic = &self.settings.workload.topic;
-        let queues = cluster
-            .topics
-            .iter()
-            .find(|t| &t.name == topic)
-            .map_or(0, |t| t.queues());
+        let queues = workload_queues(&self.settings);
         (0..cluster.groups)
             .flat_map(|group| {
                 (0..queues).map(move |q| QueueToRead {
@@ -359,14 +355,20 @@ fn add_broker(
     shutdown
 }
 
-fn add_producers(world: &mut World<'_>, settings: &Settings, seed: u64, history: &History) {
-    let workload = &settings.workload;
-    let queues = settings
+/// The workload topic's queues on each broker group (queue `q` of group `g` is partition
+/// `g * queues + q`).
+fn workload_queues(settings: &Settings) -> u32 {
+    settings
         .cluster
         .topics
         .iter()
-        .find(|t| t.name == workload.topic)
-        .map_or(0, |t| t.queues());
+        .find(|t| t.name == settings.workload.topic)
+        .map_or(0, |t| t.queues())
+}
+
+fn add_producers(world: &mut World<'_>, settings: &Settings, seed: u64, history: &History) {
+    let workload = &settings.workload;
+    let queues = workload_queues(settings);
     let budget = SendBudget::new(workload.producers, workload.messages);
     for n in 1..=workload.producers {
         let ctx = ProducerContext {
@@ -406,12 +408,7 @@ fn add_consumers(
     let Some(group) = &workload.group else {
         return;
     };
-    let queues = settings
-        .cluster
-        .topics
-        .iter()
-        .find(|t| t.name == workload.topic)
-        .map_or(0, |t| t.queues());
+    let queues = workload_queues(settings);
     for n in 1..=workload.consumers {
         let ctx = ConsumerContext {
             index: n,

@@ -38,7 +38,7 @@ const HEARTBEAT_BROKER_INTERVAL: Duration = Duration::from_secs(30);
 const REBALANCE_INTERVAL: Duration = Duration::from_secs(20);
 /// `persistAllConsumerOffset`'s first wait.
 const PERSIST_FIRST_DELAY: Duration = Duration::from_secs(10);
-/// `mqClientApiTimeout`: a route, heartbeat, member list or offset request.
+/// `mqClientApiTimeout`: a heartbeat, member list or offset request.
 const API_TIMEOUT: Duration = Duration::from_secs(3);
 /// `BROKER_SUSPEND_MAX_TIME_MILLIS` and `CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND`: a pull
 /// may be held 15 s, and is waited for 30 s.
@@ -109,15 +109,10 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
     // `start()`: the route, a heartbeat to every master, a rebalance at once.
     consumer.fetch_route().await;
     consumer.heartbeat().await;
-    let tasks = [
-        tokio::task::spawn_local(every(consumer.clone(), POLL_NAME_SERVER_INTERVAL, |c| {
-            Box::pin(async move { c.fetch_route().await })
-        })),
-        tokio::task::spawn_local(every(consumer.clone(), HEARTBEAT_BROKER_INTERVAL, |c| {
-            Box::pin(async move { c.heartbeat().await })
-        })),
-        tokio::task::spawn_local(persist_all(consumer.clone())),
-    ];
+    // `MQClientInstance`'s scheduled tasks; they end with the host.
+    tokio::task::spawn_local(refresh_routes(consumer.clone()));
+    tokio::task::spawn_local(heartbeats(consumer.clone()));
+    tokio::task::spawn_local(persist_all(consumer.clone()));
     let notified = consumer.client.notified();
     loop {
         consumer.clone().rebalance().await;
@@ -126,19 +121,22 @@ pub async fn run_consumer(ctx: ConsumerContext) -> turmoil::Result {
             () = notified.notified() => {}
             () = tokio::time::sleep(REBALANCE_INTERVAL) => {}
         }
-        if tasks.iter().any(JoinHandle::is_finished) {
-            return Ok(());
-        }
     }
 }
 
-type Step = std::pin::Pin<Box<dyn std::future::Future<Output = ()>>>;
-
-/// A scheduled task of `MQClientInstance`: wait `period`, run, again.
-async fn every(consumer: Rc<Consumer>, period: Duration, step: fn(Rc<Consumer>) -> Step) {
+/// `updateTopicRouteInfoFromNameServer` every `pollNameServerInterval`.
+async fn refresh_routes(consumer: Rc<Consumer>) {
     loop {
-        tokio::time::sleep(period).await;
-        step(consumer.clone()).await;
+        tokio::time::sleep(POLL_NAME_SERVER_INTERVAL).await;
+        consumer.fetch_route().await;
+    }
+}
+
+/// `sendHeartbeatToAllBrokerWithLock` every `heartbeatBrokerInterval`.
+async fn heartbeats(consumer: Rc<Consumer>) {
+    loop {
+        tokio::time::sleep(HEARTBEAT_BROKER_INTERVAL).await;
+        consumer.heartbeat().await;
     }
 }
 
@@ -161,17 +159,8 @@ async fn persist_all(consumer: Rc<Consumer>) {
 
 impl Consumer {
     async fn fetch_route(&self) {
-        let request = Request::GetRouteInfoByTopic {
-            topic: self.ctx.topic.clone(),
-        };
-        match self
-            .client
-            .invoke(HostName::NameServer, request, API_TIMEOUT)
-            .await
-        {
-            Ok(Response::Route(Some(route))) => *self.route.borrow_mut() = Some(route),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "route refresh failed"),
+        if let Some(route) = super::fetch_route(&self.client, &self.ctx.topic).await {
+            *self.route.borrow_mut() = Some(route);
         }
     }
 

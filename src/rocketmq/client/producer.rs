@@ -25,7 +25,6 @@ use rand::{Rng, SeedableRng};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// `SendStatus`: how a stored message was answered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,22 +128,10 @@ async fn refresh_routes(producer: Rc<Producer>) {
     }
 }
 
-/// How long a route request waits for the NameServer.
-const ROUTE_TIMEOUT: Duration = Duration::from_secs(3);
-
 impl Producer {
     async fn fetch_route(&self) {
-        let request = Request::GetRouteInfoByTopic {
-            topic: self.ctx.topic.clone(),
-        };
-        match self
-            .client
-            .invoke(HostName::NameServer, request, ROUTE_TIMEOUT)
-            .await
-        {
-            Ok(Response::Route(Some(route))) => *self.route.borrow_mut() = Some(route),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(error = %e, "route refresh failed"),
+        if let Some(route) = super::fetch_route(&self.client, &self.ctx.topic).await {
+            *self.route.borrow_mut() = Some(route);
         }
     }
 
