@@ -207,6 +207,8 @@ pub enum Response {
     },
     RegisterBroker,
     HeartBeat,
+    /// Never sent: the request is oneway.
+    UpdateConsumerOffset,
     ConsumerList(Vec<String>),
     /// `None`: `QUERY_NOT_FOUND`.
     ConsumerOffset(Option<i64>),

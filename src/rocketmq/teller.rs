@@ -96,6 +96,16 @@ impl<'f> Teller<'f> {
     }
 }
 
+/// Where a member that took a queue started: the group's offset its master answered, or
+/// `consumeFromWhere`'s choice when the master had none.
+fn whence(committed: bool) -> &'static str {
+    if committed {
+        "the group's offset its master answered"
+    } else {
+        "where consumeFromWhere put it (its master had no offset for the group)"
+    }
+}
+
 fn queue(tp: &TopicPartition) -> String {
     format!("queue {tp}")
 }
@@ -290,10 +300,10 @@ impl crate::check::Teller for Teller<'_> {
                 consumer,
                 tp: t,
                 offset,
-                ..
+                committed,
             } if t == tp && *offset > gap.last => Some((
                 e.time,
-                format!("consumer-{consumer} took {} at offset {offset}, the offset its master answered", queue(tp)),
+                format!("consumer-{consumer} took {} at offset {offset}, {}", queue(tp), whence(*committed)),
             )),
             Op::Reset {
                 consumer,
@@ -344,14 +354,17 @@ impl crate::check::Teller for Teller<'_> {
                 consumer,
                 tp: t,
                 offset,
-                ..
-            } if t == tp && *offset <= first.offset => Some((e.time, *consumer, *offset)),
+                committed,
+            } if t == tp && *offset <= first.offset => {
+                Some((e.time, *consumer, *offset, *committed))
+            }
             _ => None,
         });
         let mut steps = Vec::new();
-        if let Some((time, consumer, offset)) = resumed {
+        if let Some((time, consumer, offset, committed)) = resumed {
             text.push_str(&format!(
-                ", then again by consumer-{consumer} after it took the queue at offset {offset}, the group's offset its master answered"
+                ", then again by consumer-{consumer} after it took the queue at offset {offset}, {}",
+                whence(committed)
             ));
             steps.push(Step::new(
                 time,

@@ -281,7 +281,7 @@ impl Broker {
                 self.offsets
                     .borrow_mut()
                     .commit(&topic, &group, queue_id, offset);
-                Response::HeartBeat
+                Response::UpdateConsumerOffset
             }
             Request::QueueRange { topic, queue_id } => {
                 let (min_offset, max_offset) = self.store.borrow().queue_range(&topic, queue_id);

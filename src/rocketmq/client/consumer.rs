@@ -241,7 +241,7 @@ impl Consumer {
             if self.owned.borrow().contains_key(&queue) {
                 continue;
             }
-            let Some(offset) = self.compute_pull_from_where(queue).await else {
+            let Some((offset, committed)) = self.compute_pull_from_where(queue).await else {
                 continue;
             };
             if self.owned.borrow().contains_key(&queue) {
@@ -251,7 +251,7 @@ impl Consumer {
                 consumer: self.ctx.index,
                 tp: self.tp(queue),
                 offset: Offset(offset),
-                committed: true,
+                committed,
             });
             self.offsets.borrow_mut().insert(queue, offset);
             let dropped = Rc::new(Cell::new(false));
@@ -277,8 +277,9 @@ impl Consumer {
 
     /// `computePullFromWhere`: the master's offset for the group; with none, the queue's
     /// end (CONSUME_FROM_LAST_OFFSET) or 0 (CONSUME_FROM_FIRST_OFFSET). `None`: the master
-    /// did not answer (the next rebalance tries again).
-    async fn compute_pull_from_where(&self, queue: Queue) -> Option<i64> {
+    /// did not answer (the next rebalance tries again). With the offset, whether it is the
+    /// master's (`SUCCESS`) rather than the client's choice.
+    async fn compute_pull_from_where(&self, queue: Queue) -> Option<(i64, bool)> {
         let master = *self.masters().get(&queue.group)?;
         let request = Request::QueryConsumerOffset {
             group: self.ctx.group.clone(),
@@ -286,11 +287,11 @@ impl Consumer {
             queue_id: queue.queue_id,
         };
         match self.client.invoke(master, request, API_TIMEOUT).await {
-            Ok(Response::ConsumerOffset(Some(offset))) => Some(offset),
+            Ok(Response::ConsumerOffset(Some(offset))) => Some((offset, true)),
             Ok(Response::ConsumerOffset(None))
                 if self.ctx.config.consume_from_where == ConsumeFromWhere::FirstOffset =>
             {
-                Some(0)
+                Some((0, false))
             }
             Ok(Response::ConsumerOffset(None)) => {
                 let request = Request::QueueRange {
@@ -298,7 +299,7 @@ impl Consumer {
                     queue_id: queue.queue_id,
                 };
                 match self.client.invoke(master, request, API_TIMEOUT).await {
-                    Ok(Response::QueueRange { max_offset, .. }) => Some(max_offset),
+                    Ok(Response::QueueRange { max_offset, .. }) => Some((max_offset, false)),
                     _ => None,
                 }
             }
