@@ -10,7 +10,8 @@
 //!     12  partitionLeaderEpoch  i32
 //!     16  magic                 i8    = 2
 //!     17  crc                   u32   CRC-32C of bytes 21.. (attributes to the end)
-//!     21  attributes            i16   0: no compression, CreateTime, not transactional
+//!     21  attributes            i16   bit 4 transactional, bit 5 control; compression and
+//!                                     LogAppendTime are never set by hightide
 //!     23  lastOffsetDelta       i32
 //!     27  baseTimestamp         i64
 //!     35  maxTimestamp          i64
@@ -25,9 +26,16 @@
 //! ```
 //! Fixed-width fields are big-endian; varints are zigzag-encoded LEB128 (Protobuf style).
 //!
+//! ## Transactions (KIP-98)
+//! A transactional producer's batches carry the transactional bit. A transaction ends, on
+//! each partition it wrote, with a *marker*: a control batch (transactional and control
+//! bits) of one record whose key is `version i16 = 0, type i16` (ABORT 0, COMMIT 1, Kafka's
+//! `ControlRecordType`) and whose value is `version i16 = 0, coordinatorEpoch i32` (Kafka's
+//! `EndTransactionMarker`), written by `MemoryRecords.withEndTransactionMarker`.
+//!
 //! ## Not modelled
-//! Compression, transactions and control batches, LogAppendTime: hightide's producers never
-//! set them, and a batch that claims them is still stored and CRC-checked like any other.
+//! Compression and LogAppendTime: hightide's producers never set them, and a batch that
+//! claims them is still stored and CRC-checked like any other.
 
 use crate::kafka::types::ProducerId;
 use crate::types::{Epoch, Offset};
@@ -50,6 +58,13 @@ const CRC_AT: usize = 17;
 const ATTRIBUTES_AT: usize = 21;
 /// The smallest legal `batchLength`: a header with no records.
 const MIN_BATCH_LENGTH: i32 = (BATCH_HEADER_LEN - LOG_OVERHEAD) as i32;
+/// `DefaultRecordBatch`'s attribute bits.
+pub const TRANSACTIONAL_FLAG: i16 = 0x10;
+pub const CONTROL_FLAG: i16 = 0x20;
+/// `ControlRecordType.CURRENT_CONTROL_RECORD_KEY_VERSION` and `EndTransactionMarker`'s
+/// `CURRENT_END_TXN_MARKER_VERSION`.
+const CONTROL_KEY_VERSION: i16 = 0;
+const END_TXN_MARKER_VERSION: i16 = 0;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum RecordError {
@@ -123,6 +138,101 @@ impl BatchHeader {
     pub fn is_idempotent(&self) -> bool {
         self.producer_id != ProducerId::NONE
     }
+
+    pub fn is_transactional(&self) -> bool {
+        self.attributes & TRANSACTIONAL_FLAG != 0
+    }
+
+    /// A control batch (a transaction marker): never handed to an application.
+    pub fn is_control(&self) -> bool {
+        self.attributes & CONTROL_FLAG != 0
+    }
+}
+
+/// How a transaction ended on a partition: Kafka's `ControlRecordType` ABORT and COMMIT.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TxnResult {
+    Abort,
+    Commit,
+}
+
+impl TxnResult {
+    /// The control record type, as the marker's key holds it.
+    pub fn control_type(self) -> i16 {
+        match self {
+            TxnResult::Abort => 0,
+            TxnResult::Commit => 1,
+        }
+    }
+
+    /// Kafka's name, as `kafka-dump-log.sh` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxnResult::Abort => "ABORT",
+            TxnResult::Commit => "COMMIT",
+        }
+    }
+}
+
+/// A transaction marker's content (Kafka's `EndTransactionMarker`): the outcome, and the
+/// epoch of the transaction coordinator that wrote it, so that a partition can refuse
+/// markers from a coordinator that has since lost its `__transaction_state` partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndTxnMarker {
+    pub result: TxnResult,
+    pub coordinator_epoch: i32,
+}
+
+impl EndTxnMarker {
+    /// The marker as a control batch, ready for a leader to stamp with its offset and
+    /// epoch: Kafka's `MemoryRecords.withEndTransactionMarker` (no sequence, one record at
+    /// offset delta 0 with the batch's timestamp, a 4-byte key, a 6-byte value).
+    pub fn batch(self, timestamp: i64, producer_id: ProducerId, producer_epoch: i16) -> Vec<u8> {
+        let mut key = [0u8; 4];
+        key[..2].copy_from_slice(&CONTROL_KEY_VERSION.to_be_bytes());
+        key[2..].copy_from_slice(&self.result.control_type().to_be_bytes());
+        let mut value = [0u8; 6];
+        value[..2].copy_from_slice(&END_TXN_MARKER_VERSION.to_be_bytes());
+        value[2..].copy_from_slice(&self.coordinator_epoch.to_be_bytes());
+        let mut b = BatchBuilder::new(timestamp, producer_id, producer_epoch, NO_SEQUENCE)
+            .with_attributes(TRANSACTIONAL_FLAG | CONTROL_FLAG);
+        b.push(timestamp, Some(&key), Some(&value));
+        b.build()
+    }
+
+    /// The marker a control batch holds; `None` for a data batch, or a control record of
+    /// another type (KRaft's), which Kafka's partitions ignore too. A control batch whose
+    /// record does not read is an error: it would end a transaction no one can name.
+    pub fn of(batch: &[u8]) -> Result<Option<EndTxnMarker>, RecordError> {
+        let header = parse_header(batch)?;
+        if !header.is_control() {
+            return Ok(None);
+        }
+        let records = record_views(batch)?;
+        let [record] = records.as_slice() else {
+            return Err(RecordError::Malformed(format!(
+                "a control batch of {} records",
+                records.len()
+            )));
+        };
+        let key = record
+            .key
+            .filter(|k| k.len() >= 4)
+            .ok_or_else(|| RecordError::Malformed("a control record without its type".into()))?;
+        // Kafka reads a key of a newer version by its first two fields.
+        let result = match i16::from_be_bytes([key[2], key[3]]) {
+            0 => TxnResult::Abort,
+            1 => TxnResult::Commit,
+            _ => return Ok(None),
+        };
+        let value = record.value.filter(|v| v.len() >= 6).ok_or_else(|| {
+            RecordError::Malformed("an end-transaction marker without its value".into())
+        })?;
+        Ok(Some(EndTxnMarker {
+            result,
+            coordinator_epoch: i32::from_be_bytes([value[2], value[3], value[4], value[5]]),
+        }))
+    }
 }
 
 /// Kafka's `DefaultRecordBatch.incrementSequence`: sequences are non-negative i32 that wrap
@@ -148,6 +258,7 @@ pub struct BatchBuilder {
     producer_id: ProducerId,
     producer_epoch: i16,
     base_sequence: i32,
+    attributes: i16,
     count: i32,
 }
 
@@ -165,8 +276,19 @@ impl BatchBuilder {
             producer_id,
             producer_epoch,
             base_sequence,
+            attributes: 0,
             count: 0,
         }
+    }
+
+    /// A transactional producer's batch (the transactional bit).
+    pub fn transactional(self) -> Self {
+        self.with_attributes(TRANSACTIONAL_FLAG)
+    }
+
+    fn with_attributes(mut self, attributes: i16) -> Self {
+        self.attributes = attributes;
+        self
     }
 
     pub fn push(&mut self, timestamp: i64, key: Option<&[u8]>, value: Option<&[u8]>) {
@@ -224,7 +346,7 @@ impl BatchBuilder {
         put(&mut w, &Epoch::NONE.0.to_be_bytes());
         put(&mut w, &[MAGIC as u8]);
         put(&mut w, &0u32.to_be_bytes());
-        put(&mut w, &0i16.to_be_bytes());
+        put(&mut w, &self.attributes.to_be_bytes());
         put(&mut w, &(self.count - 1).to_be_bytes());
         put(&mut w, &self.base_timestamp.to_be_bytes());
         put(&mut w, &self.max_timestamp.to_be_bytes());
@@ -667,7 +789,8 @@ fn batch_tail(batch: &[u8], header: &BatchHeader, offset: Offset) -> Result<Vec<
         header.producer_id,
         header.producer_epoch,
         base_sequence,
-    );
+    )
+    .with_attributes(header.attributes);
     for (i, record) in kept.iter().enumerate() {
         if i64::from(record.offset_delta) != i64::from(skip) + i as i64 {
             return Err(RecordError::Malformed(format!(
@@ -686,9 +809,6 @@ fn batch_tail(batch: &[u8], header: &BatchHeader, offset: Offset) -> Result<Vec<
     let mut tail = builder.build();
     set_base_offset(&mut tail, offset);
     set_partition_leader_epoch(&mut tail, header.partition_leader_epoch);
-    tail[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&header.attributes.to_be_bytes());
-    let crc = crc32c::crc32c(&tail[ATTRIBUTES_AT..]);
-    tail[CRC_AT..ATTRIBUTES_AT].copy_from_slice(&crc.to_be_bytes());
     Ok(tail)
 }
 
@@ -808,6 +928,112 @@ mod tests {
         let h = validate(&bytes).unwrap();
         assert_eq!(h.size_bytes(), 70);
         assert_eq!(h.last_offset(), Offset(0));
+    }
+
+    /// CRC-32C (Castagnoli, reflected, polynomial 0x82F63B78) bit by bit: a check of the
+    /// known answers below that does not trust the `crc32c` crate.
+    fn bitwise_crc32c(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0x82F6_3B78
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    /// A COMMIT marker for producer 1000, epoch 5, from coordinator epoch 7, at time 1000,
+    /// written out field by field from `MemoryRecords.withEndTransactionMarker`.
+    #[test]
+    fn commit_marker_bytes_match_kafkas_layout() {
+        let marker = EndTxnMarker {
+            result: TxnResult::Commit,
+            coordinator_epoch: 7,
+        };
+        let mut bytes = marker.batch(1000, ProducerId(1000), 5);
+        set_base_offset(&mut bytes, Offset(42));
+        set_partition_leader_epoch(&mut bytes, Epoch(3));
+        let mut body = Vec::new(); // from the attributes on: what the CRC covers
+        body.extend_from_slice(&0x0030i16.to_be_bytes()); // transactional | control
+        body.extend_from_slice(&0i32.to_be_bytes()); // lastOffsetDelta
+        body.extend_from_slice(&1000i64.to_be_bytes()); // baseTimestamp
+        body.extend_from_slice(&1000i64.to_be_bytes()); // maxTimestamp
+        body.extend_from_slice(&1000i64.to_be_bytes()); // producerId
+        body.extend_from_slice(&5i16.to_be_bytes()); // producerEpoch
+        body.extend_from_slice(&(-1i32).to_be_bytes()); // baseSequence: NO_SEQUENCE
+        body.extend_from_slice(&1i32.to_be_bytes()); // one record
+        body.push(0x20); // record length 16, zigzag
+        body.push(0); // record attributes
+        body.push(0); // timestampDelta 0
+        body.push(0); // offsetDelta 0
+        body.push(0x08); // keyLength 4
+        body.extend_from_slice(&[0, 0, 0, 1]); // key: version 0, type COMMIT
+        body.push(0x0c); // valueLength 6
+        body.extend_from_slice(&[0, 0, 0, 0, 0, 7]); // value: version 0, coordinatorEpoch
+        body.push(0); // headers count
+        let mut expected = Vec::new();
+        expected.extend_from_slice(&42i64.to_be_bytes()); // baseOffset
+        expected.extend_from_slice(&((body.len() + 9) as i32).to_be_bytes()); // batchLength
+        expected.extend_from_slice(&3i32.to_be_bytes()); // partitionLeaderEpoch
+        expected.push(2); // magic
+        expected.extend_from_slice(&bitwise_crc32c(&body).to_be_bytes());
+        expected.extend_from_slice(&body);
+        assert_eq!(bytes, expected);
+        assert_eq!(bytes.len(), 78, "a marker is 78 bytes on disk");
+        let h = validate(&bytes).unwrap();
+        assert!(h.is_control() && h.is_transactional() && h.is_idempotent());
+        assert_eq!(EndTxnMarker::of(&bytes), Ok(Some(marker)));
+    }
+
+    #[test]
+    fn abort_marker_reads_back_and_data_batches_hold_none() {
+        let marker = EndTxnMarker {
+            result: TxnResult::Abort,
+            coordinator_epoch: i32::MAX,
+        };
+        let bytes = marker.batch(-5, ProducerId(1), 0);
+        assert_eq!(EndTxnMarker::of(&bytes), Ok(Some(marker)));
+        let mut data = BatchBuilder::new(0, ProducerId(1), 0, 0).transactional();
+        data.push(0, None, Some(b"v"));
+        let data = data.build();
+        let h = validate(&data).unwrap();
+        assert!(h.is_transactional() && !h.is_control());
+        assert_eq!(EndTxnMarker::of(&data), Ok(None));
+    }
+
+    /// A control record of a type partitions do not know (KRaft's LEADER_CHANGE, 2) ends
+    /// nothing; one with no type at all is damage.
+    #[test]
+    fn unknown_control_types_are_ignored_and_typeless_ones_refused() {
+        let control = |key: &[u8]| {
+            let mut b = BatchBuilder::new(0, ProducerId(1), 0, NO_SEQUENCE)
+                .with_attributes(TRANSACTIONAL_FLAG | CONTROL_FLAG);
+            b.push(0, Some(key), Some(&[0, 0, 0, 0, 0, 1]));
+            b.build()
+        };
+        assert_eq!(EndTxnMarker::of(&control(&[0, 0, 0, 2])), Ok(None));
+        assert!(EndTxnMarker::of(&control(&[0, 0])).is_err());
+    }
+
+    /// A cut batch keeps the transactional bit: a stray transactional batch must not turn
+    /// into a plain one when a follower reads its tail.
+    #[test]
+    fn a_cut_transactional_batch_stays_transactional() {
+        let mut b = BatchBuilder::new(0, ProducerId(1), 0, 0).transactional();
+        for i in 0..3 {
+            b.push(i, None, Some(b"v"));
+        }
+        let mut bytes = b.build();
+        set_base_offset(&mut bytes, Offset(10));
+        let tail = records_from(&bytes, Offset(11)).unwrap();
+        let h = validate(&tail).unwrap();
+        assert!(h.is_transactional());
+        assert_eq!((h.base_offset, h.records_count), (Offset(11), 2));
     }
 
     /// Sarama's "uncompressed record" test vector (record_batch_test.go): an encoding made

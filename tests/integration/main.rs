@@ -48,4 +48,5 @@ mod sim {
 
 mod storage {
     mod log;
+    mod txn;
 }

@@ -273,6 +273,9 @@ impl ReplicaManager {
         match error {
             StorageError::OutOfOrderSequence => ErrorCode::OutOfOrderSequenceNumber,
             StorageError::DuplicateSequence => ErrorCode::DuplicateSequenceNumber,
+            StorageError::InvalidTxnState => ErrorCode::InvalidTxnState,
+            StorageError::InvalidProducerEpoch => ErrorCode::InvalidProducerEpoch,
+            StorageError::TransactionCoordinatorFenced => ErrorCode::TransactionCoordinatorFenced,
             StorageError::InvalidRecord(_) => ErrorCode::CorruptMessage,
             StorageError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
             StorageError::Disk(_) | StorageError::Corrupt(_) | StorageError::Checkpoint { .. } => {

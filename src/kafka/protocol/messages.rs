@@ -54,6 +54,10 @@ pub enum ErrorCode {
     /// AlterPartition named a member that may not join the ISR: fenced or shutting down
     /// (KIP-841), or not the broker epoch whose fetches the leader saw (KIP-903).
     IneligibleReplica,
+    // Transactions' (KIP-98), appended so that the codes above keep their encoding.
+    InvalidTxnState,
+    InvalidProducerEpoch,
+    TransactionCoordinatorFenced,
 }
 
 impl ErrorCode {
@@ -76,6 +80,9 @@ impl ErrorCode {
             ErrorCode::StaleBrokerEpoch => "STALE_BROKER_EPOCH",
             ErrorCode::DuplicateBrokerRegistration => "DUPLICATE_BROKER_REGISTRATION",
             ErrorCode::IneligibleReplica => "INELIGIBLE_REPLICA",
+            ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
+            ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
+            ErrorCode::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",

@@ -49,12 +49,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::config::kafka::LogConfig;
-use crate::kafka::record::{self, BatchHeader, Record, RecordView};
+use crate::kafka::record::TxnResult;
+use crate::kafka::record::{self, BatchHeader, EndTxnMarker, Record, RecordView};
 use crate::kafka::storage::checkpoint::{self, CheckpointError, LEADER_EPOCH};
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;
-use crate::kafka::storage::producer_state::{ProducerStateManager, SequenceCheck};
+use crate::kafka::storage::producer_state::{
+    BatchSummary, CompletedTxn, MarkerCheck, ProducerStateManager, SequenceCheck,
+};
 use crate::kafka::storage::recovery::{self, ScanMode, SegmentBounds, SegmentScan};
 use crate::kafka::storage::segment::{self, Indexing, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::kafka::storage::txn_index::{AbortedTxn, TXN_INDEX_SUFFIX};
+use crate::kafka::types::ProducerId;
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
 use crate::types::{Epoch, Offset, TopicPartition};
@@ -82,6 +87,15 @@ pub enum StorageError {
     OutOfOrderSequence,
     #[error("duplicate sequence number")]
     DuplicateSequence,
+    /// A plain write from a producer with a transaction open on the partition.
+    #[error("invalid transaction state")]
+    InvalidTxnState,
+    /// A marker from an older producer epoch than the partition has seen.
+    #[error("invalid producer epoch")]
+    InvalidProducerEpoch,
+    /// A marker from a transaction coordinator older than the last one seen.
+    #[error("transaction coordinator fenced")]
+    TransactionCoordinatorFenced,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,9 +234,35 @@ impl Log {
         }
         log.recovery_point = recovery_point.clamp(log.first().base_offset(), log.log_end_offset);
         log.load_epochs(&headers)?;
-        log.producer_state = ProducerStateManager::rebuild(headers.all.iter());
+        let (producer_state, completed) = ProducerStateManager::rebuild(headers.all.iter());
+        log.producer_state = producer_state;
+        log.rebuild_txn_indexes(&headers.txn_rebuild, &completed)?;
         log.inherit_unflushed_state();
         Ok(log)
+    }
+
+    /// Recovery's `txnIndex.reset()` and replay: each of `bases` gets the aborts whose
+    /// marker it holds, as the replay of the whole log completed them.
+    fn rebuild_txn_indexes(
+        &mut self,
+        bases: &[Offset],
+        completed: &[CompletedTxn],
+    ) -> Result<(), StorageError> {
+        for base in bases {
+            let Some(segment) = self.segments.get_mut(base) else {
+                continue;
+            };
+            let end = segment.next_offset();
+            let aborts = completed
+                .iter()
+                .filter(|t| t.result == TxnResult::Abort)
+                .filter(|t| t.last_offset >= *base && t.last_offset < end)
+                .map(AbortedTxn::of);
+            if segment.rebuild_txn_index(&self.disk, aborts)? {
+                self.pending.file(segment.txn_index_path());
+            }
+        }
+        Ok(())
     }
 
     /// The page cache outlives a process: what the previous incarnation wrote but never
@@ -257,13 +297,15 @@ impl Log {
             .collect();
         let base_set: BTreeSet<Offset> = bases.iter().copied().collect();
         for name in &names {
-            let orphan_index = [INDEX_SUFFIX, TIME_INDEX_SUFFIX].iter().any(|suffix| {
-                name.strip_suffix(suffix)
-                    .and_then(|stem| {
-                        segment::parse_log_file_name(&format!("{stem}{}", segment::LOG_SUFFIX))
-                    })
-                    .is_some_and(|base| !base_set.contains(&base))
-            });
+            let orphan_index = [INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX]
+                .iter()
+                .any(|suffix| {
+                    name.strip_suffix(suffix)
+                        .and_then(|stem| {
+                            segment::parse_log_file_name(&format!("{stem}{}", segment::LOG_SUFFIX))
+                        })
+                        .is_some_and(|base| !base_set.contains(&base))
+                });
             if orphan_index || name.ends_with(".tmp") {
                 let path = format!("{}/{name}", self.dir);
                 self.disk.delete(&path)?;
@@ -288,6 +330,7 @@ impl Log {
             recovery::first_segment_to_scan(bases, self.recovery_point)
         };
         let mut scans: Vec<SegmentScan> = Vec::with_capacity(bases.len());
+        let mut summaries: Vec<Vec<BatchSummary>> = Vec::with_capacity(bases.len());
         for (i, base) in bases.iter().enumerate() {
             let bytes = self.disk.read_all(&self.segment_path(*base))?;
             let mode = if i < first_scanned || self.config.bugs.skip_crc_on_recovery {
@@ -304,6 +347,15 @@ impl Log {
             };
             let scan = recovery::scan_segment(&bytes, bounds, mode);
             let invalid = scan.invalid.is_some();
+            summaries.push(
+                scan.batches
+                    .iter()
+                    .map(|b| {
+                        let at = b.position as usize;
+                        BatchSummary::of(b.header, &bytes[at..at + b.header.size_bytes()])
+                    })
+                    .collect::<Vec<_>>(),
+            );
             scans.push(scan);
             if invalid {
                 break;
@@ -311,7 +363,12 @@ impl Log {
         }
         let plan = recovery::plan_recovery(&scans);
         for base in &bases[plan.delete_from..] {
-            for suffix in [segment::LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX] {
+            for suffix in [
+                segment::LOG_SUFFIX,
+                INDEX_SUFFIX,
+                TIME_INDEX_SUFFIX,
+                TXN_INDEX_SUFFIX,
+            ] {
                 let path = format!("{}/{}", self.dir, segment::file_name(*base, suffix));
                 if self.disk.exists(&path) {
                     self.disk.delete(&path)?;
@@ -328,7 +385,7 @@ impl Log {
                     .set_len(&self.segment_path(base), scan.valid_bytes)?;
             }
             let trust_indexes = i < first_scanned && !truncated;
-            let segment = Segment::load(
+            let mut segment = Segment::load(
                 &self.disk,
                 &self.dir,
                 base,
@@ -342,8 +399,11 @@ impl Log {
                     self.pending.file(path);
                 }
             }
+            if !trust_indexes || !segment.read_txn_index(&self.disk)? {
+                headers.txn_rebuild.push(base);
+            }
             self.segments.insert(base, segment);
-            headers.all.extend(scan.batches.iter().map(|b| b.header));
+            headers.all.extend_from_slice(&summaries[i]);
             if i >= first_scanned {
                 headers.scanned_from.get_or_insert(base);
                 headers
@@ -436,11 +496,11 @@ impl Log {
     /// Leader: validate CRC, check producer sequence, assign offsets from LEO, stamp `epoch`, append.
     pub fn append_as_leader(
         &mut self,
-        mut batch: Vec<u8>,
+        batch: Vec<u8>,
         epoch: Epoch,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        let mut header =
+        let header =
             record::validate(&batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
         if header.size_bytes() != batch.len() {
             return Err(StorageError::InvalidRecord(format!(
@@ -448,6 +508,12 @@ impl Log {
                 batch.len() - header.size_bytes(),
                 header.size_bytes()
             )));
+        }
+        if header.is_control() {
+            // Kafka's `LogValidator`: "Clients are not allowed to write control records".
+            return Err(StorageError::InvalidRecord(
+                "a client may not write a control batch".into(),
+            ));
         }
         let check = if self.config.bugs.ignore_sequences {
             SequenceCheck::Accept
@@ -467,7 +533,46 @@ impl Log {
             }
             SequenceCheck::OutOfOrder => return Err(StorageError::OutOfOrderSequence),
             SequenceCheck::DuplicateSequence => return Err(StorageError::DuplicateSequence),
+            SequenceCheck::InvalidTxnState => return Err(StorageError::InvalidTxnState),
         }
+        self.append_stamped(batch, header, None, epoch, now)
+    }
+
+    /// Leader: a transaction coordinator's marker for `producer_id` (WriteTxnMarkers),
+    /// stamped with the broker's clock, after Kafka's producer-epoch and coordinator-epoch
+    /// checks. A marker ends the producer's transaction on this partition, if one is open.
+    pub fn append_marker_as_leader(
+        &mut self,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+        marker: EndTxnMarker,
+        epoch: Epoch,
+        now: SimTime,
+    ) -> Result<AppendOutcome, StorageError> {
+        match self
+            .producer_state
+            .check_marker(producer_id, producer_epoch, &marker)
+        {
+            MarkerCheck::Accept => {}
+            MarkerCheck::InvalidProducerEpoch => return Err(StorageError::InvalidProducerEpoch),
+            MarkerCheck::CoordinatorFenced => {
+                return Err(StorageError::TransactionCoordinatorFenced)
+            }
+        }
+        let batch = marker.batch(now.timestamp_ms(), producer_id, producer_epoch);
+        let header = record::parse_header(&batch).expect("a marker batch parses");
+        self.append_stamped(batch, header, Some(marker), epoch, now)
+    }
+
+    /// A leader's append: offsets from the LEO, stamped with its epoch.
+    fn append_stamped(
+        &mut self,
+        mut batch: Vec<u8>,
+        mut header: BatchHeader,
+        marker: Option<EndTxnMarker>,
+        epoch: Epoch,
+        now: SimTime,
+    ) -> Result<AppendOutcome, StorageError> {
         let first_offset = self.log_end_offset;
         record::set_base_offset(&mut batch, first_offset);
         record::set_partition_leader_epoch(&mut batch, epoch);
@@ -477,12 +582,28 @@ impl Log {
         if self.epochs.assign(epoch, first_offset) {
             self.write_epoch_checkpoint(Change::NewEpoch)?;
         }
-        self.producer_state.update(&header);
+        self.apply_to_producer_state(&BatchSummary { header, marker })?;
         Ok(AppendOutcome::Appended {
             first_offset,
             last_offset: header.last_offset(),
             flush_needed: self.flush_needed(),
         })
+    }
+
+    /// Producer state takes an appended batch; an abort it completes is indexed in the
+    /// segment holding its marker, the active one (Kafka's `updateTxnIndex`).
+    fn apply_to_producer_state(&mut self, batch: &BatchSummary) -> Result<(), StorageError> {
+        let Some(txn) = self.producer_state.update(batch) else {
+            return Ok(());
+        };
+        if txn.result == TxnResult::Abort {
+            let (disk, active) = self.active_mut();
+            if active.append_aborted(disk, AbortedTxn::of(&txn))? {
+                let path = active.txn_index_path().to_owned();
+                self.pending.file(&path);
+            }
+        }
+        Ok(())
     }
 
     /// Follower: batches keep the leader's offsets and epochs; must start at LEO and be
@@ -528,7 +649,8 @@ impl Log {
                     .epochs
                     .assign(header.partition_leader_epoch, header.base_offset);
             }
-            self.producer_state.update(&header);
+            let bytes = &batches[position..position + header.size_bytes()];
+            self.apply_to_producer_state(&BatchSummary::of(header, bytes))?;
         }
         debug_assert_eq!(
             self.log_end_offset, expected,
@@ -661,7 +783,8 @@ impl Log {
         let (disk, active) = self.active_mut();
         if let Some((position, header)) = active.translate_offset(disk, offset)? {
             active.truncate_to(disk, position, header.base_offset)?;
-            for path in active.paths().map(str::to_owned) {
+            let paths: Vec<String> = active.paths().map(str::to_owned).collect();
+            for path in paths {
                 self.pending.file(&path);
             }
         }
@@ -710,11 +833,13 @@ impl Log {
     }
 
     fn rebuild_producer_state(&mut self) -> Result<(), StorageError> {
-        let mut headers = Vec::new();
+        let mut batches = Vec::new();
         for segment in self.segments.values() {
-            headers.extend(segment.headers(&self.disk)?);
+            batches.extend(segment.batches(&self.disk)?);
         }
-        self.producer_state = ProducerStateManager::rebuild(headers.iter());
+        // The aborts it completes are in the transaction indexes already, which truncation
+        // cut where it cut the log.
+        self.producer_state = ProducerStateManager::rebuild(batches.iter()).0;
         Ok(())
     }
 
@@ -787,6 +912,39 @@ impl Log {
             self.write_epoch_checkpoint(Change::NewEpoch)?;
         }
         Ok(())
+    }
+
+    /// Where the oldest unstable transaction starts (never below the log start): the
+    /// partition's LSO is this or its HW, whichever is lower.
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        self.producer_state
+            .first_unstable_offset()
+            .map(|offset| offset.max(self.log_start_offset))
+    }
+
+    /// Transactions whose marker is below the new HW are stable (Kafka's
+    /// `updateHighWatermarkMetadata` telling the producer state).
+    pub fn on_high_watermark_updated(&mut self, high_watermark: Offset) {
+        self.producer_state
+            .on_high_watermark_updated(high_watermark);
+    }
+
+    /// The aborted transactions a `read_committed` fetch from `from` up to `upper_bound`
+    /// must filter: Kafka's `collectAbortedTransactions`, from the segment holding `from`
+    /// onwards, until an entry's LSO shows that later segments cannot matter.
+    pub fn collect_aborted_txns(&self, from: Offset, upper_bound: Offset) -> Vec<AbortedTxn> {
+        let start = self
+            .segments
+            .range(..=from)
+            .next_back()
+            .map_or(self.first().base_offset(), |(base, _)| *base);
+        let mut out = Vec::new();
+        for segment in self.segments.range(start..).map(|(_, s)| s) {
+            if segment.txn_index().collect(from, upper_bound, &mut out) {
+                break;
+            }
+        }
+        out
     }
 
     pub fn producer_state(&self) -> &ProducerStateManager {
@@ -925,10 +1083,13 @@ struct HeadSegment {
 /// re-validated (their epochs are re-added to the epoch cache).
 #[derive(Default)]
 struct LoadedHeaders {
-    all: Vec<BatchHeader>,
+    all: Vec<BatchSummary>,
     scanned: Vec<BatchHeader>,
     /// The base offset of the first re-validated segment.
     scanned_from: Option<Offset>,
+    /// Segments whose transaction index is rebuilt from the batches: those recovery
+    /// re-validated, and those whose `.txnindex` fails the sanity check.
+    txn_rebuild: Vec<Offset>,
 }
 
 /// Read-only scan of a partition dir (for the final state, --dump-disks, tests): every

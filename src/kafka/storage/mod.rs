@@ -10,3 +10,4 @@ pub mod log;
 pub mod producer_state;
 pub mod recovery;
 pub mod segment;
+pub mod txn_index;

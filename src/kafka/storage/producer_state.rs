@@ -1,22 +1,36 @@
-//! Idempotent producer state (KIP-98), Kafka's `ProducerStateManager` and
-//! `ProducerAppendInfo`: per producer id, the producer epoch and the metadata of its last
-//! five batches, so that a retried batch is answered with its original offsets instead of
-//! being appended twice, and a gap in sequences is refused instead of silently accepted.
+//! Producer state (KIP-98), Kafka's `ProducerStateManager` and `ProducerAppendInfo`: per
+//! producer id, the producer epoch and the metadata of its last five batches, so that a
+//! retried batch is answered with its original offsets instead of being appended twice,
+//! and a gap in sequences is refused instead of silently accepted; and per partition, the
+//! transactions open on it, which bound what a `read_committed` reader may see.
+//!
+//! ## Transactions
+//! A transactional batch from a producer with nothing open on the partition *starts* a
+//! transaction there (its first offset); a marker from that producer ends it. Until the
+//! marker is below the high watermark the transaction is *unstable*, and the last stable
+//! offset (LSO) is the first offset of the oldest unstable transaction, or the HW. Nothing
+//! else ends a partition's transaction: a later batch at a higher epoch simply continues
+//! it, which is why a stray batch landing after its transaction's marker can hang the LSO
+//! or be committed with the next transaction (KIP-890's motivation).
 //!
 //! ## Model
-//! The state is derived from batch headers only: `update` after each append, `rebuild` from
-//! the headers of the log (recovery, becoming leader, after truncation) — Kafka reaches the
-//! same state from its snapshots plus the log suffix. Transactions are not modelled.
+//! The state is derived from batch headers and markers only: `update` after each append,
+//! `rebuild` from the log (recovery, becoming leader, after truncation) — Kafka reaches
+//! the same state from its snapshots plus the log suffix. Replayed batches (a follower's,
+//! recovery's) are applied without checks, as Kafka applies `AppendOrigin.REPLICATION`.
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::kafka::record::{increment_sequence, BatchHeader};
+use crate::kafka::record::{increment_sequence, BatchHeader, EndTxnMarker, TxnResult};
 use crate::kafka::types::ProducerId;
 use crate::types::Offset;
 
 /// Kafka's `ProducerStateEntry.NUM_BATCHES_TO_RETAIN`: why a producer may have at most five
 /// requests in flight with idempotence.
 pub const NUM_BATCHES_TO_RETAIN: usize = 5;
+
+/// `ProducerStateEntry`'s coordinator epoch before any marker.
+const NO_COORDINATOR_EPOCH: i32 = -1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SequenceCheck {
@@ -32,6 +46,40 @@ pub enum SequenceCheck {
     /// A retry of a batch older than every cached one: it was appended long ago, but its
     /// offsets are no longer known.
     DuplicateSequence,
+    /// A plain batch from a producer with a transaction open on the partition (Kafka's
+    /// `InvalidTxnStateException`, "Expected transactional write from producer").
+    InvalidTxnState,
+}
+
+/// Why a marker is refused (a coordinator's append; replayed markers are never refused).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerCheck {
+    Accept,
+    /// The marker's producer epoch is older than the producer's (INVALID_PRODUCER_EPOCH).
+    InvalidProducerEpoch,
+    /// Written by a coordinator older than the last one that wrote for this producer
+    /// (TRANSACTION_COORDINATOR_FENCED): a zombie coordinator.
+    CoordinatorFenced,
+}
+
+/// What producer state reads of a batch: its header, and the marker a control batch holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchSummary {
+    pub header: BatchHeader,
+    pub marker: Option<EndTxnMarker>,
+}
+
+impl BatchSummary {
+    /// The summary of a whole, validated batch. A control batch whose marker does not read
+    /// is kept as a batch without one (Kafka ignores control records it does not know).
+    pub fn of(header: BatchHeader, batch: &[u8]) -> BatchSummary {
+        let marker = if header.is_control() {
+            EndTxnMarker::of(batch).ok().flatten()
+        } else {
+            None
+        };
+        BatchSummary { header, marker }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,17 +95,61 @@ pub struct ProducerStateEntry {
     pub producer_epoch: i16,
     /// Oldest first, at most `NUM_BATCHES_TO_RETAIN`.
     pub batches: VecDeque<BatchMetadata>,
+    /// The epoch of the last coordinator whose marker this producer's state took.
+    pub coordinator_epoch: i32,
+    /// Where the transaction this producer has open on the partition starts.
+    pub current_txn_first_offset: Option<Offset>,
+}
+
+impl ProducerStateEntry {
+    fn new(producer_epoch: i16) -> ProducerStateEntry {
+        ProducerStateEntry {
+            producer_epoch,
+            batches: VecDeque::with_capacity(NUM_BATCHES_TO_RETAIN),
+            coordinator_epoch: NO_COORDINATOR_EPOCH,
+            current_txn_first_offset: None,
+        }
+    }
+
+    /// Kafka's `maybeUpdateProducerEpoch`: a new epoch starts the batch window afresh.
+    fn set_epoch(&mut self, epoch: i16) {
+        if self.producer_epoch != epoch {
+            self.producer_epoch = epoch;
+            self.batches.clear();
+        }
+    }
+}
+
+/// A transaction a marker ended on this partition (Kafka's `CompletedTxn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompletedTxn {
+    pub producer_id: ProducerId,
+    pub first_offset: Offset,
+    /// The marker's offset.
+    pub last_offset: Offset,
+    pub result: TxnResult,
+    /// Where a reader may stop when it meets this abort: the first offset of the oldest
+    /// transaction still open from another producer, or just past the marker (Kafka's
+    /// `lastStableOffset(CompletedTxn)`, which ignores the HW). Kept in the `.txnindex`.
+    pub last_stable_offset: Offset,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProducerStateManager {
     producers: BTreeMap<ProducerId, ProducerStateEntry>,
+    /// Open transactions by first offset (Kafka's `ongoingTxns`).
+    ongoing: BTreeMap<Offset, ProducerId>,
+    /// Ended transactions whose marker is not yet below the HW, by first offset: the
+    /// marker's offset (Kafka's `unreplicatedTxns`).
+    unreplicated: BTreeMap<Offset, Offset>,
 }
 
 impl ProducerStateManager {
-    /// Kafka's duplicate check followed by `checkProducerEpoch` and `checkSequence`.
-    /// Non-idempotent batches (producer id -1) are always accepted.
+    /// Kafka's duplicate check followed by `checkProducerEpoch`, `checkSequence` and the
+    /// transaction check of `appendDataBatch`. Non-idempotent batches (producer id -1) are
+    /// always accepted.
     pub fn check(&self, header: &BatchHeader) -> SequenceCheck {
+        debug_assert!(!header.is_control(), "markers are checked by check_marker");
         if !header.is_idempotent() {
             return SequenceCheck::Accept;
         }
@@ -69,6 +161,17 @@ impl ProducerStateManager {
         let Some(entry) = self.producers.get(&header.producer_id) else {
             return SequenceCheck::Accept;
         };
+        let sequence = Self::check_sequence(entry, header);
+        if sequence == SequenceCheck::Accept
+            && entry.current_txn_first_offset.is_some()
+            && !header.is_transactional()
+        {
+            return SequenceCheck::InvalidTxnState;
+        }
+        sequence
+    }
+
+    fn check_sequence(entry: &ProducerStateEntry, header: &BatchHeader) -> SequenceCheck {
         if header.producer_epoch < entry.producer_epoch {
             return SequenceCheck::OutOfOrder;
         }
@@ -111,24 +214,53 @@ impl ProducerStateManager {
         }
     }
 
-    /// Record an appended batch (its header carries the assigned offsets). A different
-    /// producer epoch starts the producer's window afresh, as Kafka's
-    /// `ProducerStateEntry.maybeUpdateProducerEpoch` does.
-    pub fn update(&mut self, header: &BatchHeader) {
+    /// A coordinator's marker for `producer_id` at `producer_epoch`: Kafka's
+    /// `checkProducerEpoch` (an equal epoch is accepted) and `checkCoordinatorEpoch`.
+    pub fn check_marker(
+        &self,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+        marker: &EndTxnMarker,
+    ) -> MarkerCheck {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return MarkerCheck::Accept;
+        };
+        if producer_epoch < entry.producer_epoch {
+            MarkerCheck::InvalidProducerEpoch
+        } else if marker.coordinator_epoch < entry.coordinator_epoch {
+            MarkerCheck::CoordinatorFenced
+        } else {
+            MarkerCheck::Accept
+        }
+    }
+
+    /// Record an appended batch (its header carries the assigned offsets); a marker that
+    /// ends an open transaction returns it, completed. A different producer epoch starts
+    /// the producer's window afresh, as Kafka's `ProducerStateEntry.maybeUpdateProducerEpoch`
+    /// does.
+    pub fn update(&mut self, batch: &BatchSummary) -> Option<CompletedTxn> {
+        let header = &batch.header;
         if !header.is_idempotent() {
-            return;
+            return None;
         }
-        let entry =
-            self.producers
-                .entry(header.producer_id)
-                .or_insert_with(|| ProducerStateEntry {
-                    producer_epoch: header.producer_epoch,
-                    batches: VecDeque::with_capacity(NUM_BATCHES_TO_RETAIN),
-                });
-        if entry.producer_epoch != header.producer_epoch {
-            entry.producer_epoch = header.producer_epoch;
-            entry.batches.clear();
+        let entry = self
+            .producers
+            .entry(header.producer_id)
+            .or_insert_with(|| ProducerStateEntry::new(header.producer_epoch));
+        if header.is_control() {
+            let marker = batch.marker?;
+            entry.set_epoch(header.producer_epoch);
+            entry.coordinator_epoch = marker.coordinator_epoch;
+            let first_offset = entry.current_txn_first_offset.take()?;
+            return Some(self.complete(CompletedTxn {
+                producer_id: header.producer_id,
+                first_offset,
+                last_offset: header.base_offset,
+                result: marker.result,
+                last_stable_offset: Offset::NONE,
+            }));
         }
+        entry.set_epoch(header.producer_epoch);
         if entry.batches.len() == NUM_BATCHES_TO_RETAIN {
             entry.batches.pop_front();
         }
@@ -138,20 +270,65 @@ impl ProducerStateManager {
             first_offset: header.base_offset,
             last_offset: header.last_offset(),
         });
+        if header.is_transactional() && entry.current_txn_first_offset.is_none() {
+            entry.current_txn_first_offset = Some(header.base_offset);
+            let previous = self.ongoing.insert(header.base_offset, header.producer_id);
+            debug_assert!(previous.is_none(), "two transactions start at one offset");
+        }
+        None
+    }
+
+    /// Kafka's `lastStableOffset(completedTxn)` then `completeTxn`.
+    fn complete(&mut self, mut txn: CompletedTxn) -> CompletedTxn {
+        txn.last_stable_offset = self
+            .ongoing
+            .iter()
+            .find(|(_, pid)| **pid != txn.producer_id)
+            .map_or(txn.last_offset.next(), |(first, _)| *first);
+        let started = self.ongoing.remove(&txn.first_offset);
+        assert_eq!(
+            started,
+            Some(txn.producer_id),
+            "a transaction completed that was not started"
+        );
+        self.unreplicated.insert(txn.first_offset, txn.last_offset);
+        txn
+    }
+
+    /// The first offset a `read_committed` reader may not pass whatever the HW: the start
+    /// of the oldest transaction that is open, or ended but not yet replicated.
+    pub fn first_unstable_offset(&self) -> Option<Offset> {
+        let ongoing = self.ongoing.keys().next();
+        let unreplicated = self.unreplicated.keys().next();
+        ongoing.into_iter().chain(unreplicated).min().copied()
+    }
+
+    /// Transactions whose marker is now below the HW are stable.
+    pub fn on_high_watermark_updated(&mut self, high_watermark: Offset) {
+        self.unreplicated
+            .retain(|_, marker_offset| *marker_offset >= high_watermark);
     }
 
     /// The state the log's batches imply, oldest batch first (recovery, becoming leader,
-    /// after truncation).
-    pub fn rebuild<'a>(headers: impl IntoIterator<Item = &'a BatchHeader>) -> Self {
+    /// after truncation), and the transactions its markers completed, in log order.
+    pub fn rebuild<'a>(
+        batches: impl IntoIterator<Item = &'a BatchSummary>,
+    ) -> (Self, Vec<CompletedTxn>) {
         let mut state = ProducerStateManager::default();
-        for h in headers {
-            state.update(h);
-        }
-        state
+        let completed = batches
+            .into_iter()
+            .filter_map(|b| state.update(b))
+            .collect();
+        (state, completed)
     }
 
     pub fn entry(&self, producer_id: ProducerId) -> Option<&ProducerStateEntry> {
         self.producers.get(&producer_id)
+    }
+
+    /// Open transactions, oldest first: (first offset, producer id).
+    pub fn ongoing(&self) -> impl Iterator<Item = (Offset, ProducerId)> + '_ {
+        self.ongoing.iter().map(|(first, pid)| (*first, *pid))
     }
 }
 
@@ -168,6 +345,7 @@ mod tests {
     use super::*;
     use crate::kafka::record::{parse_header, set_base_offset, BatchBuilder};
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     /// A header as the log has it after appending: `count` records at `base_offset`.
     fn header(pid: i64, epoch: i16, base_seq: i32, count: usize, base_offset: i64) -> BatchHeader {
@@ -180,13 +358,20 @@ mod tests {
         parse_header(&bytes).unwrap()
     }
 
+    fn plain(header: BatchHeader) -> BatchSummary {
+        BatchSummary {
+            header,
+            marker: None,
+        }
+    }
+
     /// Appends `count`-record batches for producer 1, epoch 0, from sequence 0 and offset 0.
     fn appended(batches: usize, count: usize) -> ProducerStateManager {
         let mut s = ProducerStateManager::default();
         for i in 0..batches {
             let h = header(1, 0, (i * count) as i32, count, (i * count) as i64);
             assert_eq!(s.check(&h), SequenceCheck::Accept);
-            s.update(&h);
+            s.update(&plain(h));
         }
         s
     }
@@ -262,7 +447,7 @@ mod tests {
         assert_eq!(s.check(&header(1, 1, 2, 1, 2)), SequenceCheck::OutOfOrder);
         let h = header(1, 1, 0, 1, 2);
         assert_eq!(s.check(&h), SequenceCheck::Accept);
-        s.update(&h);
+        s.update(&plain(h));
         let entry = s.entry(ProducerId(1)).unwrap();
         assert_eq!((entry.producer_epoch, entry.batches.len()), (1, 1));
         assert_eq!(
@@ -278,7 +463,7 @@ mod tests {
         let mut s = ProducerStateManager::default();
         let h = header(1, 0, i32::MAX - 1, 2, 0);
         assert_eq!(h.last_sequence(), i32::MAX);
-        s.update(&h);
+        s.update(&plain(h));
         assert_eq!(s.check(&header(1, 0, 0, 1, 2)), SequenceCheck::Accept);
         assert_eq!(s.check(&header(1, 0, 1, 1, 2)), SequenceCheck::OutOfOrder);
         let wrapped = header(1, 0, i32::MAX, 3, 2);
@@ -298,7 +483,8 @@ mod tests {
     #[test]
     fn rebuild_after_truncation_forgets_truncated_batches() {
         let headers: Vec<_> = (0..4).map(|i| header(1, 0, i, 1, i64::from(i))).collect();
-        let s = ProducerStateManager::rebuild(&headers[..2]);
+        let batches: Vec<_> = headers.iter().copied().map(plain).collect();
+        let (s, _) = ProducerStateManager::rebuild(&batches[..2]);
         assert_eq!(
             s.check(&headers[2]),
             SequenceCheck::Accept,
@@ -308,6 +494,215 @@ mod tests {
             s.check(&headers[1]),
             SequenceCheck::Duplicate { .. }
         ));
+    }
+
+    /// A transactional batch of `count` records at `base_offset`.
+    fn txn(pid: i64, epoch: i16, base_seq: i32, count: usize, base_offset: i64) -> BatchSummary {
+        let mut b = BatchBuilder::new(0, ProducerId(pid), epoch, base_seq).transactional();
+        for _ in 0..count {
+            b.push(0, None, Some(b"v"));
+        }
+        let mut bytes = b.build();
+        set_base_offset(&mut bytes, Offset(base_offset));
+        plain(parse_header(&bytes).unwrap())
+    }
+
+    fn marker(pid: i64, epoch: i16, result: TxnResult, coordinator: i32, at: i64) -> BatchSummary {
+        let marker = EndTxnMarker {
+            result,
+            coordinator_epoch: coordinator,
+        };
+        let mut bytes = marker.batch(0, ProducerId(pid), epoch);
+        set_base_offset(&mut bytes, Offset(at));
+        let header = parse_header(&bytes).unwrap();
+        BatchSummary::of(header, &bytes)
+    }
+
+    #[test]
+    fn a_transactional_batch_opens_a_transaction_and_its_marker_ends_it() {
+        let mut s = ProducerStateManager::default();
+        assert_eq!(s.update(&txn(1, 0, 0, 2, 10)), None);
+        assert_eq!(s.update(&txn(1, 0, 2, 3, 12)), None, "continues it");
+        assert_eq!(s.first_unstable_offset(), Some(Offset(10)));
+        assert_eq!(
+            s.entry(ProducerId(1)).unwrap().current_txn_first_offset,
+            Some(Offset(10))
+        );
+        let done = s.update(&marker(1, 0, TxnResult::Commit, 4, 15)).unwrap();
+        assert_eq!(
+            (
+                done.first_offset,
+                done.last_offset,
+                done.result,
+                done.last_stable_offset
+            ),
+            (Offset(10), Offset(15), TxnResult::Commit, Offset(16))
+        );
+        let entry = s.entry(ProducerId(1)).unwrap();
+        assert_eq!(
+            (entry.current_txn_first_offset, entry.coordinator_epoch),
+            (None, 4)
+        );
+        assert_eq!(
+            s.first_unstable_offset(),
+            Some(Offset(10)),
+            "unstable until the marker is below the HW"
+        );
+        s.on_high_watermark_updated(Offset(15));
+        assert_eq!(s.first_unstable_offset(), Some(Offset(10)));
+        s.on_high_watermark_updated(Offset(16));
+        assert_eq!(s.first_unstable_offset(), None);
+    }
+
+    /// The LSO kept with an abort is where the oldest other producer's open transaction
+    /// starts, so a reader knows it has every abort it needs before it.
+    #[test]
+    fn an_abort_records_the_oldest_other_open_transaction() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 0, 0, 1, 0));
+        s.update(&txn(2, 0, 0, 1, 1));
+        s.update(&txn(3, 0, 0, 1, 2));
+        let done = s.update(&marker(2, 0, TxnResult::Abort, 0, 3)).unwrap();
+        assert_eq!(done.last_stable_offset, Offset(0));
+        let done = s.update(&marker(1, 0, TxnResult::Abort, 0, 4)).unwrap();
+        assert_eq!(done.last_stable_offset, Offset(2));
+        assert_eq!(
+            s.ongoing().collect::<Vec<_>>(),
+            vec![(Offset(2), ProducerId(3))]
+        );
+    }
+
+    #[test]
+    fn a_marker_with_nothing_open_completes_nothing() {
+        let mut s = appended(1, 1);
+        assert_eq!(s.update(&marker(1, 0, TxnResult::Abort, 0, 1)), None);
+        assert_eq!(s.update(&marker(9, 0, TxnResult::Commit, 0, 2)), None);
+        assert_eq!(s.first_unstable_offset(), None);
+    }
+
+    #[test]
+    fn a_plain_write_inside_an_open_transaction_is_refused() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 0, 0, 1, 0));
+        assert_eq!(
+            s.check(&header(1, 0, 1, 1, 1)),
+            SequenceCheck::InvalidTxnState
+        );
+        assert_eq!(s.check(&txn(1, 0, 1, 1, 1).header), SequenceCheck::Accept);
+        assert_eq!(
+            s.check(&header(2, 0, 0, 1, 1)),
+            SequenceCheck::Accept,
+            "another producer"
+        );
+    }
+
+    /// Nothing but a marker ends a partition's transaction: a batch at a higher epoch
+    /// continues it (the stray-batch window KIP-890 closed).
+    #[test]
+    fn a_new_epoch_continues_the_open_transaction() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 0, 0, 1, 0));
+        s.update(&txn(1, 1, 0, 1, 1));
+        assert_eq!(
+            s.entry(ProducerId(1)).unwrap().current_txn_first_offset,
+            Some(Offset(0))
+        );
+        let done = s.update(&marker(1, 1, TxnResult::Commit, 0, 2)).unwrap();
+        assert_eq!(
+            done.first_offset,
+            Offset(0),
+            "the stray batch is committed with it"
+        );
+    }
+
+    #[test]
+    fn markers_from_older_producers_or_coordinators_are_fenced() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 3, 0, 1, 0));
+        s.update(&marker(1, 3, TxnResult::Commit, 5, 1));
+        let m = |coordinator| EndTxnMarker {
+            result: TxnResult::Abort,
+            coordinator_epoch: coordinator,
+        };
+        assert_eq!(s.check_marker(ProducerId(1), 3, &m(5)), MarkerCheck::Accept);
+        assert_eq!(s.check_marker(ProducerId(1), 4, &m(6)), MarkerCheck::Accept);
+        assert_eq!(
+            s.check_marker(ProducerId(1), 2, &m(5)),
+            MarkerCheck::InvalidProducerEpoch
+        );
+        assert_eq!(
+            s.check_marker(ProducerId(1), 3, &m(4)),
+            MarkerCheck::CoordinatorFenced
+        );
+        assert_eq!(s.check_marker(ProducerId(7), 0, &m(0)), MarkerCheck::Accept);
+    }
+
+    /// A fencing abort's marker carries the bumped epoch (KAFKA-6119): the zombie's next
+    /// batch, at the old epoch, is refused.
+    #[test]
+    fn a_marker_at_a_higher_epoch_fences_the_old_epoch() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 0, 0, 1, 0));
+        s.update(&marker(1, 1, TxnResult::Abort, 0, 1));
+        assert_eq!(
+            s.check(&txn(1, 0, 1, 1, 2).header),
+            SequenceCheck::OutOfOrder
+        );
+        assert_eq!(s.check(&txn(1, 1, 0, 1, 2).header), SequenceCheck::Accept);
+    }
+
+    proptest! {
+        /// Over any interleaving of producers' transactional batches and markers: the first
+        /// unstable offset is the oldest open or unreplicated transaction, every completion
+        /// names a transaction that was open, and rebuilding from the log agrees.
+        #[test]
+        fn transactions_open_and_close_consistently(
+            steps in proptest::collection::vec((0i64..3, any::<bool>(), any::<bool>(), 0i64..4), 0..40)
+        ) {
+            let mut s = ProducerStateManager::default();
+            let mut log = Vec::new();
+            let mut seqs = [0i32; 3];
+            let mut open: BTreeMap<i64, Offset> = BTreeMap::new();
+            let mut offset = 0;
+            let mut hw = Offset(0);
+            for (pid, is_marker, commit, hw_step) in steps {
+                let batch = if is_marker {
+                    let result = if commit { TxnResult::Commit } else { TxnResult::Abort };
+                    marker(pid, 0, result, 0, offset)
+                } else {
+                    let b = txn(pid, 0, seqs[pid as usize], 1, offset);
+                    seqs[pid as usize] += 1;
+                    b
+                };
+                offset += 1;
+                let done = s.update(&batch);
+                match (is_marker, open.get(&pid).copied()) {
+                    (true, Some(first)) => {
+                        let done = done.expect("a marker ends the open transaction");
+                        prop_assert_eq!(done.first_offset, first);
+                        prop_assert!(done.last_stable_offset <= Offset(offset));
+                        open.remove(&pid);
+                    }
+                    (true, None) => prop_assert_eq!(done, None),
+                    (false, None) => {
+                        open.insert(pid, Offset(offset - 1));
+                    }
+                    (false, Some(_)) => prop_assert_eq!(done, None),
+                }
+                hw = Offset((hw.0 + hw_step).min(offset));
+                s.on_high_watermark_updated(hw);
+                let oldest_open = open.values().min().copied();
+                let unstable = s.first_unstable_offset();
+                prop_assert!(unstable <= oldest_open.or(unstable));
+                if let Some(first) = oldest_open {
+                    prop_assert!(unstable.is_some_and(|u| u <= first));
+                }
+                log.push(batch);
+            }
+            let (rebuilt, _) = ProducerStateManager::rebuild(&log);
+            let live: Vec<_> = s.ongoing().collect();
+            prop_assert_eq!(rebuilt.ongoing().collect::<Vec<_>>(), live);
+        }
     }
 
     proptest! {
@@ -323,12 +718,12 @@ mod tests {
                 let h = header(pid, epoch, seq, count, offset);
                 offset += count as i64;
                 let _ = incremental.check(&h);
-                incremental.update(&h);
-                headers.push(h);
+                incremental.update(&plain(h));
+                headers.push(plain(h));
                 let entry = incremental.entry(ProducerId(pid)).unwrap();
                 prop_assert!(entry.batches.len() <= NUM_BATCHES_TO_RETAIN);
             }
-            prop_assert_eq!(ProducerStateManager::rebuild(&headers), incremental);
+            prop_assert_eq!(ProducerStateManager::rebuild(&headers).0, incremental);
         }
     }
 }

@@ -1,4 +1,5 @@
-//! One log segment: a `.log` of record batches and its two sparse indexes.
+//! One log segment: a `.log` of record batches, its two sparse indexes, and its
+//! transaction index once a transaction aborts in it.
 //!
 //! Files are named by the segment's base offset, 20 digits zero-padded, as Kafka names
 //! them (`00000000000000000000.log`). The indexes live in memory and every new entry is
@@ -7,7 +8,9 @@
 
 use crate::kafka::record::{self, BatchHeader, BATCH_HEADER_LEN};
 use crate::kafka::storage::index::{self, OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
+use crate::kafka::storage::producer_state::BatchSummary;
 use crate::kafka::storage::recovery::SegmentScan;
+use crate::kafka::storage::txn_index::{AbortedTxn, TxnIndex, TXN_INDEX_SUFFIX};
 use crate::os::clock::SimTime;
 use crate::os::disk::{Disk, DiskError};
 use crate::types::Offset;
@@ -58,6 +61,10 @@ pub struct Segment {
     log_path: String,
     index_path: String,
     time_index_path: String,
+    txn_index: TxnIndex,
+    txn_index_path: String,
+    /// Whether the `.txnindex` file exists: Kafka creates it at the first abort.
+    txn_index_file: bool,
 }
 
 impl Segment {
@@ -77,6 +84,9 @@ impl Segment {
             log_path: path(LOG_SUFFIX),
             index_path: path(INDEX_SUFFIX),
             time_index_path: path(TIME_INDEX_SUFFIX),
+            txn_index: TxnIndex::default(),
+            txn_index_path: path(TXN_INDEX_SUFFIX),
+            txn_index_file: false,
         }
     }
 
@@ -126,7 +136,70 @@ impl Segment {
                 disk.write(&segment.time_index_path, 0, &segment.time_index.to_bytes())?;
             }
         }
+        segment.txn_index_file = disk.exists(&segment.txn_index_path);
         Ok(segment)
+    }
+
+    /// Load the `.txnindex` from its file (no file is an empty index). False: the file
+    /// fails Kafka's sanity check, and the log must rebuild the index from its batches.
+    pub fn read_txn_index(&mut self, disk: &Disk) -> Result<bool, DiskError> {
+        if !self.txn_index_file {
+            return Ok(true);
+        }
+        let bytes = disk.read_all(&self.txn_index_path)?;
+        match TxnIndex::parse(&bytes, self.base_offset) {
+            Ok(index) => {
+                self.txn_index = index;
+                Ok(true)
+            }
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// Replace the transaction index with one rebuilt from the log (recovery), rewriting
+    /// the file if there is one or anything to write (Kafka's `txnIndex.reset()` then its
+    /// appends). Returns whether the file was written.
+    pub fn rebuild_txn_index(
+        &mut self,
+        disk: &Disk,
+        entries: impl IntoIterator<Item = AbortedTxn>,
+    ) -> Result<bool, DiskError> {
+        self.txn_index = TxnIndex::default();
+        for entry in entries {
+            self.txn_index.push(entry);
+        }
+        if !self.txn_index_file && self.txn_index.is_empty() {
+            return Ok(false);
+        }
+        disk.create(&self.txn_index_path)?;
+        disk.write(&self.txn_index_path, 0, &self.txn_index.to_bytes())?;
+        self.txn_index_file = true;
+        Ok(true)
+    }
+
+    /// Index an abort whose marker this segment holds, creating the file at the first.
+    /// Returns whether the file is new.
+    pub fn append_aborted(&mut self, disk: &Disk, entry: AbortedTxn) -> Result<bool, DiskError> {
+        debug_assert!(
+            entry.last_offset >= self.base_offset && entry.last_offset < self.next_offset,
+            "an abort is indexed in the segment holding its marker"
+        );
+        let bytes = self.txn_index.push(entry);
+        let created = !self.txn_index_file;
+        if created {
+            disk.create(&self.txn_index_path)?;
+            self.txn_index_file = true;
+        }
+        disk.append(&self.txn_index_path, &bytes)?;
+        Ok(created)
+    }
+
+    pub fn txn_index(&self) -> &TxnIndex {
+        &self.txn_index
+    }
+
+    pub fn txn_index_path(&self) -> &str {
+        &self.txn_index_path
     }
 
     /// Read the index files if they pass Kafka's sanity check (whole entries, increasing)
@@ -176,8 +249,16 @@ impl Segment {
         &self.log_path
     }
 
-    pub fn paths(&self) -> [&str; 3] {
-        [&self.log_path, &self.index_path, &self.time_index_path]
+    /// The segment's files: the `.txnindex` only once it exists.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        let txn_index = self.txn_index_file.then_some(self.txn_index_path.as_str());
+        [
+            self.log_path.as_str(),
+            self.index_path.as_str(),
+            self.time_index_path.as_str(),
+        ]
+        .into_iter()
+        .chain(txn_index)
     }
 
     /// How long this segment has been rolling for, as `log.roll.ms` measures it.
@@ -393,7 +474,7 @@ impl Segment {
         self.max_timestamp = i64::MIN;
         self.offset_of_max_timestamp = self.base_offset;
         self.rolling_timestamp_ms = None;
-        for header in self.headers(disk)? {
+        for BatchSummary { header, .. } in self.batches(disk)? {
             if self.rolling_timestamp_ms.is_none() && header.max_timestamp >= 0 {
                 self.rolling_timestamp_ms = Some(header.max_timestamp);
             }
@@ -405,7 +486,12 @@ impl Segment {
         disk.create(&self.index_path)?;
         disk.write(&self.index_path, 0, &self.index.to_bytes())?;
         disk.create(&self.time_index_path)?;
-        disk.write(&self.time_index_path, 0, &self.time_index.to_bytes())
+        disk.write(&self.time_index_path, 0, &self.time_index.to_bytes())?;
+        let txn_len = self.txn_index.truncate_to(next_offset);
+        if self.txn_index_file {
+            disk.set_len(&self.txn_index_path, txn_len)?;
+        }
+        Ok(())
     }
 
     pub fn delete(&self, disk: &Disk) -> Result<(), DiskError> {
@@ -418,19 +504,20 @@ impl Segment {
         Ok(())
     }
 
-    /// Every batch header of the segment, read from the page cache.
-    pub fn headers(&self, disk: &Disk) -> Result<Vec<BatchHeader>, DiskError> {
+    /// Every batch of the segment as producer state reads it, from the page cache.
+    pub fn batches(&self, disk: &Disk) -> Result<Vec<BatchSummary>, DiskError> {
         let bytes = disk.read(&self.log_path, 0, self.size_bytes as usize)?;
-        let mut headers = Vec::new();
+        let mut batches = Vec::new();
         let mut position = 0;
         while let Ok(header) = record::parse_header(&bytes[position..]) {
-            position += header.size_bytes();
-            if position > bytes.len() {
+            let end = position + header.size_bytes();
+            if end > bytes.len() {
                 break;
             }
-            headers.push(header);
+            batches.push(BatchSummary::of(header, &bytes[position..end]));
+            position = end;
         }
-        Ok(headers)
+        Ok(batches)
     }
 }
 

@@ -10,14 +10,12 @@ use std::fmt::Write;
 
 use super::{FileDump, Finding, Options};
 use crate::kafka::record::{
-    parse_header, record_views, validate, BatchHeader, RecordError, RecordView,
+    parse_header, record_views, validate, BatchHeader, RecordError, RecordView, TxnResult,
 };
 
 // Kafka's `DefaultRecordBatch` attribute bits.
 const COMPRESSION_CODEC_MASK: i16 = 0x07;
 const TIMESTAMP_TYPE_MASK: i16 = 0x08;
-const TRANSACTIONAL_FLAG_MASK: i16 = 0x10;
-const CONTROL_FLAG_MASK: i16 = 0x20;
 const DELETE_HORIZON_FLAG_MASK: i16 = 0x40;
 
 pub fn dump_log(name: &str, base_offset: i64, bytes: &[u8], options: &Options) -> FileDump {
@@ -115,6 +113,10 @@ fn records(
                 }
                 *last_offset = Some(offset);
                 record_line(&mut dump.out, header, r, offset, options);
+                if header.is_control() && !options.skip_record_metadata {
+                    control_record(&mut dump.out, r);
+                }
+                dump.out.push('\n');
             }
         }
         Err(e) => {
@@ -157,8 +159,8 @@ fn batch_line(out: &mut String, position: usize, h: &BatchHeader, valid: bool) {
         h.producer_id.0,
         h.producer_epoch,
         h.partition_leader_epoch,
-        h.attributes & TRANSACTIONAL_FLAG_MASK != 0,
-        is_control(h),
+        h.is_transactional(),
+        h.is_control(),
         timestamp_type(h),
         h.max_timestamp,
         h.size_bytes(),
@@ -192,7 +194,7 @@ fn record_line(out: &mut String, h: &BatchHeader, r: &RecordView, offset: i64, o
         );
         prefix = " ";
     }
-    if options.print_data_log && !is_control(h) {
+    if options.print_data_log && !h.is_control() {
         if let Some(key) = r.key {
             let _ = write!(out, "{prefix}key: {}", String::from_utf8_lossy(key));
         }
@@ -200,7 +202,41 @@ fn record_line(out: &mut String, h: &BatchHeader, r: &RecordView, offset: i64, o
             let _ = write!(out, " payload: {}", String::from_utf8_lossy(value));
         }
     }
-    out.push('\n');
+}
+
+/// What Kafka's tool prints of a control record: a transaction marker, or the type of
+/// one it does not decode (KRaft's, as 3.9 prints them).
+fn control_record(out: &mut String, r: &RecordView) {
+    let type_id = r
+        .key
+        .filter(|k| k.len() >= 4)
+        .map_or(-1, |k| i16::from_be_bytes([k[2], k[3]]));
+    let value = r.value.filter(|v| v.len() >= 6);
+    let name = match (type_id, value) {
+        (0 | 1, Some(v)) => {
+            let result = if type_id == 0 {
+                TxnResult::Abort
+            } else {
+                TxnResult::Commit
+            };
+            let _ = write!(
+                out,
+                " endTxnMarker: {} coordinatorEpoch: {}",
+                result.name(),
+                i32::from_be_bytes([v[2], v[3], v[4], v[5]])
+            );
+            return;
+        }
+        (0, None) => "ABORT",
+        (1, None) => "COMMIT",
+        (2, _) => "LEADER_CHANGE",
+        (3, _) => "SNAPSHOT_HEADER",
+        (4, _) => "SNAPSHOT_FOOTER",
+        (5, _) => "KRAFT_VERSION",
+        (6, _) => "KRAFT_VOTERS",
+        _ => "UNKNOWN",
+    };
+    let _ = write!(out, " controlType: {name}({type_id})");
 }
 
 /// A record's timestamp as Kafka reads it: under LogAppendTime every record has the
@@ -221,10 +257,6 @@ fn timestamp_type(h: &BatchHeader) -> &'static str {
     }
 }
 
-fn is_control(h: &BatchHeader) -> bool {
-    h.attributes & CONTROL_FLAG_MASK != 0
-}
-
 /// Kafka's `CompressionType` names.
 fn codec_name(h: &BatchHeader) -> String {
     match h.attributes & COMPRESSION_CODEC_MASK {
@@ -240,7 +272,10 @@ fn codec_name(h: &BatchHeader) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kafka::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder, Header};
+    use crate::kafka::record::{
+        set_base_offset, set_partition_leader_epoch, BatchBuilder, EndTxnMarker, Header,
+        CONTROL_FLAG, TRANSACTIONAL_FLAG,
+    };
     use crate::kafka::types::ProducerId;
     use crate::types::{Epoch, Offset};
     use proptest::prelude::*;
@@ -376,7 +411,7 @@ mod tests {
     #[test]
     fn attribute_bits_read_as_kafka_reads_them() {
         let mut log = batch(0, &[b"a"]);
-        let attributes: i16 = TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK;
+        let attributes: i16 = TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG | CONTROL_FLAG;
         log[21..23].copy_from_slice(&attributes.to_be_bytes());
         let crc = crc32c::crc32c(&log[21..]);
         log[17..21].copy_from_slice(&crc.to_be_bytes());
@@ -393,8 +428,39 @@ mod tests {
         assert!(lines[1].ends_with(&format!("crc: {crc} isvalid: true")));
         assert_eq!(
             lines[2],
-            "| offset: 0 LogAppendTime: 1000 keySize: 1 valueSize: 1 sequence: 0 headerKeys: []",
+            "| offset: 0 LogAppendTime: 1000 keySize: 1 valueSize: 1 sequence: 0 headerKeys: [] \
+             controlType: UNKNOWN(-1)",
             "a control record shows no key or payload"
+        );
+    }
+
+    /// The COMMIT marker of Kafka's own `withEndTransactionMarker` (producer 1000, epoch 0,
+    /// coordinator epoch 0, time 0, leader epoch 0), and the lines its `DumpLogSegments`
+    /// prints for it (3.9 and 4.1).
+    #[test]
+    fn a_marker_dumps_as_kafkas_tool_dumps_it() {
+        let marker = EndTxnMarker {
+            result: TxnResult::Commit,
+            coordinator_epoch: 0,
+        };
+        let mut bytes = marker.batch(0, ProducerId(1000), 0);
+        set_partition_leader_epoch(&mut bytes, Epoch(0));
+        let kafka = "0000000000000000000000420000000002339ae2ff0030000000000000000000000000000000\
+                     000000000000000000000003e80000ffffffff000000012000000008000000010c0000000000\
+                     0000";
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, kafka);
+        let dump = dump_log(NAME, 0, &bytes, &with(|o| o.deep_iteration = true));
+        assert_eq!(
+            dump.out.lines().skip(1).collect::<Vec<_>>(),
+            [
+                "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 \
+                 producerId: 1000 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true \
+                 isControl: true deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 0 \
+                 size: 78 magic: 2 compresscodec: none crc: 865788671 isvalid: true",
+                "| offset: 0 CreateTime: 0 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] \
+                 endTxnMarker: COMMIT coordinatorEpoch: 0",
+            ]
         );
     }
 

@@ -1,8 +1,9 @@
 //! `hightide dump-log`: the files of a broker's log directory as Kafka's
 //! `kafka-dump-log.sh` (`DumpLogSegments`) prints them, so that a dumped disk reads like a
 //! real one. Kind by name, as Kafka's tool: `.log` (batches, and with deep iteration one
-//! `| offset: …` line per record), `.index` and `.timeindex` (entries, checked against the
-//! `.log` beside them). hightide adds the checkpoint files, which Kafka's tool cannot read
+//! `| offset: …` line per record, a marker's `endTxnMarker: COMMIT coordinatorEpoch: N`),
+//! `.index` and `.timeindex` (entries, checked against the `.log` beside them), and
+//! `.txnindex` (one line per aborted transaction). hightide adds the checkpoint files, which Kafka's tool cannot read
 //! (their names have no suffix): `leader-epoch-checkpoint` and the three offset
 //! checkpoints.
 //!
@@ -17,10 +18,12 @@
 mod checkpoint;
 mod index;
 mod log;
+mod txn_index;
 
 use std::fmt::Write;
 
 use crate::kafka::storage::segment::{INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX};
+use crate::kafka::storage::txn_index::TXN_INDEX_SUFFIX;
 
 pub use checkpoint::Checkpoint;
 
@@ -71,6 +74,7 @@ pub enum Kind {
     Log { base_offset: i64 },
     Index { base_offset: i64 },
     TimeIndex { base_offset: i64 },
+    TxnIndex { base_offset: i64 },
     Checkpoint(Checkpoint),
 }
 
@@ -88,6 +92,7 @@ impl Kind {
             LOG_SUFFIX => Some(Kind::Log { base_offset }),
             INDEX_SUFFIX => Some(Kind::Index { base_offset }),
             TIME_INDEX_SUFFIX => Some(Kind::TimeIndex { base_offset }),
+            TXN_INDEX_SUFFIX => Some(Kind::TxnIndex { base_offset }),
             _ => None,
         }
     }
@@ -163,6 +168,7 @@ pub fn dump(
         Kind::TimeIndex { base_offset } => {
             index::dump_time_index(file, base_offset, bytes, log, options)
         }
+        Kind::TxnIndex { base_offset } => txn_index::dump_txn_index(base_offset, bytes),
         Kind::Checkpoint(checkpoint) => checkpoint::dump_checkpoint(file, checkpoint, bytes),
     }
 }
