@@ -304,7 +304,9 @@ fn log_broker(
                             tp: asked.tp,
                             error: None,
                             high_watermark,
+                            last_stable_offset: high_watermark,
                             log_start_offset: Offset(0),
+                            aborted_transactions: None,
                             records,
                             diverging_epoch: None,
                         }
@@ -608,6 +610,8 @@ fn consumer_moves_back_over_truncated_records_after_a_leader_change() {
                                 tp: asked.tp,
                                 error: fenced.then_some(ErrorCode::FencedLeaderEpoch),
                                 high_watermark: Offset(4),
+                                last_stable_offset: Offset(4),
+                                aborted_transactions: None,
                                 log_start_offset: Offset(0),
                                 records,
                                 diverging_epoch: None,
@@ -841,6 +845,8 @@ fn consumer_fetches_all_of_a_brokers_partitions_in_one_request() {
                                 tp: asked.tp,
                                 error: None,
                                 high_watermark: Offset(2),
+                                last_stable_offset: Offset(2),
+                                aborted_transactions: None,
                                 log_start_offset: Offset(0),
                                 diverging_epoch: None,
                             })

@@ -295,6 +295,7 @@ pub struct ConsumerConfig {
     /// still stops at a batch or record it cannot parse, but takes rotten bytes inside a
     /// well-formed one for data.
     pub check_crcs: bool,
+    pub isolation_level: IsolationLevel,
     /// The consumer sends the leader epoch it knows with each fetch, and after a leader
     /// change asks the new leader where its position's epoch ends before fetching again,
     /// moving back if the log was truncated under it (KIP-320 on the consumer, Kafka 2.3).
@@ -319,7 +320,32 @@ impl Default for ConsumerConfig {
             max_poll_interval: ms(300_000),
             max_poll_records: 500,
             check_crcs: true,
+            isolation_level: IsolationLevel::ReadUncommitted,
             validate_positions: true,
+        }
+    }
+}
+
+/// `isolation.level`: whether a consumer reads everything up to the HW (Kafka's default)
+/// or only up to the last stable offset, without the batches of aborted transactions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IsolationLevel {
+    #[default]
+    ReadUncommitted,
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    pub const ALL: [IsolationLevel; 2] = [
+        IsolationLevel::ReadUncommitted,
+        IsolationLevel::ReadCommitted,
+    ];
+
+    /// As Kafka spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            IsolationLevel::ReadUncommitted => "read_uncommitted",
+            IsolationLevel::ReadCommitted => "read_committed",
         }
     }
 }

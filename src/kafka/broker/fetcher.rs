@@ -14,6 +14,7 @@
 use super::partition::Partition;
 use super::replica_manager::ReplicaManager;
 use super::truncation::TruncationState;
+use crate::config::kafka::IsolationLevel;
 use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::fetch_session::SessionHandler;
 use crate::kafka::protocol::frame::Connection;
@@ -326,6 +327,7 @@ async fn fetch_round(
     let request = Request::Fetch(Fetch {
         replica: Some(rm.id),
         replica_epoch: rm.config.rules.isr_broker_epochs.then_some(rm.incarnation),
+        isolation: IsolationLevel::ReadUncommitted,
         max_wait_ms: rm.config.replica_fetch_wait_max.as_millis() as u64,
         min_bytes: rm.config.replica_fetch_min_bytes,
         session_id: session.session_id,
@@ -566,6 +568,7 @@ async fn ask_log_end(
 ) -> Result<Offset, Backoff> {
     let request = Request::ListOffsets {
         replica: Some(rm.id),
+        isolation: IsolationLevel::ReadUncommitted,
         tp: tp.clone(),
         spec: OffsetSpec::Latest,
         current_leader_epoch: fencing_epoch(rm, leader_epoch),

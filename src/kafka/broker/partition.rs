@@ -16,9 +16,9 @@ use crate::config::kafka::{Rules, Truncation};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::protocol::messages::PartitionState;
-use crate::kafka::record;
+use crate::kafka::record::{self, EndTxnMarker};
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
-use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch};
+use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch, ProducerId};
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::borrow::Cow;
@@ -92,6 +92,8 @@ impl Partition {
         bugs: Bugs,
     ) -> Partition {
         let hw = hw.clamp(log.log_start_offset(), log.log_end_offset());
+        let mut log = log;
+        log.on_high_watermark_updated(hw);
         let partition = Partition {
             me,
             log,
@@ -142,6 +144,15 @@ impl Partition {
 
     pub fn hw(&self) -> Offset {
         self.hw
+    }
+
+    /// The last stable offset: a `read_committed` reader reads below it. The oldest
+    /// transaction still open, or ended by a marker not yet below the HW, holds it back;
+    /// without one it is the HW (Kafka's `UnifiedLog.lastStableOffset`).
+    pub fn last_stable_offset(&self) -> Offset {
+        self.log
+            .first_unstable_offset()
+            .map_or(self.hw, |unstable| unstable.min(self.hw))
     }
 
     /// Leader: each follower's LEO as its fetches told us.
@@ -399,6 +410,7 @@ impl Partition {
             self.hw
         );
         self.hw = hw;
+        self.log.on_high_watermark_updated(hw);
     }
 
     /// Leader: a produce. Appends in the current leader epoch, then wakes the waiters (a
@@ -421,6 +433,37 @@ impl Partition {
                 epoch: self.leader_epoch,
                 first: first_offset,
                 last: last_offset,
+            });
+        }
+        self.maybe_increment_hw();
+        self.wake = true;
+        self.check_invariants();
+        Ok(outcome)
+    }
+
+    /// Leader: a transaction coordinator's marker for `producer_id` (WriteTxnMarkers),
+    /// appended in the current leader epoch like a produce.
+    pub fn on_marker(
+        &mut self,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+        marker: EndTxnMarker,
+        now: SimTime,
+    ) -> Result<AppendOutcome, StorageError> {
+        let outcome = self.log.append_marker_as_leader(
+            producer_id,
+            producer_epoch,
+            marker,
+            self.leader_epoch,
+            now,
+        )?;
+        if let AppendOutcome::Appended { first_offset, .. } = outcome {
+            self.facts.record(Fact::Appended {
+                tp: self.tp().clone(),
+                leader: self.me,
+                epoch: self.leader_epoch,
+                first: first_offset,
+                last: first_offset,
             });
         }
         self.maybe_increment_hw();

@@ -12,13 +12,14 @@ use super::partition::{Partition, Transition};
 use super::purgatory::{self, DelayedProduce, LeaderView};
 use super::truncation;
 use crate::config::bugs::Bugs;
-use crate::config::kafka::{Acks, BrokerConfig, LogConfig, TopicConfig};
+use crate::config::kafka::{Acks, BrokerConfig, IsolationLevel, LogConfig, TopicConfig};
 use crate::history::facts::kafka::Fact;
 use crate::history::facts::Facts;
 use crate::kafka::protocol::fetch_session::SessionCache;
 use crate::kafka::protocol::messages::{
-    ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse, FetchedPartition, OffsetSpec,
-    OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce, ProduceResponse,
+    AbortedTransaction, ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse,
+    FetchedPartition, OffsetSpec, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce,
+    ProduceResponse,
 };
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
 use crate::kafka::types::{Brokers, EpochEndOffset, Incarnation, PartitionEpoch};
@@ -143,6 +144,15 @@ enum AfterShutdown {
 enum FetchRead {
     Now(FetchedPartition),
     Data(FetchedPartition),
+}
+
+/// Who is fetching, which decides how far it may read: a follower to the LEO, a consumer
+/// to the HW, or to the LSO under read_committed.
+#[derive(Clone, Copy)]
+struct Reader {
+    replica: Option<BrokerId>,
+    replica_epoch: Option<Incarnation>,
+    read_committed: bool,
 }
 
 impl ReplicaManager {
@@ -595,6 +605,9 @@ impl ReplicaManager {
         let deadline = clock::now() + Duration::from_millis(request.max_wait_ms);
         let (replica, replica_epoch, min_bytes) =
             (request.replica, request.replica_epoch, request.min_bytes);
+        // A follower reads to the LEO whatever its request says (Kafka's `FetchIsolation`).
+        let read_committed =
+            replica.is_none() && request.isolation == IsolationLevel::ReadCommitted;
         let opened = self.fetch_sessions.borrow_mut().open(request);
         let (context, partitions) = match opened {
             Ok(opened) => opened,
@@ -617,8 +630,12 @@ impl ReplicaManager {
         loop {
             // Registered before the read, so that nothing appended after it is missed.
             let mut waits: Vec<_> = notifies.iter().map(|n| Box::pin(n.notified())).collect();
-            let (answers, complete) =
-                self.read_for_fetch(replica, replica_epoch, &partitions, min_bytes, first);
+            let reader = Reader {
+                replica,
+                replica_epoch,
+                read_committed,
+            };
+            let (answers, complete) = self.read_for_fetch(reader, &partitions, min_bytes, first);
             first = false;
             let now = clock::now();
             if complete || waits.is_empty() || now >= deadline {
@@ -643,8 +660,7 @@ impl ReplicaManager {
     /// error or a divergence to report, or when there are `min_bytes` of records in all.
     fn read_for_fetch(
         self: &Rc<Self>,
-        replica: Option<BrokerId>,
-        replica_epoch: Option<Incarnation>,
+        reader: Reader,
         partitions: &[FetchPartition],
         min_bytes: u64,
         first: bool,
@@ -653,18 +669,16 @@ impl ReplicaManager {
         let mut bytes = 0;
         let answers = partitions
             .iter()
-            .map(
-                |p| match self.read_partition(replica, replica_epoch, p, first) {
-                    FetchRead::Now(answer) => {
-                        urgent = true;
-                        answer
-                    }
-                    FetchRead::Data(answer) => {
-                        bytes += answer.records.len() as u64;
-                        answer
-                    }
-                },
-            )
+            .map(|p| match self.read_partition(reader, p, first) {
+                FetchRead::Now(answer) => {
+                    urgent = true;
+                    answer
+                }
+                FetchRead::Data(answer) => {
+                    bytes += answer.records.len() as u64;
+                    answer
+                }
+            })
             .collect();
         (answers, urgent || bytes >= min_bytes)
     }
@@ -673,11 +687,15 @@ impl ReplicaManager {
     /// a follower's fetch offset; a fetch woken later only reads again.
     fn read_partition(
         self: &Rc<Self>,
-        replica: Option<BrokerId>,
-        replica_epoch: Option<Incarnation>,
+        reader: Reader,
         request: &FetchPartition,
         first: bool,
     ) -> FetchRead {
+        let Reader {
+            replica,
+            replica_epoch,
+            read_committed,
+        } = reader;
         let tp = &request.tp;
         let error = |error: ErrorCode| FetchRead::Now(FetchedPartition::error(tp.clone(), error));
         let mut partitions = self.partitions.borrow_mut();
@@ -693,11 +711,14 @@ impl ReplicaManager {
         // response with data carries the HW from before this fetch: a follower learns the
         // HW one round late. A fetch answered after waiting reads the HW afresh.
         let hw_at_read = partition.hw();
+        let lso = partition.last_stable_offset();
         let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchedPartition {
             tp: tp.clone(),
             error: None,
             high_watermark: hw,
+            last_stable_offset: lso,
             log_start_offset,
+            aborted_transactions: read_committed.then(Vec::new),
             records,
             diverging_epoch: None,
         };
@@ -740,6 +761,7 @@ impl ReplicaManager {
                 leo
             }
             None if self.bugs.read_beyond_hw => leo,
+            None if read_committed => lso,
             None => partition.hw(),
         };
         if request.fetch_offset >= upper_bound {
@@ -752,7 +774,28 @@ impl ReplicaManager {
             Ok(records) if records.is_empty() => {
                 FetchRead::Data(answer(partition.hw(), log_start, records))
             }
-            Ok(records) => FetchRead::Data(answer(hw_at_read, log_start, records)),
+            Ok(records) => {
+                let mut answer = answer(hw_at_read, log_start, records);
+                if read_committed {
+                    let end = crate::kafka::record::batches_unchecked_crc(&answer.records)
+                        .last()
+                        .and_then(Result::ok)
+                        .map_or(request.fetch_offset, |(_, h, _)| h.next_offset());
+                    let aborted = partition
+                        .log()
+                        .collect_aborted_txns(request.fetch_offset, end);
+                    answer.aborted_transactions = Some(
+                        aborted
+                            .iter()
+                            .map(|t| AbortedTransaction {
+                                producer_id: t.producer_id,
+                                first_offset: t.first_offset,
+                            })
+                            .collect(),
+                    );
+                }
+                FetchRead::Data(answer)
+            }
             Err(e) => {
                 drop(partitions);
                 error(self.storage_error(tp, e))
@@ -789,6 +832,7 @@ impl ReplicaManager {
     pub fn list_offsets(
         &self,
         replica: Option<BrokerId>,
+        isolation: IsolationLevel,
         tp: &TopicPartition,
         spec: OffsetSpec,
         current_leader_epoch: Epoch,
@@ -804,6 +848,9 @@ impl ReplicaManager {
         match spec {
             OffsetSpec::Earliest => (None, p.log().log_start_offset()),
             OffsetSpec::Latest if replica.is_some() => (None, p.log().log_end_offset()),
+            OffsetSpec::Latest if isolation == IsolationLevel::ReadCommitted => {
+                (None, p.last_stable_offset())
+            }
             OffsetSpec::Latest => (None, p.hw()),
         }
     }
@@ -914,12 +961,22 @@ mod tests {
     }
 
     const FOLLOWER: Option<BrokerId> = Some(BrokerId(2));
+    const CONSUMER_READER: Reader = Reader {
+        replica: None,
+        replica_epoch: None,
+        read_committed: false,
+    };
+    const FOLLOWER_READER: Reader = Reader {
+        replica: FOLLOWER,
+        replica_epoch: None,
+        read_committed: false,
+    };
 
     /// The lag KIP-101 is about: the fetch that moves the leader's HW does not carry it.
     #[test]
     fn follower_learns_the_hw_one_round_late() {
         let rm = leader();
-        let FetchRead::Data(first) = rm.read_partition(FOLLOWER, None, &follower_fetch(1), true)
+        let FetchRead::Data(first) = rm.read_partition(FOLLOWER_READER, &follower_fetch(1), true)
         else {
             panic!("records at offset 1")
         };
@@ -933,7 +990,7 @@ mod tests {
             Offset(1),
             "the leader's HW moved"
         );
-        let FetchRead::Data(second) = rm.read_partition(FOLLOWER, None, &follower_fetch(2), true)
+        let FetchRead::Data(second) = rm.read_partition(FOLLOWER_READER, &follower_fetch(2), true)
         else {
             panic!("nothing beyond the LEO")
         };
@@ -945,12 +1002,12 @@ mod tests {
         let rm = leader();
         let mut fetch = follower_fetch(0);
         fetch.current_leader_epoch = Epoch(1);
-        let FetchRead::Now(newer) = rm.read_partition(FOLLOWER, None, &fetch, true) else {
+        let FetchRead::Now(newer) = rm.read_partition(FOLLOWER_READER, &fetch, true) else {
             panic!()
         };
         assert_eq!(newer.error, Some(ErrorCode::UnknownLeaderEpoch));
         rm.apply_metadata(image(2, Epoch(2)));
-        let FetchRead::Now(older) = rm.read_partition(FOLLOWER, None, &fetch, true) else {
+        let FetchRead::Now(older) = rm.read_partition(FOLLOWER_READER, &fetch, true) else {
             panic!()
         };
         assert_eq!(older.error, Some(ErrorCode::FencedLeaderEpoch));
@@ -961,7 +1018,15 @@ mod tests {
     #[test]
     fn list_offsets_is_fenced_by_the_leader_epoch() {
         let rm = leader();
-        let ask = |epoch| rm.list_offsets(None, &tp(), OffsetSpec::Earliest, epoch);
+        let ask = |epoch| {
+            rm.list_offsets(
+                None,
+                IsolationLevel::ReadUncommitted,
+                &tp(),
+                OffsetSpec::Earliest,
+                epoch,
+            )
+        };
         assert_eq!(
             ask(Epoch(1)),
             (Some(ErrorCode::UnknownLeaderEpoch), Offset::NONE)
@@ -984,7 +1049,7 @@ mod tests {
         rm.storage_failed("orders/0", &"EIO");
         drop(held);
         assert!(rm.offline.get());
-        let FetchRead::Now(read) = rm.read_partition(FOLLOWER, None, &follower_fetch(0), true)
+        let FetchRead::Now(read) = rm.read_partition(FOLLOWER_READER, &follower_fetch(0), true)
         else {
             panic!()
         };
@@ -998,12 +1063,12 @@ mod tests {
             last_fetched_epoch: None,
             ..follower_fetch(0)
         };
-        let FetchRead::Data(nothing) = rm.read_partition(None, None, &consumer, true) else {
+        let FetchRead::Data(nothing) = rm.read_partition(CONSUMER_READER, &consumer, true) else {
             panic!("no error")
         };
         assert!(nothing.records.is_empty(), "the HW is 0");
-        rm.read_partition(FOLLOWER, None, &follower_fetch(1), true);
-        let FetchRead::Data(read) = rm.read_partition(None, None, &consumer, true) else {
+        rm.read_partition(FOLLOWER_READER, &follower_fetch(1), true);
+        let FetchRead::Data(read) = rm.read_partition(CONSUMER_READER, &consumer, true) else {
             panic!("offset 0 is below the HW now")
         };
         let offsets: Vec<i64> = crate::kafka::record::batches(&read.records)
@@ -1013,25 +1078,92 @@ mod tests {
         assert_eq!(offsets, vec![0]);
     }
 
+    /// Producer 5 aborts a transaction while producer 6's is open: a read_committed
+    /// consumer reads below the LSO (producer 6's first offset) and is told of 5's abort;
+    /// its ListOffsets LATEST is the LSO, a read_uncommitted one's the HW.
+    #[test]
+    fn read_committed_reads_below_the_lso_and_learns_the_aborts() {
+        use crate::kafka::record::{EndTxnMarker, TxnResult};
+        let rm = leader();
+        {
+            let mut partitions = rm.partitions.borrow_mut();
+            let partition = partitions.get_mut(&tp()).expect("hosted");
+            for pid in [5, 6] {
+                let mut batch = BatchBuilder::new(0, ProducerId(pid), 0, 0).transactional();
+                batch.push(0, None, Some(b"t"));
+                partition
+                    .update(|p| p.on_produce(batch.build(), SimTime::ZERO))
+                    .expect("append");
+            }
+            let abort = EndTxnMarker {
+                result: TxnResult::Abort,
+                coordinator_epoch: 0,
+            };
+            partition
+                .update(|p| p.on_marker(ProducerId(5), 0, abort, SimTime::ZERO))
+                .expect("marker");
+        }
+        rm.read_partition(FOLLOWER_READER, &follower_fetch(5), true);
+        let committed = Reader {
+            read_committed: true,
+            ..CONSUMER_READER
+        };
+        let consumer = FetchPartition {
+            last_fetched_epoch: None,
+            ..follower_fetch(0)
+        };
+        let FetchRead::Data(read) = rm.read_partition(committed, &consumer, true) else {
+            panic!("no error")
+        };
+        let offsets: Vec<i64> = crate::kafka::record::batches(&read.records)
+            .filter_map(Result::ok)
+            .map(|(_, header, _)| header.base_offset.0)
+            .collect();
+        assert_eq!(
+            (read.high_watermark, read.last_stable_offset),
+            (Offset(5), Offset(3))
+        );
+        assert_eq!(offsets, vec![0, 1, 2], "below the LSO only");
+        assert_eq!(
+            read.aborted_transactions,
+            Some(vec![AbortedTransaction {
+                producer_id: ProducerId(5),
+                first_offset: Offset(2)
+            }])
+        );
+        let FetchRead::Data(plain) = rm.read_partition(CONSUMER_READER, &consumer, true) else {
+            panic!("no error")
+        };
+        assert_eq!(plain.aborted_transactions, None);
+        let latest =
+            |isolation| rm.list_offsets(None, isolation, &tp(), OffsetSpec::Latest, Epoch::NONE);
+        assert_eq!(latest(IsolationLevel::ReadCommitted), (None, Offset(3)));
+        assert_eq!(latest(IsolationLevel::ReadUncommitted), (None, Offset(5)));
+    }
+
     /// Kafka's `DelayedFetch`: the records of all partitions count towards `min_bytes`,
     /// and an error in any partition answers the whole fetch at once.
     #[test]
     fn a_fetch_is_answered_at_min_bytes_or_on_any_error() {
         let rm = leader();
-        let (answers, complete) = rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(0)], 1, true);
+        let (answers, complete) = rm.read_for_fetch(FOLLOWER_READER, &[follower_fetch(0)], 1, true);
         let bytes = answers[0].records.len() as u64;
         assert!(complete && bytes > 0, "one byte is enough");
         let (_, complete) =
-            rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(0)], bytes + 1, true);
+            rm.read_for_fetch(FOLLOWER_READER, &[follower_fetch(0)], bytes + 1, true);
         assert!(!complete, "fewer than min_bytes: wait for more");
-        let (_, complete) = rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(2)], 0, true);
+        let (_, complete) = rm.read_for_fetch(FOLLOWER_READER, &[follower_fetch(2)], 0, true);
         assert!(complete, "min_bytes 0 never waits");
         let unknown = FetchPartition {
             tp: TopicPartition::new("orders", 9),
             ..follower_fetch(0)
         };
-        let (answers, complete) =
-            rm.read_for_fetch(FOLLOWER, None, &[follower_fetch(2), unknown], 1 << 20, true);
+        let (answers, complete) = rm.read_for_fetch(
+            FOLLOWER_READER,
+            &[follower_fetch(2), unknown],
+            1 << 20,
+            true,
+        );
         assert!(complete, "an error is news");
         let errors: Vec<_> = answers.iter().map(|p| p.error).collect();
         assert_eq!(errors, vec![None, Some(ErrorCode::UnknownTopicOrPartition)]);

@@ -16,11 +16,13 @@ pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request
         }
         Request::ListOffsets {
             replica,
+            isolation,
             tp,
             spec,
             current_leader_epoch,
         } => {
-            let (error, offset) = rm.list_offsets(replica, &tp, spec, current_leader_epoch);
+            let (error, offset) =
+                rm.list_offsets(replica, isolation, &tp, spec, current_leader_epoch);
             Response::ListOffsets { error, offset }
         }
         Request::Metadata => Response::Metadata(rm.metadata.borrow().clone()),

@@ -392,6 +392,7 @@ async fn fetch_round(consumer: &Consumer, connection: &mut Connection, asks: &[A
     let request = Request::Fetch(Fetch {
         replica: None,
         replica_epoch: None,
+        isolation: ctx.config.isolation_level,
         max_wait_ms: ctx.config.fetch_max_wait.as_millis() as u64,
         min_bytes: ctx.config.fetch_min_bytes,
         session_id: 0,

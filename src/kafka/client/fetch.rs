@@ -8,10 +8,13 @@
 
 use crate::history::final_state::ReadRecord;
 use crate::kafka::client::outcome::invalidates_metadata;
-use crate::kafka::protocol::messages::{ErrorCode, FetchedPartition};
-use crate::kafka::record::{batches, batches_unchecked_crc, record_views};
-use crate::kafka::types::EpochEndOffset;
+use crate::kafka::protocol::messages::{AbortedTransaction, ErrorCode, FetchedPartition};
+use crate::kafka::record::{
+    batches, batches_unchecked_crc, record_views, BatchHeader, EndTxnMarker, TxnResult,
+};
+use crate::kafka::types::{EpochEndOffset, ProducerId};
 use crate::types::{Epoch, Offset};
+use std::collections::BTreeSet;
 
 /// Records of concatenated batches at or after `from`, stopping at the first invalid or
 /// truncated batch; the position after the last whole batch and that batch's leader epoch.
@@ -27,9 +30,17 @@ pub struct Decoded {
 
 /// Without `check_crcs` (the consumer's `check.crcs`) no batch's CRC is checked, but a
 /// batch or record that cannot be parsed still stops the read, as Kafka's
-/// `DefaultRecord.readFrom` raises on one.
-pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
+/// `DefaultRecord.readFrom` raises on one. Control batches (transaction markers) are
+/// never returned. `aborted` is a read_committed answer's aborted transactions: the
+/// batches they cover are dropped ([`AbortFilter`]).
+pub fn decode(
+    bytes: &[u8],
+    from: Offset,
+    check_crcs: bool,
+    aborted: Option<&[AbortedTransaction]>,
+) -> Decoded {
     let mut decoded = Decoded::default();
+    let mut filter = aborted.map(AbortFilter::new);
     let batches = if check_crcs {
         batches(bytes)
     } else {
@@ -44,6 +55,15 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
         let Ok(batch_records) = record_views(batch) else {
             break;
         };
+        // The filter sees every batch, markers included: an ABORT marker ends its run.
+        let aborted = filter
+            .as_mut()
+            .is_some_and(|f| f.is_aborted(&header, batch));
+        if aborted || header.is_control() {
+            decoded.next_offset = Some(header.next_offset());
+            decoded.last_epoch = Some(header.partition_leader_epoch);
+            continue;
+        }
         for record in batch_records {
             let offset = Offset(header.base_offset.0 + i64::from(record.offset_delta));
             if offset >= next {
@@ -64,6 +84,47 @@ pub fn decode(bytes: &[u8], from: Offset, check_crcs: bool) -> Decoded {
         decoded.last_epoch = Some(header.partition_leader_epoch);
     }
     decoded
+}
+
+/// Kafka's `CompletedFetch` under read_committed: a producer's transactional batches are
+/// dropped from where one of its aborted transactions begins until its ABORT marker.
+pub struct AbortFilter {
+    /// Not yet reached, latest first (so the next is popped from the end).
+    pending: Vec<AbortedTransaction>,
+    aborted_producers: BTreeSet<ProducerId>,
+}
+
+impl AbortFilter {
+    pub fn new(aborted: &[AbortedTransaction]) -> AbortFilter {
+        let mut pending = aborted.to_vec();
+        pending.sort_by_key(|t| std::cmp::Reverse(t.first_offset));
+        AbortFilter {
+            pending,
+            aborted_producers: BTreeSet::new(),
+        }
+    }
+
+    /// Whether `batch` belongs to an aborted transaction. An ABORT marker ends its
+    /// producer's aborted run (it is not returned either: it is a control batch).
+    pub fn is_aborted(&mut self, header: &BatchHeader, batch: &[u8]) -> bool {
+        if !header.is_idempotent() {
+            return false;
+        }
+        while let Some(next) = self
+            .pending
+            .last()
+            .filter(|t| t.first_offset <= header.last_offset())
+        {
+            self.aborted_producers.insert(next.producer_id);
+            self.pending.pop();
+        }
+        let marker = EndTxnMarker::of(batch).ok().flatten();
+        if marker.is_some_and(|m| m.result == TxnResult::Abort) {
+            self.aborted_producers.remove(&header.producer_id);
+            return false;
+        }
+        header.is_transactional() && self.aborted_producers.contains(&header.producer_id)
+    }
 }
 
 /// Each record with its batch's leader epoch, from [`Decoded::epochs`] (both in offset
@@ -173,7 +234,12 @@ impl FetchPosition {
             }
             return FetchOutcome::Diverged { to: self.offset };
         }
-        let decoded = decode(&response.records, self.offset, check_crcs);
+        let decoded = decode(
+            &response.records,
+            self.offset,
+            check_crcs,
+            response.aborted_transactions.as_deref(),
+        );
         if let Some(next) = decoded.next_offset {
             if next > self.offset {
                 self.offset = next;
@@ -191,7 +257,6 @@ impl FetchPosition {
 mod tests {
     use super::*;
     use crate::kafka::record::{set_base_offset, set_partition_leader_epoch, BatchBuilder};
-    use crate::kafka::types::ProducerId;
 
     fn batch(base: i64, epoch: i32, values: &[&str]) -> Vec<u8> {
         let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
@@ -209,6 +274,8 @@ mod tests {
             tp: crate::types::TopicPartition::new("t", 0),
             error: None,
             high_watermark: Offset(100),
+            last_stable_offset: Offset(100),
+            aborted_transactions: None,
             log_start_offset: Offset(0),
             records,
             diverging_epoch: None,
@@ -220,6 +287,77 @@ mod tests {
             FetchOutcome::Records { records, .. } => records.iter().map(|r| r.offset.0).collect(),
             other => panic!("expected records, got {other:?}"),
         }
+    }
+
+    /// A one-record batch of producer `pid`'s transaction at `base`.
+    fn txn(base: i64, pid: i64, value: &str) -> Vec<u8> {
+        let mut builder = BatchBuilder::new(0, ProducerId(pid), 0, base as i32).transactional();
+        builder.push(0, None, Some(value.as_bytes()));
+        let mut bytes = builder.build();
+        set_base_offset(&mut bytes, Offset(base));
+        bytes
+    }
+
+    fn marker(base: i64, pid: i64, result: TxnResult) -> Vec<u8> {
+        let marker = EndTxnMarker {
+            result,
+            coordinator_epoch: 0,
+        };
+        let mut bytes = marker.batch(0, ProducerId(pid), 0);
+        set_base_offset(&mut bytes, Offset(base));
+        bytes
+    }
+
+    fn aborted(pid: i64, first: i64) -> AbortedTransaction {
+        AbortedTransaction {
+            producer_id: ProducerId(pid),
+            first_offset: Offset(first),
+        }
+    }
+
+    fn values(decoded: &Decoded) -> Vec<String> {
+        decoded
+            .records
+            .iter()
+            .map(|r| String::from_utf8(r.unparsed().unwrap().to_vec()).unwrap())
+            .collect()
+    }
+
+    /// Producers 1 and 2 interleave; 1 aborts, 2 commits, then 1 commits a second
+    /// transaction. read_committed drops exactly 1's first transaction; markers are never
+    /// records; read_uncommitted sees every data record.
+    #[test]
+    fn read_committed_drops_aborted_transactions_and_every_marker() {
+        let mut log = Vec::new();
+        log.extend(txn(0, 1, "1a"));
+        log.extend(txn(1, 2, "2a"));
+        log.extend(txn(2, 1, "1b"));
+        log.extend(marker(3, 1, TxnResult::Abort));
+        log.extend(batch(4, 0, &["plain"]));
+        log.extend(txn(5, 1, "1c"));
+        log.extend(marker(6, 2, TxnResult::Commit));
+        log.extend(marker(7, 1, TxnResult::Commit));
+        let committed = decode(&log, Offset(0), true, Some(&[aborted(1, 0)]));
+        assert_eq!(values(&committed), ["2a", "plain", "1c"]);
+        assert_eq!(
+            committed.next_offset,
+            Some(Offset(8)),
+            "markers advance the position"
+        );
+        let uncommitted = decode(&log, Offset(0), true, None);
+        assert_eq!(values(&uncommitted), ["1a", "2a", "1b", "plain", "1c"]);
+    }
+
+    /// Kafka's filter acts on an abort only from the batch that reaches its first offset:
+    /// a fetch from inside an aborted transaction still drops the rest of it.
+    #[test]
+    fn an_abort_that_began_before_the_fetch_still_applies() {
+        let mut log = Vec::new();
+        log.extend(txn(10, 1, "late"));
+        log.extend(marker(11, 1, TxnResult::Abort));
+        log.extend(txn(12, 1, "next"));
+        let decoded = decode(&log, Offset(10), true, Some(&[aborted(1, 4)]));
+        assert_eq!(values(&decoded), ["next"]);
     }
 
     #[test]
@@ -302,17 +440,17 @@ mod tests {
         // The value's `c`: one byte, the headers count, follows it.
         let c = rotten.len() - 3;
         rotten[c] ^= 0x20;
-        let checked = decode(&rotten, Offset(0), true);
+        let checked = decode(&rotten, Offset(0), true, None);
         assert_eq!(checked.records.len(), 1);
         assert_eq!(checked.next_offset, Some(Offset(1)));
-        let unchecked = decode(&rotten, Offset(0), false);
+        let unchecked = decode(&rotten, Offset(0), false, None);
         let values: Vec<_> = unchecked.records.iter().map(|r| r.unparsed()).collect();
         assert_eq!(values, [Some(&b"a"[..]), Some(&b"bCd"[..])]);
         assert_eq!(unchecked.next_offset, Some(Offset(2)));
         let mut broken = bytes;
         // The headers count 0 becomes -1.
         *broken.last_mut().unwrap() ^= 1;
-        let unchecked = decode(&broken, Offset(0), false);
+        let unchecked = decode(&broken, Offset(0), false, None);
         assert_eq!(unchecked.records.len(), 1);
         assert_eq!(unchecked.next_offset, Some(Offset(1)));
     }

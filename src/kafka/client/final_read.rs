@@ -3,6 +3,7 @@
 //! compare acknowledged sends with, so it reads through the same Fetch path as any
 //! consumer and never looks inside a broker.
 
+use crate::config::kafka::IsolationLevel;
 use crate::history::final_state::ReadRecord;
 use crate::kafka::client::fetch::{FetchOutcome, FetchPosition};
 use crate::kafka::client::metadata::CONNECTION_SETUP_TIMEOUT;
@@ -148,6 +149,7 @@ async fn read_from_leader(
         let request = Request::Fetch(Fetch {
             replica: None,
             replica_epoch: None,
+            isolation: IsolationLevel::ReadUncommitted,
             max_wait_ms: 0,
             min_bytes: 0,
             session_id: 0,
@@ -208,6 +210,7 @@ async fn list_offset(
 ) -> Option<Offset> {
     let request = Request::ListOffsets {
         replica: None,
+        isolation: IsolationLevel::ReadUncommitted,
         tp: tp.clone(),
         spec,
         current_leader_epoch: epoch,

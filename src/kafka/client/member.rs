@@ -622,6 +622,7 @@ async fn list_offset(m: &Member, tp: &TopicPartition, spec: OffsetSpec) -> Optio
         // Before KIP-320 reached the consumer (2.3) its ListOffsets named no epoch.
         let request = Request::ListOffsets {
             replica: None,
+            isolation: config.isolation_level,
             tp: tp.clone(),
             spec,
             current_leader_epoch: if config.validate_positions {

@@ -257,6 +257,7 @@ impl SessionCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::kafka::IsolationLevel;
     use crate::types::Epoch;
 
     fn ask(partition: u32, offset: i64) -> FetchPartition {
@@ -274,6 +275,8 @@ mod tests {
             tp: TopicPartition::new("t", partition),
             error: None,
             high_watermark: Offset(hw),
+            last_stable_offset: Offset(hw),
+            aborted_transactions: None,
             log_start_offset: Offset(0),
             records: records.to_vec(),
             diverging_epoch: None,
@@ -284,6 +287,7 @@ mod tests {
         Fetch {
             replica: Some(BrokerId(2)),
             replica_epoch: None,
+            isolation: IsolationLevel::ReadUncommitted,
             max_wait_ms: 500,
             min_bytes: 1,
             session_id: request.session_id,

@@ -8,7 +8,7 @@
 //! that fetch into the heartbeat, so a broker that is cut off from the controller both
 //! stops learning leadership and stops proving liveness, as in KRaft).
 
-use crate::config::kafka::Acks;
+use crate::config::kafka::{Acks, IsolationLevel};
 use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch, ProducerId};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use serde::{Deserialize, Serialize};
@@ -186,8 +186,9 @@ pub enum Request {
     OffsetsForLeaderEpoch(OffsetsForLeaderEpoch),
     ListOffsets {
         /// Set for a follower (ListOffsets' `ReplicaId`): its LATEST is the leader's LEO,
-        /// a client's the HW.
+        /// a client's the HW, or the LSO under read_committed.
         replica: Option<BrokerId>,
+        isolation: IsolationLevel,
         tp: TopicPartition,
         spec: OffsetSpec,
         /// KIP-320 fencing, as in ListOffsets v4+: `Epoch::NONE` asks for no check.
@@ -399,6 +400,9 @@ pub struct Fetch {
     pub replica: Option<BrokerId>,
     /// KIP-903 (Fetch v15's `ReplicaState`): the follower's broker epoch, sent from 3.5.
     pub replica_epoch: Option<Incarnation>,
+    /// A consumer's `isolation.level` (Fetch v4+); a follower reads to the LEO whatever
+    /// it says.
+    pub isolation: IsolationLevel,
     /// How long the leader may hold the fetch while it has less than `min_bytes`.
     pub max_wait_ms: u64,
     pub min_bytes: u64,
@@ -443,7 +447,12 @@ pub struct FetchedPartition {
     pub tp: TopicPartition,
     pub error: Option<ErrorCode>,
     pub high_watermark: Offset,
+    /// The leader's LSO (Fetch v4+): how far a read_committed reader may read.
+    pub last_stable_offset: Offset,
     pub log_start_offset: Offset,
+    /// Under read_committed, the transactions aborted in what `records` covers, for the
+    /// reader to drop their batches (Kafka's `AbortedTransactions`); `None` otherwise.
+    pub aborted_transactions: Option<Vec<AbortedTransaction>>,
     /// Whole RecordBatch v2 batches, concatenated (one byte string on the wire).
     #[serde(with = "serde_bytes")]
     pub records: Vec<u8>,
@@ -458,11 +467,20 @@ impl FetchedPartition {
             tp,
             error: Some(error),
             high_watermark: Offset::NONE,
+            last_stable_offset: Offset::NONE,
             log_start_offset: Offset::NONE,
+            aborted_transactions: None,
             records: Vec::new(),
             diverging_epoch: None,
         }
     }
+}
+
+/// One aborted transaction in a fetch answer: its producer, and where it began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbortedTransaction {
+    pub producer_id: ProducerId,
+    pub first_offset: Offset,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -4,8 +4,8 @@
 
 use super::{render, wrong_type, Key, Kind, Notes, Section, INT_MAX, LONG_MAX};
 use crate::config::kafka::{
-    Acks, BrokerConfig, ConsumerConfig, Era, OffsetReset, ProducerConfig, Release, StepReach,
-    TopicConfig, Truncation,
+    Acks, BrokerConfig, ConsumerConfig, Era, IsolationLevel, OffsetReset, ProducerConfig, Release,
+    StepReach, TopicConfig, Truncation,
 };
 use crate::scenario::model::Settings;
 use crate::scenario::node::{Node, Value};
@@ -286,6 +286,8 @@ pub(crate) static CONSUMER: Section<ConsumerConfig> = Section {
             check_crcs,
             "Check the CRC-32C of every fetched batch; off, rotten bytes inside a well-formed batch reach the reader as data (a batch or record it cannot parse still stops it)."
         ),
+        choice!("isolation.level", isolation_level: IsolationLevel,
+            "\"read_uncommitted\" reads up to the high watermark, aborted transactions included; \"read_committed\" reads only up to the last stable offset and drops the batches of aborted transactions."),
     ],
 };
 
