@@ -74,6 +74,7 @@ pub mod replica_manager;
 pub mod scheduler;
 pub mod server;
 pub mod truncation;
+pub mod txn;
 
 use crate::config::bugs::Bugs;
 use crate::config::kafka::{BrokerConfig, TopicConfig};

@@ -58,6 +58,13 @@ pub enum ErrorCode {
     InvalidTxnState,
     InvalidProducerEpoch,
     TransactionCoordinatorFenced,
+    /// Another transition of the transactional id is in flight: retry.
+    ConcurrentTransactions,
+    /// A newer instance of the transactional id has the epoch (KIP-588's code, 2.7; before,
+    /// INVALID_PRODUCER_EPOCH).
+    ProducerFenced,
+    /// The producer id is not the transactional id's current one.
+    InvalidProducerIdMapping,
 }
 
 impl ErrorCode {
@@ -83,6 +90,9 @@ impl ErrorCode {
             ErrorCode::InvalidTxnState => "INVALID_TXN_STATE",
             ErrorCode::InvalidProducerEpoch => "INVALID_PRODUCER_EPOCH",
             ErrorCode::TransactionCoordinatorFenced => "TRANSACTION_COORDINATOR_FENCED",
+            ErrorCode::ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
+            ErrorCode::ProducerFenced => "PRODUCER_FENCED",
+            ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",

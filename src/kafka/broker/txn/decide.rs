@@ -1,0 +1,454 @@
+//! The transaction coordinator's decisions, as plain functions over one transactional
+//! id's [`TxnMetadata`]: Kafka's `TransactionCoordinator` handlers without their
+//! callbacks. Each checks the request in Kafka's order and either answers at once or
+//! prepares a transition for the shell to append to `__transaction_state`.
+
+use std::collections::BTreeSet;
+
+use super::metadata::{TxnMetadata, TxnState, TxnTransit};
+use crate::kafka::protocol::messages::ErrorCode;
+use crate::kafka::record::TxnResult;
+use crate::kafka::types::ProducerId;
+use crate::types::TopicPartition;
+
+/// What InitProducerId does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InitStep {
+    /// Append the bumped epoch; answer it once replicated.
+    Bump(TxnTransit),
+    /// An ongoing transaction stands in the way: fence its producer and abort it
+    /// ([`end_txn`] with `from_client` false), then answer CONCURRENT_TRANSACTIONS so that
+    /// the client retries, and the epoch is bumped a second time.
+    FenceAndAbort(TxnTransit),
+}
+
+/// Kafka's `prepareInitProducerIdTransit`. `expected` is a KIP-360 client's producer id
+/// and epoch (2.5+), `None` for a new instance or an older client.
+pub fn init_producer_id(
+    meta: &mut TxnMetadata,
+    timeout_ms: i32,
+    expected: Option<(ProducerId, i16)>,
+    now_ms: i64,
+) -> Result<InitStep, ErrorCode> {
+    if meta.pending_transition_in_progress() {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    if let Some((pid, _)) = expected {
+        if pid != meta.producer_id && pid != meta.last_producer_id {
+            return Err(ErrorCode::ProducerFenced);
+        }
+    }
+    match meta.state {
+        TxnState::PrepareAbort | TxnState::PrepareCommit => Err(ErrorCode::ConcurrentTransactions),
+        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => meta
+            .prepare_increment_epoch(timeout_ms, expected.map(|(_, epoch)| epoch), now_ms)
+            .map(InitStep::Bump)
+            .map_err(|_| ErrorCode::ProducerFenced),
+        TxnState::Ongoing => Ok(InitStep::FenceAndAbort(meta.prepare_fence_epoch())),
+        TxnState::Dead | TxnState::PrepareEpochFence => {
+            unreachable!(
+                "{} is never current with nothing pending",
+                meta.state.name()
+            )
+        }
+    }
+}
+
+/// Kafka's `handleAddPartitionsToTransaction`; AddOffsetsToTxn adds the group's
+/// `__consumer_offsets` partition the same way. `Ok(None)`: already in the transaction,
+/// answered at once.
+pub fn add_partitions(
+    meta: &mut TxnMetadata,
+    producer_id: ProducerId,
+    producer_epoch: i16,
+    partitions: &BTreeSet<TopicPartition>,
+    now_ms: i64,
+) -> Result<Option<TxnTransit>, ErrorCode> {
+    if meta.producer_id != producer_id {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    if meta.producer_epoch != producer_epoch {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    if meta.pending_transition_in_progress()
+        || matches!(meta.state, TxnState::PrepareCommit | TxnState::PrepareAbort)
+    {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    if meta.state == TxnState::Ongoing && partitions.is_subset(&meta.partitions) {
+        return Ok(None);
+    }
+    Ok(Some(meta.prepare_add_partitions(partitions, now_ms)))
+}
+
+/// What EndTxn does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndStep {
+    /// The transaction already ended this way: a retry, answered NONE.
+    Done,
+    /// Append PrepareCommit or PrepareAbort; once replicated, answer and send the markers.
+    Prepare(TxnTransit),
+}
+
+/// Kafka's `endTransaction`. `from_client` is false for the coordinator's own aborts (a
+/// fence or a timeout), whose epoch may be above the current one. `fence` is the pending
+/// fence such an abort follows.
+pub fn end_txn(
+    meta: &mut TxnMetadata,
+    producer_id: ProducerId,
+    producer_epoch: i16,
+    result: TxnResult,
+    from_client: bool,
+    now_ms: i64,
+) -> Result<EndStep, ErrorCode> {
+    if meta.producer_id != producer_id {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    // Strict for clients (KAFKA-9600): their requests never bump the epoch.
+    if (from_client && producer_epoch != meta.producer_epoch)
+        || producer_epoch < meta.producer_epoch
+    {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    let fencing = meta.pending == Some(TxnState::PrepareEpochFence);
+    // A fence is followed at once by the coordinator's own abort: no client request
+    // comes between (the shell makes both in one step).
+    if meta.pending_transition_in_progress() && (!fencing || from_client) {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    let same = |state: TxnState| {
+        matches!(
+            (state, result),
+            (
+                TxnState::CompleteCommit | TxnState::PrepareCommit,
+                TxnResult::Commit
+            ) | (
+                TxnState::CompleteAbort | TxnState::PrepareAbort,
+                TxnResult::Abort
+            )
+        )
+    };
+    match meta.state {
+        TxnState::Ongoing => {
+            let next = match result {
+                TxnResult::Commit => TxnState::PrepareCommit,
+                TxnResult::Abort => TxnState::PrepareAbort,
+            };
+            if next == TxnState::PrepareAbort && fencing {
+                meta.take_fence(producer_epoch);
+            }
+            Ok(EndStep::Prepare(meta.prepare_abort_or_commit(next, now_ms)))
+        }
+        s @ (TxnState::CompleteCommit | TxnState::CompleteAbort) if same(s) => Ok(EndStep::Done),
+        s @ (TxnState::PrepareCommit | TxnState::PrepareAbort) if same(s) => {
+            Err(ErrorCode::ConcurrentTransactions)
+        }
+        TxnState::Empty
+        | TxnState::CompleteCommit
+        | TxnState::CompleteAbort
+        | TxnState::PrepareCommit
+        | TxnState::PrepareAbort => Err(ErrorCode::InvalidTxnState),
+        TxnState::Dead | TxnState::PrepareEpochFence => {
+            unreachable!("{} is never current", meta.state.name())
+        }
+    }
+}
+
+/// Kafka's `timedOutTransactions`: an ongoing transaction older than its timeout, with
+/// nothing pending, is aborted by the coordinator (after a fence, from 0.11.0.2).
+pub fn timed_out(meta: &TxnMetadata, now_ms: i64) -> bool {
+    meta.state == TxnState::Ongoing
+        && !meta.pending_transition_in_progress()
+        && meta.start_ms + i64::from(meta.timeout_ms) < now_ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parts(names: &[u32]) -> BTreeSet<TopicPartition> {
+        names
+            .iter()
+            .map(|p| TopicPartition::new("out", *p))
+            .collect()
+    }
+
+    /// A new id after its first InitProducerId: epoch 0, Empty.
+    fn initialized() -> TxnMetadata {
+        let mut meta = TxnMetadata::new("t", ProducerId(7), 60_000, 0);
+        let Ok(InitStep::Bump(transit)) = init_producer_id(&mut meta, 60_000, None, 0) else {
+            panic!("a new id is bumped")
+        };
+        meta.complete(transit);
+        meta
+    }
+
+    fn ongoing(meta: &mut TxnMetadata, now_ms: i64) {
+        let epoch = meta.producer_epoch;
+        let transit = add_partitions(meta, ProducerId(7), epoch, &parts(&[0, 1]), now_ms)
+            .unwrap()
+            .unwrap();
+        meta.complete(transit);
+    }
+
+    #[test]
+    fn a_transaction_runs_from_empty_to_complete_commit() {
+        let mut meta = initialized();
+        assert_eq!((meta.producer_epoch, meta.state), (0, TxnState::Empty));
+        ongoing(&mut meta, 10);
+        assert_eq!((meta.state, meta.start_ms), (TxnState::Ongoing, 10));
+        assert_eq!(
+            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[1]), 20),
+            Ok(None),
+            "a partition already in is answered at once"
+        );
+        let Ok(EndStep::Prepare(prepare)) =
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 30)
+        else {
+            panic!("commit prepares")
+        };
+        assert_eq!(
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 31),
+            Err(ErrorCode::ConcurrentTransactions),
+            "while the PrepareCommit append is in flight"
+        );
+        meta.complete(prepare);
+        assert_eq!(
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 32),
+            Err(ErrorCode::ConcurrentTransactions),
+            "markers in flight"
+        );
+        assert_eq!(
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Abort, true, 32),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        let complete = meta.prepare_complete(40);
+        assert!(complete.partitions.is_empty());
+        meta.complete(complete);
+        assert_eq!(meta.state, TxnState::CompleteCommit);
+        assert_eq!(
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 50),
+            Ok(EndStep::Done),
+            "a retried commit is answered NONE"
+        );
+        ongoing(&mut meta, 60);
+        assert_eq!(
+            meta.start_ms, 60,
+            "the next transaction starts its own clock"
+        );
+    }
+
+    /// A new instance's InitProducerId on an ongoing transaction fences the old producer
+    /// (epoch + 1) and aborts its transaction with that epoch; the old producer's requests
+    /// are then refused.
+    #[test]
+    fn a_new_instance_fences_and_aborts_the_old_ones_transaction() {
+        let mut meta = initialized();
+        ongoing(&mut meta, 10);
+        let Ok(InitStep::FenceAndAbort(fence)) = init_producer_id(&mut meta, 60_000, None, 20)
+        else {
+            panic!("an ongoing transaction is fenced first")
+        };
+        assert_eq!(fence.producer_epoch, 1);
+        let Ok(EndStep::Prepare(abort)) = end_txn(
+            &mut meta,
+            ProducerId(7),
+            fence.producer_epoch,
+            TxnResult::Abort,
+            false,
+            20,
+        ) else {
+            panic!("the coordinator's abort prepares")
+        };
+        assert_eq!(
+            (abort.state, abort.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
+        meta.complete(abort);
+        assert_eq!(
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 21),
+            Err(ErrorCode::ProducerFenced),
+            "the zombie's commit"
+        );
+        assert_eq!(
+            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[2]), 21),
+            Err(ErrorCode::ProducerFenced)
+        );
+        assert_eq!(
+            init_producer_id(&mut meta, 60_000, None, 22),
+            Err(ErrorCode::ConcurrentTransactions),
+            "the new instance retries until the markers are written"
+        );
+        let complete = meta.prepare_complete(23);
+        meta.complete(complete);
+        let Ok(InitStep::Bump(bump)) = init_producer_id(&mut meta, 60_000, None, 24) else {
+            panic!("bumped a second time")
+        };
+        assert_eq!(bump.producer_epoch, 2);
+    }
+
+    #[test]
+    fn the_timeout_counts_from_the_first_partition() {
+        let mut meta = initialized();
+        assert!(!timed_out(&meta, i64::MAX / 2), "nothing ongoing");
+        ongoing(&mut meta, 1_000);
+        assert!(!timed_out(&meta, 61_000));
+        assert!(timed_out(&meta, 61_001));
+        meta.prepare_fence_epoch();
+        assert!(
+            !timed_out(&meta, 61_001),
+            "not while a transition is pending"
+        );
+    }
+
+    /// KIP-360: a retry of InitProducerId whose answer was lost names the previous epoch
+    /// and gets the current one again; any other epoch is a zombie.
+    #[test]
+    fn kip_360_retries_get_the_same_epoch_and_zombies_are_fenced() {
+        let mut meta = initialized();
+        let bump = |meta: &mut TxnMetadata, expected| {
+            init_producer_id(meta, 60_000, Some((ProducerId(7), expected)), 0)
+        };
+        let Ok(InitStep::Bump(first)) = bump(&mut meta, 0) else {
+            panic!("bumps")
+        };
+        meta.complete(first);
+        assert_eq!(meta.producer_epoch, 1);
+        let Ok(InitStep::Bump(retry)) = bump(&mut meta, 0) else {
+            panic!("a retry")
+        };
+        assert_eq!(retry.producer_epoch, 1, "the same epoch again");
+        meta.abandon(true);
+        assert_eq!(bump(&mut meta, 5), Err(ErrorCode::ProducerFenced));
+        assert_eq!(
+            init_producer_id(&mut meta, 60_000, Some((ProducerId(8), 1)), 0),
+            Err(ErrorCode::ProducerFenced)
+        );
+    }
+
+    /// KAFKA-9666: when a fencing abort's append fails, the next fence reuses its epoch
+    /// from 2.7; before, every retry bumped the epoch again.
+    #[test]
+    fn a_failed_fence_is_not_bumped_again_from_2_7() {
+        for (remember, expected) in [(true, 1), (false, 2)] {
+            let mut meta = initialized();
+            ongoing(&mut meta, 0);
+            let fence = meta.prepare_fence_epoch();
+            let Ok(EndStep::Prepare(_)) = end_txn(
+                &mut meta,
+                ProducerId(7),
+                fence.producer_epoch,
+                TxnResult::Abort,
+                false,
+                0,
+            ) else {
+                panic!("the abort prepares")
+            };
+            meta.abandon(remember);
+            assert_eq!(meta.state, TxnState::Ongoing);
+            assert_eq!(meta.prepare_fence_epoch().producer_epoch, expected);
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Instance `i` (re)initializes.
+        Init(usize),
+        Add(usize),
+        End(usize, bool),
+        Timeout,
+        /// The pending append is replicated, or fails.
+        Settle(bool),
+        /// The markers of a Prepare* state were all written.
+        Markers,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0usize..2).prop_map(Op::Init),
+            (0usize..2).prop_map(Op::Add),
+            ((0usize..2), any::<bool>()).prop_map(|(i, c)| Op::End(i, c)),
+            Just(Op::Timeout),
+            any::<bool>().prop_map(Op::Settle),
+            Just(Op::Markers),
+        ]
+    }
+
+    proptest! {
+        /// Two instances of one transactional id race through any interleaving of requests,
+        /// timeouts and append outcomes. Only one epoch is live: no commit prepares for an
+        /// instance whose epoch was superseded, the epoch never goes back, and each
+        /// instance's epoch is one the coordinator gave out.
+        #[test]
+        fn no_two_live_epochs_of_one_transactional_id_commit(ops in proptest::collection::vec(op(), 1..60)) {
+            let mut meta = initialized();
+            let mut epochs = [Some(0i16), None];
+            let mut pending: Option<(TxnTransit, Option<usize>)> = None;
+            let mut highest_given = 0i16;
+            let mut now = 0;
+            for op in ops {
+                now += 1_000;
+                let before = meta.producer_epoch;
+                match op {
+                    Op::Init(i) if pending.is_none() => {
+                        match init_producer_id(&mut meta, 5_000, None, now) {
+                            Ok(InitStep::Bump(t)) => pending = Some((t, Some(i))),
+                            Ok(InitStep::FenceAndAbort(f)) => {
+                                let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, now);
+                                let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
+                                pending = Some((t, None));
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    Op::Add(i) if pending.is_none() => {
+                        if let Some(epoch) = epochs[i] {
+                            if let Ok(Some(t)) = add_partitions(&mut meta, ProducerId(7), epoch, &parts(&[0]), now) {
+                                pending = Some((t, None));
+                            }
+                        }
+                    }
+                    Op::End(i, commit) if pending.is_none() => {
+                        if let Some(epoch) = epochs[i] {
+                            let result = if commit { TxnResult::Commit } else { TxnResult::Abort };
+                            if let Ok(EndStep::Prepare(t)) = end_txn(&mut meta, ProducerId(7), epoch, result, true, now) {
+                                prop_assert_eq!(epoch, meta.producer_epoch);
+                                prop_assert!(epochs.iter().flatten().all(|e| *e <= epoch),
+                                    "instance {} at epoch {} ended a transaction after a newer epoch was given", i, epoch);
+                                pending = Some((t, None));
+                            }
+                        }
+                    }
+                    Op::Timeout if pending.is_none() && timed_out(&meta, now) => {
+                        let f = meta.prepare_fence_epoch();
+                        let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, now);
+                        let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
+                        pending = Some((t, None));
+                    }
+                    Op::Settle(ok) => {
+                        if let Some((t, init)) = pending.take() {
+                            if ok {
+                                if let Some(i) = init {
+                                    epochs[i] = Some(t.producer_epoch);
+                                    highest_given = highest_given.max(t.producer_epoch);
+                                }
+                                meta.complete(t);
+                            } else {
+                                meta.abandon(true);
+                            }
+                        }
+                    }
+                    Op::Markers if pending.is_none()
+                        && matches!(meta.state, TxnState::PrepareCommit | TxnState::PrepareAbort) => {
+                        pending = Some((meta.prepare_complete(now), None));
+                    }
+                    _ => {}
+                }
+                prop_assert!(meta.producer_epoch >= before, "the epoch went back");
+                prop_assert!(epochs.iter().flatten().all(|e| *e <= meta.producer_epoch));
+                prop_assert!(highest_given <= meta.producer_epoch);
+            }
+        }
+    }
+}
