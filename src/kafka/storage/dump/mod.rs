@@ -301,6 +301,10 @@ mod tests {
             Some(Kind::TimeIndex { base_offset: 7 })
         );
         assert_eq!(
+            Kind::of("00000000000000000009.txnindex"),
+            Some(Kind::TxnIndex { base_offset: 9 })
+        );
+        assert_eq!(
             Kind::of("leader-epoch-checkpoint"),
             Some(Kind::Checkpoint(Checkpoint::LeaderEpoch))
         );
