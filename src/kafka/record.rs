@@ -150,7 +150,9 @@ impl BatchHeader {
 }
 
 /// How a transaction ended on a partition: Kafka's `ControlRecordType` ABORT and COMMIT.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum TxnResult {
     Abort,
     Commit,

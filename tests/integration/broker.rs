@@ -463,3 +463,155 @@ fn lagging_follower_is_shrunk_out_of_the_isr_and_acks_all_proceeds() {
         .expect("log readable")
         .is_empty());
 }
+
+/// A transaction ended by its coordinator, end to end on three brokers: the leader appends
+/// the ABORT marker acks=all, every replica indexes the abort in its `.txnindex`, a
+/// read_committed reader sees neither the aborted batch nor the marker; a marker from an
+/// older coordinator, or sent to a broker that does not lead, is refused.
+#[test]
+fn markers_end_a_transaction_on_every_replica() {
+    use hightide::config::kafka::IsolationLevel;
+    use hightide::kafka::protocol::messages::{Fetch, FetchPartition, TxnMarker, WriteTxnMarkers};
+    use hightide::kafka::record::TxnResult;
+    use hightide::kafka::storage::txn_index::TxnIndex;
+    use hightide::types::{Epoch, Offset};
+
+    let _serial = serial();
+    let Cluster { mut sim, disks, .. } = cluster(BrokerConfig {
+        min_insync_replicas: 2,
+        ..BrokerConfig::default()
+    });
+    type Answers = Vec<(&'static str, Response)>;
+    let answers: Rc<RefCell<Answers>> = Rc::new(RefCell::new(Vec::new()));
+    let seen = answers.clone();
+    sim.client("coordinator", async move {
+        let leader = wait_for_leader(None, 3).await;
+        let mut connection =
+            Connection::connect(HostName::Broker(leader.0), Duration::from_secs(1)).await?;
+        let mut call = async |what, request: Request| -> turmoil::Result {
+            let response = connection.call(&request, Duration::from_secs(35)).await?;
+            seen.borrow_mut().push((what, response));
+            Ok(())
+        };
+        let mut batch = BatchBuilder::new(0, ProducerId(42), 0, 0).transactional();
+        batch.push(0, None, Some(b"aborted"));
+        call(
+            "produce",
+            Request::Produce(Produce {
+                tp: tp(),
+                acks: Acks::All,
+                timeout_ms: 30_000,
+                batch: batch.build(),
+            }),
+        )
+        .await?;
+        let marker = |coordinator_epoch| TxnMarker {
+            producer_id: ProducerId(42),
+            producer_epoch: 0,
+            result: TxnResult::Abort,
+            coordinator_epoch,
+            partitions: vec![tp()],
+        };
+        let markers = |m| Request::WriteTxnMarkers(WriteTxnMarkers { markers: vec![m] });
+        call("abort", markers(marker(3))).await?;
+        call("zombie", markers(marker(2))).await?;
+        for isolation in [
+            IsolationLevel::ReadCommitted,
+            IsolationLevel::ReadUncommitted,
+        ] {
+            let fetch = Request::Fetch(Fetch {
+                replica: None,
+                replica_epoch: None,
+                isolation,
+                max_wait_ms: 0,
+                min_bytes: 0,
+                session_id: 0,
+                session_epoch: -1,
+                partitions: vec![FetchPartition {
+                    tp: tp(),
+                    fetch_offset: Offset(0),
+                    current_leader_epoch: Epoch::NONE,
+                    last_fetched_epoch: None,
+                    max_bytes: 1 << 20,
+                }],
+                forgotten: Vec::new(),
+            });
+            call(isolation.name(), fetch).await?;
+        }
+        let other = (1..=BROKERS)
+            .find(|b| *b != leader.0)
+            .expect("three brokers");
+        let mut follower =
+            Connection::connect(HostName::Broker(other), Duration::from_secs(1)).await?;
+        let response = follower
+            .call(&markers(marker(4)), Duration::from_secs(35))
+            .await?;
+        seen.borrow_mut().push(("follower", response));
+        Ok(())
+    });
+    run_until_done(&mut sim);
+    let answers = answers.borrow();
+    let answer = |what: &str| {
+        answers
+            .iter()
+            .find(|(w, _)| *w == what)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| panic!("no {what} answer"))
+    };
+    let marker_error = |what| match answer(what) {
+        Response::WriteTxnMarkers { markers } => markers[0][0].1,
+        other => panic!("{other:?}"),
+    };
+    assert!(matches!(
+        answer("produce"),
+        Response::Produce(ProduceResponse { error: None, .. })
+    ));
+    assert_eq!(marker_error("abort"), None);
+    assert_eq!(
+        marker_error("zombie"),
+        Some(ErrorCode::TransactionCoordinatorFenced)
+    );
+    assert_eq!(
+        marker_error("follower"),
+        Some(ErrorCode::NotLeaderOrFollower)
+    );
+    let fetched = |what| match answer(what) {
+        Response::Fetch(f) => f.partitions[0].clone(),
+        other => panic!("{other:?}"),
+    };
+    let committed = fetched("read_committed");
+    assert_eq!(
+        committed.last_stable_offset,
+        Offset(2),
+        "the marker is below the HW"
+    );
+    let aborted = committed
+        .aborted_transactions
+        .expect("read_committed gets the aborts");
+    assert_eq!(
+        (
+            aborted.len(),
+            aborted[0].producer_id,
+            aborted[0].first_offset
+        ),
+        (1, ProducerId(42), Offset(0))
+    );
+    assert!(fetched("read_uncommitted").aborted_transactions.is_none());
+    for (i, disk) in disks.iter().enumerate() {
+        let bytes = disk
+            .read_all("orders-0/00000000000000000000.txnindex")
+            .unwrap_or_else(|e| panic!("broker-{}: {e}", i + 1));
+        let index = TxnIndex::parse(&bytes, Offset(0)).expect("sound");
+        let entries: Vec<_> = index
+            .entries()
+            .iter()
+            .map(|e| (e.producer_id, e.first_offset, e.last_offset))
+            .collect();
+        assert_eq!(
+            entries,
+            vec![(ProducerId(42), Offset(0), Offset(1))],
+            "broker-{}",
+            i + 1
+        );
+    }
+}

@@ -19,8 +19,9 @@ use crate::kafka::protocol::fetch_session::SessionCache;
 use crate::kafka::protocol::messages::{
     AbortedTransaction, ClusterMetadata, ErrorCode, Fetch, FetchPartition, FetchResponse,
     FetchedPartition, OffsetSpec, OffsetsForLeaderEpoch, OffsetsForLeaderEpochResponse, Produce,
-    ProduceResponse,
+    ProduceResponse, Response, WriteTxnMarkers,
 };
+use crate::kafka::record::EndTxnMarker;
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
 use crate::kafka::types::{Brokers, EpochEndOffset, Incarnation, PartitionEpoch};
 use crate::os::clock;
@@ -141,6 +142,10 @@ enum AfterShutdown {
 
 /// What a fetch found in one partition: an error or a divergence, which the fetcher
 /// must hear of now, or the records there are (maybe none yet).
+/// How long a marker append waits for its replicas: the broker's `request.timeout.ms`
+/// (30 s), which Kafka's `handleWriteTxnMarkersRequest` passes.
+const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+
 enum FetchRead {
     Now(FetchedPartition),
     Data(FetchedPartition),
@@ -467,29 +472,59 @@ impl ReplicaManager {
     }
 
     pub async fn produce(self: &Rc<Self>, request: Produce) -> ProduceResponse {
-        let tp = request.tp.clone();
         let fail = |error: ErrorCode| ProduceResponse {
             error: Some(error),
             base_offset: Offset::NONE,
             log_start_offset: Offset::NONE,
         };
+        let (acks, timeout_ms) = (request.acks, request.timeout_ms);
+        let batch = request.batch;
+        let appended = self
+            .append(&request.tp, acks, |p| p.on_produce(batch, clock::now()))
+            .await;
+        let (first_offset, last_offset, log_start, delayed) = match appended {
+            Ok(appended) => appended,
+            Err(e) => return fail(e),
+        };
+        let ok = ProduceResponse {
+            error: None,
+            base_offset: first_offset,
+            log_start_offset: log_start,
+        };
+        if acks != Acks::All || self.bugs.ack_at_append {
+            self.record_ack(&request.tp, acks, first_offset, last_offset);
+            return ok;
+        }
+        match self.wait_for_hw(&request.tp, delayed(timeout_ms)).await {
+            None => {
+                self.record_ack(&request.tp, acks, first_offset, last_offset);
+                ok
+            }
+            Some(error) => fail(error),
+        }
+    }
+
+    /// A leader's append, from a producer or a transaction coordinator: the min ISR check
+    /// for acks=all, the append, and the flush the policy demands. Returns the offsets, the
+    /// log start, and the wait for the HW that acks=all then needs (given its timeout).
+    async fn append(
+        self: &Rc<Self>,
+        tp: &TopicPartition,
+        acks: Acks,
+        append: impl FnOnce(&mut Partition) -> Result<AppendOutcome, StorageError>,
+    ) -> Result<(Offset, Offset, Offset, impl Fn(u64) -> DelayedProduce), ErrorCode> {
         // The leader's append (and the coordinator's, which comes through here) waits for
         // a slow or throttled disk before it writes.
         self.disk.write_gate().await;
         let (outcome, epoch, min_isr, log_start) = {
             let mut partitions = self.partitions.borrow_mut();
-            let partition = match self.leader_gate(partitions.get_mut(&tp), AfterShutdown::Refuse) {
-                Ok(partition) => partition,
-                Err(e) => return fail(e),
-            };
-            if let Err(e) = purgatory::check_before_append(
-                request.acks,
+            let partition = self.leader_gate(partitions.get_mut(tp), AfterShutdown::Refuse)?;
+            purgatory::check_before_append(
+                acks,
                 partition.isr().len(),
                 partition.min_insync_replicas(),
-            ) {
-                return fail(e);
-            }
-            match partition.update(|p| p.on_produce(request.batch, clock::now())) {
+            )?;
+            match partition.update(append) {
                 Ok(outcome) => (
                     outcome,
                     partition.leader_epoch(),
@@ -498,7 +533,7 @@ impl ReplicaManager {
                 ),
                 Err(e) => {
                     drop(partitions);
-                    return fail(self.storage_error(&tp, e));
+                    return Err(self.storage_error(tp, e));
                 }
             }
         };
@@ -509,8 +544,8 @@ impl ReplicaManager {
                 flush_needed,
             } => {
                 // ack-after-flush: the flush the policy demands completes before any answer.
-                if flush_needed && self.flush(&tp).await.is_err() {
-                    return fail(ErrorCode::KafkaStorageError);
+                if flush_needed && self.flush(tp).await.is_err() {
+                    return Err(ErrorCode::KafkaStorageError);
                 }
                 (first_offset, last_offset)
             }
@@ -519,29 +554,52 @@ impl ReplicaManager {
                 last_offset,
             } => (first_offset, last_offset),
         };
-        self.flush_rolled_segment(&tp);
-        let ok = ProduceResponse {
-            error: None,
-            base_offset: first_offset,
-            log_start_offset: log_start,
-        };
-        if request.acks != Acks::All || self.bugs.ack_at_append {
-            self.record_ack(&tp, request.acks, first_offset, last_offset);
-            return ok;
-        }
-        let delayed = DelayedProduce {
+        self.flush_rolled_segment(tp);
+        let delayed = move |timeout_ms: u64| DelayedProduce {
             required_offset: last_offset.next(),
             leader_epoch: epoch,
-            deadline: clock::now() + Duration::from_millis(request.timeout_ms),
+            deadline: clock::now() + Duration::from_millis(timeout_ms),
             min_insync_replicas: min_isr,
         };
-        match self.wait_for_hw(&tp, delayed).await {
-            None => {
-                self.record_ack(&tp, request.acks, first_offset, last_offset);
-                ok
+        Ok((first_offset, last_offset, log_start, delayed))
+    }
+
+    /// WriteTxnMarkers: each marker appended, acks=all, to every partition of its
+    /// transaction this broker leads (Kafka's `handleWriteTxnMarkersRequest`, origin
+    /// COORDINATOR), all appended before any is waited for; each partition's error answered.
+    pub async fn write_txn_markers(self: &Rc<Self>, request: WriteTxnMarkers) -> Response {
+        let mut appended = Vec::new();
+        for marker in &request.markers {
+            for tp in &marker.partitions {
+                let end = EndTxnMarker {
+                    result: marker.result,
+                    coordinator_epoch: marker.coordinator_epoch,
+                };
+                let (pid, epoch) = (marker.producer_id, marker.producer_epoch);
+                let result = self
+                    .append(tp, Acks::All, |p| {
+                        p.on_marker(pid, epoch, end, clock::now())
+                    })
+                    .await
+                    .map(|(_, _, _, delayed)| delayed(MARKER_TIMEOUT.as_millis() as u64));
+                appended.push((tp.clone(), result));
             }
-            Some(error) => fail(error),
         }
+        let mut answers = appended.into_iter();
+        let mut markers = Vec::with_capacity(request.markers.len());
+        for marker in &request.markers {
+            let mut errors = Vec::with_capacity(marker.partitions.len());
+            for _ in &marker.partitions {
+                let (tp, result) = answers.next().expect("an answer per partition");
+                let error = match result {
+                    Ok(delayed) => self.wait_for_hw(&tp, delayed).await,
+                    Err(e) => Some(e),
+                };
+                errors.push((tp, error));
+            }
+            markers.push(errors);
+        }
+        Response::WriteTxnMarkers { markers }
     }
 
     /// A successful answer is a cluster fact, with what the leader knew when it gave it:

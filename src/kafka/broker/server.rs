@@ -11,6 +11,7 @@ pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request
     match request {
         Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
+        Request::WriteTxnMarkers(markers) => rm.write_txn_markers(markers).await,
         Request::OffsetsForLeaderEpoch(request) => {
             Response::OffsetsForLeaderEpoch(rm.offsets_for_leader_epoch(&request))
         }

@@ -227,6 +227,9 @@ pub enum Request {
         group: String,
         partitions: Vec<TopicPartition>,
     },
+    // transaction coordinator -> partition leaders (KIP-98), appended so that the
+    // requests above keep their encoding.
+    WriteTxnMarkers(WriteTxnMarkers),
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -286,6 +289,10 @@ pub enum Response {
         error: Option<ErrorCode>,
         /// The committed offset of each partition asked for that has one.
         offsets: Vec<(TopicPartition, CommittedOffset)>,
+    },
+    /// Each marker's partitions, in the request's order, with the error of each.
+    WriteTxnMarkers {
+        markers: Vec<Vec<(TopicPartition, Option<ErrorCode>)>>,
     },
 }
 
@@ -425,6 +432,24 @@ pub struct Fetch {
     pub partitions: Vec<FetchPartition>,
     /// In an open session: partitions that leave it.
     pub forgotten: Vec<TopicPartition>,
+}
+
+/// WriteTxnMarkers: a transaction coordinator ends transactions on the partitions they
+/// wrote, each marker on every partition of its transaction this broker leads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WriteTxnMarkers {
+    pub markers: Vec<TxnMarker>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnMarker {
+    pub producer_id: ProducerId,
+    pub producer_epoch: i16,
+    pub result: crate::kafka::record::TxnResult,
+    /// The coordinator's `__transaction_state` leader epoch: partitions refuse markers
+    /// from an older one.
+    pub coordinator_epoch: i32,
+    pub partitions: Vec<TopicPartition>,
 }
 
 /// One partition of a Fetch.
