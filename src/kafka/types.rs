@@ -16,6 +16,19 @@ pub struct PartitionEpoch(pub i32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Incarnation(pub u64);
 
+/// The internal-topic partition a coordinator key lives on, as both of Kafka's
+/// coordinators compute it (`partitionFor`): `Utils.abs(key.hashCode) % partitions`, with
+/// Java's `String.hashCode` and `Utils.abs(Integer.MIN_VALUE) = 0`.
+pub fn coordinator_partition(key: &str, partitions: u32) -> u32 {
+    let hash = crate::types::java_string_hash(key);
+    let abs = if hash == i32::MIN {
+        0
+    } else {
+        hash.unsigned_abs()
+    };
+    abs % partitions.max(1)
+}
+
 /// A list of brokers as Kafka's tools print it: `[1,2,3]`.
 pub struct Brokers<'a>(pub &'a [BrokerId]);
 

@@ -25,13 +25,7 @@ pub type MemberId = String;
 /// offsets.topic.num.partitions`, with Java's `String.hashCode` over UTF-16 code units
 /// (and `Utils.abs` taking `Integer.MIN_VALUE` to 0), so a group lands where Kafka puts it.
 pub fn offsets_partition(group: &str, partitions: u32) -> u32 {
-    let hash = crate::types::java_string_hash(group);
-    let abs = if hash == i32::MIN {
-        0
-    } else {
-        hash.unsigned_abs()
-    };
-    abs % partitions.max(1)
+    crate::kafka::types::coordinator_partition(group, partitions)
 }
 
 /// `GroupState`, without `Dead` (a group here is never deleted).

@@ -22,7 +22,7 @@ use super::metadata::{TxnState, TxnTransit};
 use crate::kafka::types::ProducerId;
 use crate::types::TopicPartition;
 
-const KEY_VERSION: i16 = 0;
+pub const KEY_VERSION: i16 = 0;
 const VALUE_VERSION: i16 = 0;
 
 pub fn encode_key(transactional_id: &str) -> Vec<u8> {

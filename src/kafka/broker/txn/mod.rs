@@ -3,5 +3,6 @@
 //! and ends its transactions with markers on every partition they wrote.
 
 pub mod decide;
+pub mod load;
 pub mod log_record;
 pub mod metadata;
