@@ -84,7 +84,7 @@ pub struct Partition {
 impl Partition {
     pub fn new(
         me: BrokerId,
-        log: Log,
+        mut log: Log,
         hw: Offset,
         min_insync_replicas: u32,
         rules: Rules,
@@ -92,7 +92,6 @@ impl Partition {
         bugs: Bugs,
     ) -> Partition {
         let hw = hw.clamp(log.log_start_offset(), log.log_end_offset());
-        let mut log = log;
         log.on_high_watermark_updated(hw);
         let partition = Partition {
             me,

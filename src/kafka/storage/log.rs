@@ -49,8 +49,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::config::kafka::LogConfig;
-use crate::kafka::record::TxnResult;
-use crate::kafka::record::{self, BatchHeader, EndTxnMarker, Record, RecordView};
+use crate::kafka::record::{self, BatchHeader, EndTxnMarker, Record, RecordView, TxnResult};
 use crate::kafka::storage::checkpoint::{self, CheckpointError, LEADER_EPOCH};
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;
 use crate::kafka::storage::producer_state::{

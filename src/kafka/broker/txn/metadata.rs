@@ -149,8 +149,7 @@ impl TxnMetadata {
         timeout_ms: i32,
         now_ms: i64,
     ) -> Self {
-        TxnMetadata {
-            transactional_id: transactional_id.to_owned(),
+        let empty = TxnTransit {
             producer_id,
             last_producer_id: ProducerId::NONE,
             producer_epoch: NO_PRODUCER_EPOCH,
@@ -160,10 +159,8 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             start_ms: -1,
             last_update_ms: now_ms,
-            pending: None,
-            has_failed_epoch_fence: false,
-            fencing_abort: false,
-        }
+        };
+        TxnMetadata::loaded(transactional_id, &empty)
     }
 
     /// The metadata a loaded record describes (a coordinator reading its partition back).
