@@ -20,6 +20,7 @@ mod mutations;
 mod shrink;
 mod source;
 mod support;
+mod txn_coordinator;
 
 mod cli {
     mod explore;

@@ -117,6 +117,16 @@ pub struct BrokerConfig {
     pub offsets_topic_num_partitions: u32,
     pub offsets_topic_replication_factor: u32,
     pub offsets_commit_timeout: Duration,
+    /// `__transaction_state`, made when the workload has a transactional producer (Kafka
+    /// makes it at the first FindCoordinator of a transactional id); written acks=all.
+    pub transaction_state_log_num_partitions: u32,
+    pub transaction_state_log_replication_factor: u32,
+    /// `__transaction_state`'s own `min.insync.replicas`.
+    pub transaction_state_log_min_isr: u32,
+    /// The longest `transaction.timeout.ms` a producer may ask for.
+    pub transaction_max_timeout: Duration,
+    /// How often the coordinator looks for transactions past their timeout, to abort them.
+    pub transaction_abort_timed_out_transaction_cleanup_interval: Duration,
     /// The release's rules that no key sets.
     pub rules: Rules,
 }
@@ -150,6 +160,11 @@ impl Default for BrokerConfig {
             offsets_topic_num_partitions: 50,
             offsets_topic_replication_factor: 3,
             offsets_commit_timeout: ms(5_000),
+            transaction_state_log_num_partitions: 50,
+            transaction_state_log_replication_factor: 3,
+            transaction_state_log_min_isr: 2,
+            transaction_max_timeout: ms(900_000),
+            transaction_abort_timed_out_transaction_cleanup_interval: ms(10_000),
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,

@@ -144,9 +144,19 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     {
         tokio::task::spawn_local(groups::run(rm.clone(), groups.clone()));
     }
+    let txns = Rc::new(txn::Txns::new(&rm.config));
+    // Only a cluster with a transactional producer has the transaction state topic.
+    if rm
+        .topic_configs
+        .contains_key(txn::coordinator::TRANSACTION_STATE_TOPIC)
+    {
+        tokio::task::spawn_local(txn::run(rm.clone(), txns.clone()));
+    }
     let server = rm.clone();
     tokio::task::spawn_local(async move {
-        let handler = move |request, _peer| server::handle(server.clone(), groups.clone(), request);
+        let handler = move |request, _peer| {
+            server::handle(server.clone(), groups.clone(), txns.clone(), request)
+        };
         if let Err(e) = crate::kafka::protocol::frame::serve(handler).await {
             tracing::error!(error = %e, "cannot listen");
         }

@@ -63,6 +63,9 @@ pub struct ReplicaManager {
     pub isr_wakeup: tokio::sync::Notify,
     /// A metadata image was applied: the group coordinator looks at what it leads.
     pub leadership_changed: tokio::sync::Notify,
+    /// The same news for the transaction coordinator (one `Notify` per listener, so that
+    /// neither takes the other's wake-up).
+    pub txn_leadership_changed: tokio::sync::Notify,
     /// One checkpoint write at a time: two writers of one file would share its temp file.
     pub checkpoint_lock: tokio::sync::Mutex<()>,
     /// The followers' fetch sessions with this broker as their leader.
@@ -140,12 +143,13 @@ enum AfterShutdown {
     Answer,
 }
 
+/// How long a marker append waits for its replicas: the broker's `request.timeout.ms`
+/// (30 s), which Kafka's `handleWriteTxnMarkersRequest` passes (and its transaction
+/// coordinator, for its own appends).
+pub const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// What a fetch found in one partition: an error or a divergence, which the fetcher
 /// must hear of now, or the records there are (maybe none yet).
-/// How long a marker append waits for its replicas: the broker's `request.timeout.ms`
-/// (30 s), which Kafka's `handleWriteTxnMarkersRequest` passes.
-const MARKER_TIMEOUT: Duration = Duration::from_secs(30);
-
 enum FetchRead {
     Now(FetchedPartition),
     Data(FetchedPartition),
@@ -187,6 +191,7 @@ impl ReplicaManager {
             isr_proposals: RefCell::new(Vec::new()),
             isr_wakeup: tokio::sync::Notify::new(),
             leadership_changed: tokio::sync::Notify::new(),
+            txn_leadership_changed: tokio::sync::Notify::new(),
             checkpoint_lock: tokio::sync::Mutex::new(()),
             fetch_sessions: RefCell::new(SessionCache::default()),
         }
@@ -387,6 +392,7 @@ impl ReplicaManager {
         }
         *self.metadata.borrow_mut() = image;
         self.leadership_changed.notify_one();
+        self.txn_leadership_changed.notify_one();
         fetchers
     }
 

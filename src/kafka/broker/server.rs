@@ -3,11 +3,17 @@
 use super::controller_link;
 use super::groups::{self, Groups};
 use super::replica_manager::ReplicaManager;
+use super::txn::{self, Txns};
 use crate::kafka::protocol::messages::{ErrorCode, Request, Response};
 use crate::kafka::types::ProducerId;
 use std::rc::Rc;
 
-pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request) -> Response {
+pub async fn handle(
+    rm: Rc<ReplicaManager>,
+    groups: Rc<Groups>,
+    txns: Rc<Txns>,
+    request: Request,
+) -> Response {
     match request {
         Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
@@ -65,5 +71,10 @@ pub async fn handle(rm: Rc<ReplicaManager>, groups: Rc<Groups>, request: Request
         | Request::LeaveGroup { .. }
         | Request::OffsetCommit(_)
         | Request::OffsetFetch { .. }) => groups::handle(&rm, &groups, group).await,
+        transactional @ (Request::FindTxnCoordinator { .. }
+        | Request::InitTxnProducerId(_)
+        | Request::AddPartitionsToTxn { .. }
+        | Request::AddOffsetsToTxn { .. }
+        | Request::EndTxn { .. }) => txn::handle(&rm, &txns, transactional).await,
     }
 }

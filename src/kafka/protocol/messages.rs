@@ -65,6 +65,9 @@ pub enum ErrorCode {
     ProducerFenced,
     /// The producer id is not the transactional id's current one.
     InvalidProducerIdMapping,
+    /// InitProducerId asked for a `transaction.timeout.ms` above the broker's
+    /// `transaction.max.timeout.ms`.
+    InvalidTransactionTimeout,
 }
 
 impl ErrorCode {
@@ -93,6 +96,7 @@ impl ErrorCode {
             ErrorCode::ConcurrentTransactions => "CONCURRENT_TRANSACTIONS",
             ErrorCode::ProducerFenced => "PRODUCER_FENCED",
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
+            ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
@@ -230,6 +234,53 @@ pub enum Request {
     // transaction coordinator -> partition leaders (KIP-98), appended so that the
     // requests above keep their encoding.
     WriteTxnMarkers(WriteTxnMarkers),
+    // transactional producers -> their transaction coordinator (KIP-98), appended so
+    // that the requests above keep their encoding.
+    /// FindCoordinator with key type TRANSACTION: the leader of the transactional id's
+    /// `__transaction_state` partition.
+    FindTxnCoordinator {
+        transactional_id: String,
+    },
+    /// InitProducerId with a `transactional.id`: the id's producer id and a new epoch,
+    /// which fences every older instance.
+    InitTxnProducerId(InitTxnProducerId),
+    /// AddPartitionsToTxn: the partitions the transaction is about to write.
+    AddPartitionsToTxn {
+        txn: TxnProducer,
+        partitions: Vec<TopicPartition>,
+    },
+    /// AddOffsetsToTxn: the group whose `__consumer_offsets` partition the transaction's
+    /// offsets go to.
+    AddOffsetsToTxn {
+        txn: TxnProducer,
+        group: String,
+    },
+    /// EndTxn: commit or abort the ongoing transaction.
+    EndTxn {
+        txn: TxnProducer,
+        result: crate::kafka::record::TxnResult,
+    },
+}
+
+/// One marker's partitions, with the error each answered.
+pub type MarkerErrors = Vec<(TopicPartition, Option<ErrorCode>)>;
+
+/// Who a transactional request speaks for: the id, and the producer id and epoch
+/// InitProducerId gave it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TxnProducer {
+    pub transactional_id: String,
+    pub producer_id: ProducerId,
+    pub producer_epoch: i16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitTxnProducerId {
+    pub transactional_id: String,
+    pub transaction_timeout_ms: i32,
+    /// KIP-360 (InitProducerId v3, 2.5): the producer id and epoch the client holds, to
+    /// bump after an abortable error; `None` for a new instance or an older client.
+    pub expected: Option<(ProducerId, i16)>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -292,7 +343,13 @@ pub enum Response {
     },
     /// Each marker's partitions, in the request's order, with the error of each.
     WriteTxnMarkers {
-        markers: Vec<Vec<(TopicPartition, Option<ErrorCode>)>>,
+        markers: Vec<MarkerErrors>,
+    },
+    /// The answer to AddPartitionsToTxn, AddOffsetsToTxn and EndTxn: one error for the
+    /// whole request (Kafka's AddPartitionsToTxn answers per partition, but its
+    /// coordinator decides for all of them at once).
+    Txn {
+        error: Option<ErrorCode>,
     },
 }
 

@@ -132,6 +132,16 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "Replicas of each __consumer_offsets partition; its commits are written with acks=all, so min.insync.replicas applies to them."),
         millis!("offsets.commit.timeout.ms", offsets_commit_timeout, 1, INT_MAX,
             "How long an offset commit waits for its record to be replicated before it fails (COORDINATOR_NOT_AVAILABLE)."),
+        int!("transaction.state.log.num.partitions", transaction_state_log_num_partitions as u32, 1, INT_MAX,
+            "Partitions of __transaction_state; a transactional id's state, and its transaction coordinator, are on partition abs(hash(transactional.id)) % this."),
+        int!("transaction.state.log.replication.factor", transaction_state_log_replication_factor as u32, 1, i16::MAX as i64,
+            "Replicas of each __transaction_state partition; the coordinator writes every transition with acks=all."),
+        int!("transaction.state.log.min.isr", transaction_state_log_min_isr as u32, 1, INT_MAX,
+            "min.insync.replicas of __transaction_state: below it the coordinator cannot write, and answers COORDINATOR_NOT_AVAILABLE."),
+        millis!("transaction.max.timeout.ms", transaction_max_timeout, 1, INT_MAX,
+            "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
+        millis!("transaction.abort.timed.out.transaction.cleanup.interval.ms", transaction_abort_timed_out_transaction_cleanup_interval, 1, INT_MAX,
+            "How often the transaction coordinator aborts (and fences) transactions open longer than their transaction.timeout.ms."),
     ],
 };
 

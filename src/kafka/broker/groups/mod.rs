@@ -197,11 +197,11 @@ fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
     }
 }
 
-type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
+pub(crate) type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Every record of the partition's log, up to its end (Kafka's loader reads to the log
 /// end, not the HW), oldest first.
-fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<KeyValue>, String> {
+pub(crate) fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<KeyValue>, String> {
     let partitions = rm.partitions.borrow();
     let log = partitions.get(tp).ok_or("not hosted")?.log();
     let end = log.log_end_offset();
