@@ -6,14 +6,15 @@
 
 use hightide::config::kafka::{Acks, BrokerConfig, IsolationLevel, TopicConfig};
 use hightide::history::facts::Facts;
+use hightide::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
 use hightide::kafka::broker::txn::coordinator::TRANSACTION_STATE_TOPIC;
 use hightide::kafka::broker::{self, BrokerContext};
 use hightide::kafka::client::fetch;
 use hightide::kafka::controller::{self, ControllerContext, MetadataView};
 use hightide::kafka::protocol::frame::Connection;
 use hightide::kafka::protocol::messages::{
-    ErrorCode, Fetch, FetchPartition, FetchedPartition, InitTxnProducerId, Produce, Request,
-    Response, TxnProducer,
+    CommittedOffset, ErrorCode, Fetch, FetchPartition, FetchedPartition, InitTxnProducerId,
+    OffsetCommit, Produce, Request, Response, TxnProducer,
 };
 use hightide::kafka::record::{self, BatchBuilder, EndTxnMarker, TxnResult};
 use hightide::kafka::types::{Incarnation, ProducerId};
@@ -33,11 +34,13 @@ fn orders() -> TopicPartition {
 
 /// `orders/0` is led by broker 2 (replicas 2, 3, 1); `__transaction_state/0`, the only
 /// partition, by broker 1 with broker 3 (min ISR 2): the coordinator and the data leader
-/// are different brokers, and broker 2 holds no transaction state.
+/// are different brokers, and broker 2 holds no transaction state. The group coordinator
+/// (`__consumer_offsets/0`) is broker 3.
 fn cluster(seed: u64) -> turmoil::Sim<'static> {
     let config = BrokerConfig {
         min_insync_replicas: 2,
         transaction_state_log_num_partitions: 1,
+        offsets_topic_num_partitions: 1,
         transaction_abort_timed_out_transaction_cleanup_interval: Duration::from_secs(1),
         ..BrokerConfig::default()
     };
@@ -52,6 +55,7 @@ fn cluster(seed: u64) -> turmoil::Sim<'static> {
     let topic_configs = BTreeMap::from([
         ("orders".to_string(), TopicConfig::default()),
         (TRANSACTION_STATE_TOPIC.to_string(), state_config.clone()),
+        (OFFSETS_TOPIC.to_string(), TopicConfig::default()),
     ]);
     let topics = vec![
         (
@@ -63,6 +67,11 @@ fn cluster(seed: u64) -> turmoil::Sim<'static> {
             TopicPartition::new(TRANSACTION_STATE_TOPIC, 0),
             vec![BrokerId(1), BrokerId(3)],
             state_config,
+        ),
+        (
+            TopicPartition::new(OFFSETS_TOPIC, 0),
+            vec![BrokerId(3), BrokerId(2), BrokerId(1)],
+            TopicConfig::default(),
         ),
     ];
     let controller_disk = Disk::new(DiskConfig::default(), 100);
@@ -436,4 +445,93 @@ fn a_new_coordinator_finishes_a_commit_its_predecessor_began() {
     }
     assert_eq!(stage.get(), Stage::Done);
     assert_eq!(*seen.borrow(), [1], "the commit is read");
+}
+
+/// The group's coordinator answers `request` (broker 3 leads `__consumer_offsets/0`).
+async fn to_group_coordinator(request: &Request) -> Response {
+    loop {
+        if let Some(response) = call(BrokerId(3), request).await {
+            return response;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `orders/0`'s committed offset for group "billing", as a 2.5+ consumer asks for it
+/// (RequireStable): `Err` while a transaction holds it.
+async fn stable_offset() -> Result<Option<i64>, ErrorCode> {
+    let request = Request::OffsetFetch {
+        group: "billing".to_string(),
+        partitions: vec![orders()],
+        require_stable: true,
+    };
+    match to_group_coordinator(&request).await {
+        Response::OffsetFetch {
+            error: None,
+            offsets,
+        } => Ok(offsets.first().map(|(_, c)| c.offset.0)),
+        Response::OffsetFetch {
+            error: Some(error), ..
+        } => Err(error),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Offsets sent to a transaction (AddOffsetsToTxn, then TxnOffsetCommit to the group's
+/// coordinator): pending, so a consumer that requires stable offsets is told to wait; then
+/// applied by the COMMIT marker the transaction coordinator writes on `__consumer_offsets`,
+/// or dropped by an ABORT.
+#[test]
+fn offsets_sent_to_a_transaction_count_only_if_it_commits() {
+    let mut sim = cluster(4);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let out = seen.clone();
+    sim.client("processor", async move {
+        let txn = init(None, 60_000).await;
+        for (offset, result) in [(5, TxnResult::Commit), (9, TxnResult::Abort)] {
+            let add = Request::AddOffsetsToTxn {
+                txn: txn.clone(),
+                group: "billing".to_string(),
+            };
+            assert_eq!(txn_error(to_coordinator(add, false).await), None);
+            let commit = Request::TxnOffsetCommit {
+                txn: txn.clone(),
+                commit: OffsetCommit {
+                    group: "billing".to_string(),
+                    member: String::new(),
+                    generation: -1,
+                    offsets: vec![(
+                        orders(),
+                        CommittedOffset {
+                            offset: Offset(offset),
+                            leader_epoch: Epoch(0),
+                        },
+                    )],
+                },
+            };
+            match to_group_coordinator(&commit).await {
+                Response::OffsetCommit { error } => assert_eq!(error, None),
+                other => panic!("{other:?}"),
+            }
+            let pending = stable_offset().await;
+            assert_eq!(end(&txn, result).await, None);
+            let settled = loop {
+                match stable_offset().await {
+                    Err(ErrorCode::UnstableOffsetCommit) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    settled => break settled,
+                }
+            };
+            out.borrow_mut().push((pending, settled));
+        }
+        Ok(())
+    });
+    run(&mut sim);
+    let unstable = Err(ErrorCode::UnstableOffsetCommit);
+    assert_eq!(
+        *seen.borrow(),
+        [(unstable, Ok(Some(5))), (unstable, Ok(Some(5)))],
+        "the commit's offset, then the abort's dropped"
+    );
 }

@@ -317,6 +317,11 @@ pub struct ConsumerConfig {
     /// Before, it fetched on from its position: a position past a truncated log got
     /// OFFSET_OUT_OF_RANGE and `auto.offset.reset`. Not a key: the release decides it.
     pub validate_positions: bool,
+    /// The consumer's OffsetFetch asks for stable offsets only (KIP-447, Kafka 2.5): an
+    /// offset still pending in a transaction is not handed out, and the consumer asks
+    /// again. Before, it got the last committed offset, and a transaction committing
+    /// its offsets a moment later went unseen. Not a key: the release decides it.
+    pub require_stable_offsets: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -337,6 +342,7 @@ impl Default for ConsumerConfig {
             check_crcs: true,
             isolation_level: IsolationLevel::ReadUncommitted,
             validate_positions: true,
+            require_stable_offsets: true,
         }
     }
 }

@@ -306,6 +306,7 @@ impl Era {
             consumer: ConsumerConfig {
                 session_timeout: ms(10_000),
                 validate_positions: false,
+                require_stable_offsets: false,
                 ..ConsumerConfig::default()
             },
         }
@@ -518,6 +519,15 @@ pub static STEPS: &[Step] = &[
             era.broker.broker_session_timeout = ms(18_000);
             era.broker.broker_heartbeat_interval = ms(6_000);
         },
+    },
+    Step {
+        since: v(2, 5),
+        change: "A consumer's OffsetFetch requires stable offsets: a partition whose offset a transaction may still commit answers UNSTABLE_OFFSET_COMMIT, and the consumer asks again",
+        source: "KIP-447",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Groups,
+        apply: |era| era.consumer.require_stable_offsets = true,
     },
     Step {
         since: v(2, 8),
@@ -739,6 +749,9 @@ mod tests {
         assert!(!rules(1, 1).out_of_range_never_fatal && rules(2, 0).out_of_range_never_fatal);
         assert!(!rules(2, 0).fetch_current_leader_epoch && rules(2, 1).fetch_current_leader_epoch);
         assert!(!era(2, 2).consumer.validate_positions && era(2, 3).consumer.validate_positions);
+        assert!(
+            !era(2, 4).consumer.require_stable_offsets && era(2, 5).consumer.require_stable_offsets
+        );
         assert!(
             !rules(3, 2).isr_members_must_be_eligible && rules(3, 3).isr_members_must_be_eligible
         );

@@ -19,8 +19,8 @@
 //!   (`protocol::fetch_session`); a consumer's fetch names all its partitions, as Kafka's
 //!   did before 1.1. One session per follower at each leader, where Kafka's cache holds
 //!   up to `max.incremental.fetch.session.cache.slots` and evicts.
-//! - **Fetch-from-follower (KIP-392), transactions, compaction,
-//!   quotas, and multiple log dirs are absent**: they do not change what is lost or kept.
+//! - **Fetch-from-follower (KIP-392), compaction, quotas, and multiple log dirs are
+//!   absent**: they do not change what is lost or kept.
 //!   With one log dir, a storage error halts the broker (Kafka halts when its last log dir
 //!   goes offline): in-flight requests get KAFKA_STORAGE_ERROR and `run` returns without
 //!   a clean-shutdown marker.
@@ -58,8 +58,9 @@
 //! - **`acks=0` produces get an answer** (after the append, like `acks=1`): our protocol
 //!   is request/response; Kafka sends none, and a producer with `acks=0` need not read it.
 //! - **InitProducerId** asks the controller for one producer id per call (KRaft hands
-//!   brokers blocks of ids); the producer epoch is always 0 (no transactions, no fencing
-//!   of zombie producers).
+//!   brokers blocks of ids); an idempotent producer's epoch is always 0. A transactional
+//!   producer's goes to its transaction coordinator ([`txn`]), which bumps the epoch and
+//!   so fences older instances.
 //! - **Time** is simulated milliseconds since the run began, the clock the storage layer
 //!   stamps segments with.
 

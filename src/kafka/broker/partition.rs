@@ -419,7 +419,23 @@ impl Partition {
         batch: Vec<u8>,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        let outcome = self.log.append_as_leader(batch, self.leader_epoch, now)?;
+        self.on_leader_append(|log, epoch| log.append_as_leader(batch, epoch, now))
+    }
+
+    /// Leader: a coordinator's own batch (its internal topic), appended like a produce.
+    pub fn on_coordinator_append(
+        &mut self,
+        batch: Vec<u8>,
+        now: SimTime,
+    ) -> Result<AppendOutcome, StorageError> {
+        self.on_leader_append(|log, epoch| log.append_as_coordinator(batch, epoch, now))
+    }
+
+    fn on_leader_append(
+        &mut self,
+        append: impl FnOnce(&mut Log, Epoch) -> Result<AppendOutcome, StorageError>,
+    ) -> Result<AppendOutcome, StorageError> {
+        let outcome = append(&mut self.log, self.leader_epoch)?;
         if let AppendOutcome::Appended {
             first_offset,
             last_offset,

@@ -143,6 +143,14 @@ enum AfterShutdown {
     Answer,
 }
 
+/// Who appends a batch as leader (Kafka's `AppendOrigin`, less REPLICATION, which is the
+/// follower's own path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendOrigin {
+    Client,
+    Coordinator,
+}
+
 /// How long a marker append waits for its replicas: the broker's `request.timeout.ms`
 /// (30 s), which Kafka's `handleWriteTxnMarkersRequest` passes (and its transaction
 /// coordinator, for its own appends).
@@ -478,6 +486,16 @@ impl ReplicaManager {
     }
 
     pub async fn produce(self: &Rc<Self>, request: Produce) -> ProduceResponse {
+        self.produce_from(request, AppendOrigin::Client).await
+    }
+
+    /// A produce from a client, or a coordinator's own append to its internal topic
+    /// (Kafka's `AppendOrigin.COORDINATOR`: no sequence check).
+    pub async fn produce_from(
+        self: &Rc<Self>,
+        request: Produce,
+        origin: AppendOrigin,
+    ) -> ProduceResponse {
         let fail = |error: ErrorCode| ProduceResponse {
             error: Some(error),
             base_offset: Offset::NONE,
@@ -486,7 +504,10 @@ impl ReplicaManager {
         let (acks, timeout_ms) = (request.acks, request.timeout_ms);
         let batch = request.batch;
         let appended = self
-            .append(&request.tp, acks, |p| p.on_produce(batch, clock::now()))
+            .append(&request.tp, acks, |p| match origin {
+                AppendOrigin::Client => p.on_produce(batch, clock::now()),
+                AppendOrigin::Coordinator => p.on_coordinator_append(batch, clock::now()),
+            })
             .await;
         let (first_offset, last_offset, log_start, delayed) = match appended {
             Ok(appended) => appended,
@@ -573,7 +594,7 @@ impl ReplicaManager {
     /// WriteTxnMarkers: each marker appended, acks=all, to every partition of its
     /// transaction this broker leads (Kafka's `handleWriteTxnMarkersRequest`, origin
     /// COORDINATOR), all appended before any is waited for; each partition's error answered.
-    pub async fn write_txn_markers(self: &Rc<Self>, request: WriteTxnMarkers) -> Response {
+    pub async fn write_txn_markers(self: &Rc<Self>, request: &WriteTxnMarkers) -> Response {
         let mut appended = Vec::new();
         for marker in &request.markers {
             for tp in &marker.partitions {

@@ -17,7 +17,13 @@ pub async fn handle(
     match request {
         Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
-        Request::WriteTxnMarkers(markers) => rm.write_txn_markers(markers).await,
+        Request::WriteTxnMarkers(markers) => {
+            let answer = rm.write_txn_markers(&markers).await;
+            if let Response::WriteTxnMarkers { markers: errors } = &answer {
+                groups::txn_completed(&groups, &markers, errors);
+            }
+            answer
+        }
         Request::OffsetsForLeaderEpoch(request) => {
             Response::OffsetsForLeaderEpoch(rm.offsets_for_leader_epoch(&request))
         }
@@ -70,6 +76,7 @@ pub async fn handle(
         | Request::Heartbeat { .. }
         | Request::LeaveGroup { .. }
         | Request::OffsetCommit(_)
+        | Request::TxnOffsetCommit { .. }
         | Request::OffsetFetch { .. }) => groups::handle(&rm, &groups, group).await,
         transactional @ (Request::FindTxnCoordinator { .. }
         | Request::InitTxnProducerId(_)

@@ -575,8 +575,9 @@ async fn install(m: &Member, link: &Channel, assigned: Vec<TopicPartition>) {
     m.consumer.wake_fetchers();
 }
 
-/// OffsetFetch, retried while the coordinator cannot answer yet, for up to the API
-/// timeout; `None` if it never answered.
+/// OffsetFetch, retried while the coordinator cannot answer yet (or, from 2.5, while a
+/// transaction holds an offset: UNSTABLE_OFFSET_COMMIT), for up to the API timeout;
+/// `None` if it never answered.
 async fn fetch_committed(
     m: &Member,
     link: &Channel,
@@ -587,6 +588,7 @@ async fn fetch_committed(
     let request = Request::OffsetFetch {
         group: m.spec.name.clone(),
         partitions: partitions.to_vec(),
+        require_stable: config.require_stable_offsets,
     };
     while clock::now() < deadline {
         let coordinator = m.membership.borrow().coordinator();

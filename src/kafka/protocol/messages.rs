@@ -68,6 +68,9 @@ pub enum ErrorCode {
     /// InitProducerId asked for a `transaction.timeout.ms` above the broker's
     /// `transaction.max.timeout.ms`.
     InvalidTransactionTimeout,
+    /// OffsetFetch with RequireStable (KIP-447): an offset of the partition is pending in a
+    /// transaction; ask again.
+    UnstableOffsetCommit,
 }
 
 impl ErrorCode {
@@ -97,6 +100,7 @@ impl ErrorCode {
             ErrorCode::ProducerFenced => "PRODUCER_FENCED",
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
+            ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
@@ -230,6 +234,9 @@ pub enum Request {
     OffsetFetch {
         group: String,
         partitions: Vec<TopicPartition>,
+        /// KIP-447 (OffsetFetch v7, 2.5): answer UNSTABLE_OFFSET_COMMIT rather than an
+        /// offset a transaction may still change.
+        require_stable: bool,
     },
     // transaction coordinator -> partition leaders (KIP-98), appended so that the
     // requests above keep their encoding.
@@ -259,6 +266,13 @@ pub enum Request {
     EndTxn {
         txn: TxnProducer,
         result: crate::kafka::record::TxnResult,
+    },
+    /// TxnOffsetCommit, to the group's coordinator: offsets that count only if the
+    /// transaction commits. `member` and `generation` as an OffsetCommit's (KIP-447, 2.5;
+    /// empty and -1 before).
+    TxnOffsetCommit {
+        txn: TxnProducer,
+        commit: OffsetCommit,
     },
 }
 
@@ -376,7 +390,9 @@ impl Request {
             },
             Request::Heartbeat { .. } => Response::Heartbeat { error },
             Request::LeaveGroup { .. } => Response::LeaveGroup { error },
-            Request::OffsetCommit(_) => Response::OffsetCommit { error },
+            Request::OffsetCommit(_) | Request::TxnOffsetCommit { .. } => {
+                Response::OffsetCommit { error }
+            }
             Request::OffsetFetch { .. } => Response::OffsetFetch {
                 error,
                 offsets: Vec::new(),

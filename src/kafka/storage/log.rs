@@ -537,6 +537,31 @@ impl Log {
         self.append_stamped(batch, header, None, epoch, now)
     }
 
+    /// Leader: a coordinator's own batch (origin COORDINATOR: the group coordinator's
+    /// offsets, the transaction coordinator's state). A transactional one (TxnOffsetCommit)
+    /// has its producer epoch checked, not its sequence.
+    pub fn append_as_coordinator(
+        &mut self,
+        batch: Vec<u8>,
+        epoch: Epoch,
+        now: SimTime,
+    ) -> Result<AppendOutcome, StorageError> {
+        let header =
+            record::validate(&batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
+        assert!(
+            header.size_bytes() == batch.len() && !header.is_control(),
+            "a coordinator writes one data batch"
+        );
+        if self
+            .producer_state
+            .check_coordinator_batch(&header)
+            .is_err()
+        {
+            return Err(StorageError::InvalidProducerEpoch);
+        }
+        self.append_stamped(batch, header, None, epoch, now)
+    }
+
     /// Leader: a transaction coordinator's marker for `producer_id` (WriteTxnMarkers),
     /// stamped with the broker's clock, after Kafka's producer-epoch and coordinator-epoch
     /// checks. A marker ends the producer's transaction on this partition, if one is open.

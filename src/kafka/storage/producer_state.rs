@@ -171,6 +171,21 @@ impl ProducerStateManager {
         sequence
     }
 
+    /// A coordinator's own transactional batch (a TxnOffsetCommit's offsets, origin
+    /// COORDINATOR): Kafka checks only its producer epoch, never its sequence, which is
+    /// always 0 (`GroupMetadataManager.storeOffsets`), and looks for no duplicate.
+    pub fn check_coordinator_batch(&self, header: &BatchHeader) -> Result<(), MarkerCheck> {
+        debug_assert!(!header.is_control(), "markers are checked by check_marker");
+        match self.producers.get(&header.producer_id) {
+            Some(entry)
+                if header.is_idempotent() && header.producer_epoch < entry.producer_epoch =>
+            {
+                Err(MarkerCheck::InvalidProducerEpoch)
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn check_sequence(entry: &ProducerStateEntry, header: &BatchHeader) -> SequenceCheck {
         if header.producer_epoch < entry.producer_epoch {
             return SequenceCheck::OutOfOrder;

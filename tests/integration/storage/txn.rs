@@ -200,3 +200,42 @@ fn zombie_markers_and_client_control_batches_are_refused() {
         Err(StorageError::InvalidTxnState)
     ));
 }
+
+/// A group coordinator's TxnOffsetCommit batches all carry sequence 0 (Kafka's
+/// `storeOffsets`): appended with origin COORDINATOR they are neither duplicates nor out
+/// of order, each opens or continues the producer's transaction (so the LSO holds), and
+/// only an older producer epoch is refused.
+#[test]
+fn a_coordinator_s_transactional_batches_skip_the_sequence_check() {
+    let disk = Disk::new(DiskConfig::default(), 1);
+    let mut log = open(&disk);
+    for _ in 0..2 {
+        log.append_as_coordinator(txn_batch(7, 1, 0), Epoch(0), SimTime::ZERO)
+            .expect("a coordinator's batch");
+    }
+    assert_eq!(log.log_end_offset(), Offset(2), "both appended");
+    assert_eq!(log.first_unstable_offset(), Some(Offset(0)));
+    assert!(
+        matches!(
+            log.append_as_leader(txn_batch(7, 1, 0), Epoch(0), SimTime::ZERO),
+            Ok(hightide::kafka::storage::log::AppendOutcome::Duplicate { .. })
+        ),
+        "the same batch from a client is a duplicate"
+    );
+    assert!(matches!(
+        log.append_as_coordinator(txn_batch(7, 0, 0), Epoch(0), SimTime::ZERO),
+        Err(StorageError::InvalidProducerEpoch)
+    ));
+    let commit = EndTxnMarker {
+        result: TxnResult::Commit,
+        coordinator_epoch: 0,
+    };
+    log.append_marker_as_leader(ProducerId(7), 1, commit, Epoch(0), SimTime::ZERO)
+        .expect("marker");
+    log.on_high_watermark_updated(log.log_end_offset());
+    assert_eq!(
+        log.first_unstable_offset(),
+        None,
+        "closed by the marker, replicated"
+    );
+}

@@ -13,6 +13,8 @@
 use super::group::{offsets_partition, Answer, Group, GroupError, Storing};
 use super::offsets_record::{self, Key, OffsetKey, OffsetValue};
 use crate::kafka::protocol::messages::{CommittedOffset, ErrorCode};
+use crate::kafka::record::TxnResult;
+use crate::kafka::types::ProducerId;
 use crate::os::clock::SimTime;
 use crate::types::TopicPartition;
 use std::collections::BTreeMap;
@@ -31,6 +33,32 @@ struct Led {
     groups: BTreeMap<String, Group>,
     /// Committed offsets: the last record appended and replicated for each key.
     offsets: BTreeMap<String, BTreeMap<TopicPartition, OffsetValue>>,
+    /// Offsets sent to a transaction (TxnOffsetCommit), by producer id: applied when its
+    /// COMMIT marker reaches this partition, dropped by an ABORT (Kafka's
+    /// `pendingTransactionalOffsetCommits`). `appended`: the record is in the log.
+    pending: BTreeMap<ProducerId, BTreeMap<(String, TopicPartition), Pending>>,
+}
+
+/// An offset in a transaction, waiting for the transaction's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Pending {
+    value: OffsetValue,
+    appended: bool,
+}
+
+/// One record of an offsets partition as a load reads it: a record of a batch (with the
+/// batch's producer id if the batch is transactional), or a transaction marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogEntry<'r> {
+    Record {
+        transactional: Option<ProducerId>,
+        key: &'r [u8],
+        value: Option<&'r [u8]>,
+    },
+    Marker {
+        producer_id: ProducerId,
+        result: TxnResult,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +84,8 @@ pub struct Append {
     pub partition: u32,
     /// `(key, value)` record bytes, one per committed partition.
     pub records: Vec<(Vec<u8>, Vec<u8>)>,
+    /// A TxnOffsetCommit's: the transactional producer (id, epoch) whose batch it is.
+    pub producer: Option<(ProducerId, i16)>,
 }
 
 impl Coordinator {
@@ -85,17 +115,20 @@ impl Coordinator {
                 loaded: false,
                 groups: BTreeMap::new(),
                 offsets: BTreeMap::new(),
+                pending: BTreeMap::new(),
             },
         );
     }
 
-    /// The partition's log read back, oldest record first (a value of `None` is a
+    /// The partition's log read back, oldest entry first (a value of `None` is a
     /// tombstone): later records win. Each group stored in it is restored in its last
-    /// stored generation, its members' sessions starting `now`.
+    /// stored generation, its members' sessions starting `now`. Transactional offsets wait
+    /// for their producer's marker, as Kafka's `doLoadGroupsAndOffsets` holds them; those
+    /// with no marker yet stay pending.
     pub fn loaded<'r>(
         &mut self,
         partition: u32,
-        records: impl IntoIterator<Item = (&'r [u8], Option<&'r [u8]>)>,
+        entries: impl IntoIterator<Item = LogEntry<'r>>,
         now: SimTime,
     ) -> Result<(), String> {
         let initial_delay = self.initial_delay;
@@ -103,27 +136,52 @@ impl Coordinator {
             return Ok(());
         };
         let mut stored = BTreeMap::new();
-        for (key, value) in records {
-            match (offsets_record::decode_key(key)?, value) {
-                (Some(Key::Offset(key)), Some(value)) => {
+        for entry in entries {
+            let (transactional, key, value) = match entry {
+                LogEntry::Marker {
+                    producer_id,
+                    result,
+                } => {
+                    led.end_txn(producer_id, result);
+                    continue;
+                }
+                LogEntry::Record {
+                    transactional,
+                    key,
+                    value,
+                } => (transactional, key, value),
+            };
+            match (offsets_record::decode_key(key)?, value, transactional) {
+                (Some(Key::Offset(key)), Some(value), Some(producer_id)) => {
+                    let value = offsets_record::decode_value(value)?;
+                    let pending = Pending {
+                        value,
+                        appended: true,
+                    };
+                    led.pending
+                        .entry(producer_id)
+                        .or_default()
+                        .insert((key.group, key.tp), pending);
+                }
+                (Some(Key::Offset(key)), Some(value), None) => {
                     let value = offsets_record::decode_value(value)?;
                     led.offsets
                         .entry(key.group)
                         .or_default()
                         .insert(key.tp, value);
                 }
-                (Some(Key::Offset(key)), None) => {
+                (Some(Key::Offset(key)), None, _) => {
                     if let Some(group) = led.offsets.get_mut(&key.group) {
                         group.remove(&key.tp);
                     }
                 }
-                (Some(Key::Group(group)), Some(value)) => {
+                (Some(Key::Group(group)), Some(value), _) => {
                     stored.insert(group, offsets_record::decode_group_value(value)?);
                 }
-                (Some(Key::Group(group)), None) => {
+                (Some(Key::Group(group)), None, _) => {
                     stored.remove(&group);
                 }
-                (None, _) => {}
+                (None, _, _) => {}
             }
         }
         for (name, value) in stored {
@@ -162,6 +220,7 @@ impl Coordinator {
                         offsets_record::encode_group_key(group),
                         offsets_record::encode_group_value(&value),
                     )],
+                    producer: None,
                 },
                 incarnation,
                 storing,
@@ -220,26 +279,91 @@ impl Coordinator {
         self.group(group)?
             .accepts_commit(member, generation)
             .map_err(ErrorCode::from)?;
-        let records = offsets
-            .iter()
-            .map(|(tp, committed)| {
-                let key = OffsetKey {
-                    group: group.to_owned(),
-                    tp: tp.clone(),
-                };
-                let value = OffsetValue {
-                    offset: committed.offset,
-                    leader_epoch: committed.leader_epoch,
-                    metadata: String::new(),
-                    commit_timestamp_ms: now_ms,
-                };
-                (
-                    offsets_record::encode_key(&key),
-                    offsets_record::encode_value(&value),
-                )
-            })
-            .collect();
-        Ok(Append { partition, records })
+        Ok(Append {
+            partition,
+            records: offset_records(group, offsets, now_ms),
+            producer: None,
+        })
+    }
+
+    /// A TxnOffsetCommit (KIP-98, with KIP-447's member and generation): checked against
+    /// the group, then pending in the producer's transaction from now on (an OffsetFetch
+    /// that requires stable offsets waits for it); the records to append, in a
+    /// transactional batch of the producer's.
+    pub fn txn_commit(
+        &mut self,
+        group: &str,
+        member: &str,
+        generation: i32,
+        producer: (ProducerId, i16),
+        offsets: &[(TopicPartition, CommittedOffset)],
+        now_ms: i64,
+    ) -> Result<Append, ErrorCode> {
+        let partition = self.partition_of(group);
+        self.group(group)?
+            .accepts_txn_commit(member, generation)
+            .map_err(ErrorCode::from)?;
+        let led = self.led.get_mut(&partition).expect("loaded above");
+        let records = offset_records(group, offsets, now_ms);
+        let pending = led.pending.entry(producer.0).or_default();
+        for (key, value) in &records {
+            let (Ok(Some(Key::Offset(key))), Ok(value)) = (
+                offsets_record::decode_key(key),
+                offsets_record::decode_value(value),
+            ) else {
+                unreachable!("offset records just encoded")
+            };
+            pending.insert(
+                (key.group, key.tp),
+                Pending {
+                    value,
+                    appended: false,
+                },
+            );
+        }
+        Ok(Append {
+            partition,
+            records,
+            producer: Some(producer),
+        })
+    }
+
+    /// A TxnOffsetCommit's append finished: its offsets now wait for the marker, or, if it
+    /// failed, leave the transaction (Kafka's `onTxnOffsetCommitAppend` and
+    /// `failPendingTxnOffsetCommit`).
+    pub fn txn_commit_appended(&mut self, append: &Append, ok: bool) {
+        let (Some((producer_id, _)), Some(led)) =
+            (append.producer, self.led.get_mut(&append.partition))
+        else {
+            return;
+        };
+        let Some(pending) = led.pending.get_mut(&producer_id) else {
+            return;
+        };
+        for (key, _) in &append.records {
+            let Ok(Some(Key::Offset(key))) = offsets_record::decode_key(key) else {
+                continue;
+            };
+            let slot = (key.group, key.tp);
+            if ok {
+                if let Some(p) = pending.get_mut(&slot) {
+                    p.appended = true;
+                }
+            } else {
+                pending.remove(&slot);
+            }
+        }
+        if pending.is_empty() {
+            led.pending.remove(&producer_id);
+        }
+    }
+
+    /// A transaction marker for `producer_id` is written (and replicated) on `partition`:
+    /// its offsets there are committed or dropped (Kafka's `handleTxnCompletion`).
+    pub fn txn_completed(&mut self, partition: u32, producer_id: ProducerId, result: TxnResult) {
+        if let Some(led) = self.led.get_mut(&partition) {
+            led.end_txn(producer_id, result);
+        }
     }
 
     /// The commit's records are appended and replicated: they now count.
@@ -260,13 +384,25 @@ impl Coordinator {
         Ok(())
     }
 
-    /// OffsetFetch: the committed offset of each partition that has one.
+    /// OffsetFetch: the committed offset of each partition that has one. With
+    /// `require_stable` (KIP-447, clients from 2.5), a partition with an offset pending in
+    /// a transaction answers UNSTABLE_OFFSET_COMMIT, and the consumer asks again.
     pub fn fetch(
         &mut self,
         group: &str,
         partitions: &[TopicPartition],
+        require_stable: bool,
     ) -> Result<Vec<(TopicPartition, CommittedOffset)>, ErrorCode> {
         let led = self.loaded_partition(group)?;
+        if require_stable
+            && led.pending.values().any(|offsets| {
+                partitions
+                    .iter()
+                    .any(|tp| offsets.contains_key(&(group.to_owned(), tp.clone())))
+            })
+        {
+            return Err(ErrorCode::UnstableOffsetCommit);
+        }
         let Some(offsets) = led.offsets.get(group) else {
             return Ok(Vec::new());
         };
@@ -317,6 +453,53 @@ impl Coordinator {
     }
 }
 
+impl Led {
+    /// The producer's transaction ended here: its appended offsets count on a commit;
+    /// all of them go on an abort.
+    fn end_txn(&mut self, producer_id: ProducerId, result: TxnResult) {
+        let Some(pending) = self.pending.remove(&producer_id) else {
+            return;
+        };
+        if result == TxnResult::Abort {
+            return;
+        }
+        for ((group, tp), p) in pending {
+            assert!(
+                p.appended,
+                "{group}: {tp}'s transactional offset committed before its record was appended"
+            );
+            self.offsets.entry(group).or_default().insert(tp, p.value);
+        }
+    }
+}
+
+/// The offset records of a commit: key and value bytes per partition.
+fn offset_records(
+    group: &str,
+    offsets: &[(TopicPartition, CommittedOffset)],
+    now_ms: i64,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    offsets
+        .iter()
+        .map(|(tp, committed)| {
+            let key = OffsetKey {
+                group: group.to_owned(),
+                tp: tp.clone(),
+            };
+            let value = OffsetValue {
+                offset: committed.offset,
+                leader_epoch: committed.leader_epoch,
+                metadata: String::new(),
+                commit_timestamp_ms: now_ms,
+            };
+            (
+                offsets_record::encode_key(&key),
+                offsets_record::encode_value(&value),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +509,15 @@ mod tests {
         CommittedOffset {
             offset: Offset(n),
             leader_epoch: Epoch(0),
+        }
+    }
+
+    /// A record of a plain (non-transactional) batch.
+    fn plain<'r>(key: &'r [u8], value: Option<&'r [u8]>) -> LogEntry<'r> {
+        LogEntry::Record {
+            transactional: None,
+            key,
+            value,
         }
     }
 
@@ -366,13 +558,13 @@ mod tests {
             .unwrap();
         assert_eq!(append.partition, partition);
         assert!(coordinator
-            .fetch("billing", std::slice::from_ref(&tp))
+            .fetch("billing", std::slice::from_ref(&tp), true)
             .unwrap()
             .is_empty());
         coordinator.committed(&append).unwrap();
         assert_eq!(
             coordinator
-                .fetch("billing", std::slice::from_ref(&tp))
+                .fetch("billing", std::slice::from_ref(&tp), true)
                 .unwrap(),
             [(tp.clone(), offset(4100))]
         );
@@ -391,11 +583,15 @@ mod tests {
         let (k1, v1) = &append.records[0];
         let (k2, v2) = &later.records[0];
         let (k3, v3) = &gone.records[0];
-        let log: Vec<(&[u8], Option<&[u8]>)> =
-            vec![(k1, Some(v1)), (k3, Some(v3)), (k2, Some(v2)), (k3, None)];
+        let log = vec![
+            plain(k1, Some(v1)),
+            plain(k3, Some(v3)),
+            plain(k2, Some(v2)),
+            plain(k3, None),
+        ];
         next.loaded(partition, log, SimTime::ZERO).unwrap();
         assert_eq!(
-            next.fetch("billing", &[tp.clone(), other]).unwrap(),
+            next.fetch("billing", &[tp.clone(), other], true).unwrap(),
             [(tp, offset(4200))]
         );
         coordinator.resign(partition);
@@ -496,12 +692,8 @@ mod tests {
         let mut next = Coordinator::new(50, Duration::from_secs(3));
         next.lead(partition);
         let log = stored.records.iter().chain(&commit.records);
-        next.loaded(
-            partition,
-            log.map(|(k, v)| (&k[..], Some(&v[..]))),
-            at(20_000),
-        )
-        .unwrap();
+        next.loaded(partition, log.map(|(k, v)| plain(k, Some(v))), at(20_000))
+            .unwrap();
         let restored = next.group("billing").unwrap();
         assert_eq!(restored.state(), State::Stable);
         assert_eq!(restored.generation(), generation);
@@ -520,10 +712,161 @@ mod tests {
             )
             .is_ok());
         assert_eq!(
-            next.fetch("billing", std::slice::from_ref(&tp)).unwrap(),
+            next.fetch("billing", std::slice::from_ref(&tp), true)
+                .unwrap(),
             [(tp, offset(50))]
         );
         let (fresh, _) = next.group("billing").unwrap().join(consumer_1(), at(9_300));
         assert_ne!(fresh, member, "a new member's id is not a restored one's");
+    }
+
+    fn tx_offsets(
+        coordinator: &mut Coordinator,
+        producer: u32,
+        tp: &TopicPartition,
+        at: i64,
+    ) -> Append {
+        coordinator
+            .txn_commit(
+                "billing",
+                "",
+                -1,
+                (ProducerId(producer.into()), 0),
+                &[(tp.clone(), offset(at))],
+                0,
+            )
+            .unwrap()
+    }
+
+    /// Offsets sent to a transaction count only once its COMMIT marker is written; a
+    /// reader that requires stable offsets is told to wait meanwhile, an older one reads
+    /// the previous commit; an ABORT drops them.
+    #[test]
+    fn transactional_offsets_count_only_once_their_transaction_commits() {
+        let (mut coordinator, partition) = leading();
+        let tp = TopicPartition::new("orders", 0);
+        let plain = coordinator
+            .commit("billing", "", -1, &[(tp.clone(), offset(10))], 0)
+            .unwrap();
+        coordinator.committed(&plain).unwrap();
+        let append = tx_offsets(&mut coordinator, 7, &tp, 20);
+        assert_eq!(append.producer, Some((ProducerId(7), 0)));
+        let fetch =
+            |c: &mut Coordinator, stable| c.fetch("billing", std::slice::from_ref(&tp), stable);
+        assert_eq!(
+            fetch(&mut coordinator, true),
+            Err(ErrorCode::UnstableOffsetCommit)
+        );
+        assert_eq!(
+            fetch(&mut coordinator, false),
+            Ok(vec![(tp.clone(), offset(10))])
+        );
+        coordinator.txn_commit_appended(&append, true);
+        coordinator.txn_completed(partition, ProducerId(7), TxnResult::Commit);
+        assert_eq!(
+            fetch(&mut coordinator, true),
+            Ok(vec![(tp.clone(), offset(20))])
+        );
+
+        let aborted = tx_offsets(&mut coordinator, 7, &tp, 30);
+        coordinator.txn_commit_appended(&aborted, true);
+        coordinator.txn_completed(partition, ProducerId(7), TxnResult::Abort);
+        assert_eq!(
+            fetch(&mut coordinator, true),
+            Ok(vec![(tp.clone(), offset(20))])
+        );
+
+        let failed = tx_offsets(&mut coordinator, 8, &tp, 40);
+        coordinator.txn_commit_appended(&failed, false);
+        assert_eq!(
+            fetch(&mut coordinator, true),
+            Ok(vec![(tp.clone(), offset(20))]),
+            "a failed append leaves nothing pending"
+        );
+    }
+
+    /// KIP-447's checks: a member of the group in its generation, or no group at all.
+    #[test]
+    fn a_transactional_commit_from_another_generation_is_refused() {
+        let (mut coordinator, _) = leading();
+        let tp = TopicPartition::new("orders", 0);
+        let group = coordinator.group("billing").unwrap();
+        let (member, _) = group.join(consumer_1(), SimTime::ZERO);
+        group.tick(SimTime::from_millis(3_000));
+        let generation = coordinator.group("billing").unwrap().generation();
+        let commit = |c: &mut Coordinator, member: &str, generation| {
+            c.txn_commit(
+                "billing",
+                member,
+                generation,
+                (ProducerId(7), 0),
+                &[(tp.clone(), offset(1))],
+                0,
+            )
+            .map(|_| ())
+        };
+        assert_eq!(
+            commit(&mut coordinator, &member, generation + 1),
+            Err(ErrorCode::IllegalGeneration)
+        );
+        assert_eq!(
+            commit(&mut coordinator, "nobody", generation),
+            Err(ErrorCode::UnknownMemberId)
+        );
+        assert_eq!(commit(&mut coordinator, &member, generation), Ok(()));
+        assert_eq!(
+            commit(&mut coordinator, "", -1),
+            Ok(()),
+            "no member and no generation: a pre-2.5 producer, not checked"
+        );
+    }
+
+    /// A new coordinator replays transactional offsets by their markers: committed ones
+    /// count, aborted ones are gone, and those whose marker has not come stay pending.
+    #[test]
+    fn a_load_replays_transactional_offsets_by_their_markers() {
+        let (mut old, partition) = leading();
+        let tps: Vec<TopicPartition> = (0..3).map(|p| TopicPartition::new("orders", p)).collect();
+        let appends: Vec<Append> = (0..3)
+            .map(|i| tx_offsets(&mut old, 1 + i as u32, &tps[i], 100 + i as i64))
+            .collect();
+        let record = |i: usize| {
+            let (key, value) = &appends[i].records[0];
+            LogEntry::Record {
+                transactional: Some(ProducerId(1 + i as i64)),
+                key,
+                value: Some(value),
+            }
+        };
+        let marker = |pid: i64, result| LogEntry::Marker {
+            producer_id: ProducerId(pid),
+            result,
+        };
+        let log = vec![
+            record(0),
+            record(1),
+            record(2),
+            marker(1, TxnResult::Commit),
+            marker(2, TxnResult::Abort),
+        ];
+        let mut next = Coordinator::new(50, Duration::from_secs(3));
+        next.lead(partition);
+        next.loaded(partition, log, SimTime::ZERO).unwrap();
+        assert_eq!(
+            next.fetch("billing", &tps, false),
+            Ok(vec![(tps[0].clone(), offset(100))])
+        );
+        assert_eq!(
+            next.fetch("billing", &tps[2..], true),
+            Err(ErrorCode::UnstableOffsetCommit)
+        );
+        next.txn_completed(partition, ProducerId(3), TxnResult::Commit);
+        assert_eq!(
+            next.fetch("billing", &tps, true),
+            Ok(vec![
+                (tps[0].clone(), offset(100)),
+                (tps[2].clone(), offset(102))
+            ])
+        );
     }
 }

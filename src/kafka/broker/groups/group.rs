@@ -421,6 +421,22 @@ impl Group {
         }
     }
 
+    /// Whether a TxnOffsetCommit from `member` in `generation` is taken (Kafka's
+    /// `doTxnCommitOffsets`, KIP-447): from outside any group while it is empty; else a
+    /// named member must belong to the group and a named generation must be current. No
+    /// rebalance check, unlike a plain commit: the transaction's fate decides.
+    pub fn accepts_txn_commit(&self, member: &str, generation: i32) -> Result<(), GroupError> {
+        if generation < 0 && self.state == State::Empty {
+            Ok(())
+        } else if !member.is_empty() && !self.members.contains_key(member) {
+            Err(GroupError::UnknownMemberId)
+        } else if generation >= 0 && generation != self.generation {
+            Err(GroupError::IllegalGeneration)
+        } else {
+            Ok(())
+        }
+    }
+
     /// The generation and its members as the coordinator stores them with the leader's
     /// assignment (Kafka's `storeGroup` on the leader's SyncGroup).
     pub fn stored(&self, storing: &Storing, now: SimTime) -> GroupValue {

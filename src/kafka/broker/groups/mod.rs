@@ -17,16 +17,17 @@ pub mod coordinator;
 pub mod group;
 pub mod offsets_record;
 
-use super::replica_manager::ReplicaManager;
+use super::replica_manager::{AppendOrigin, ReplicaManager};
 use crate::config::kafka::{Acks, BrokerConfig};
 use crate::kafka::protocol::messages::{
-    ErrorCode, JoinGroupResponse, OffsetCommit, Produce, Request, Response,
+    ErrorCode, JoinGroupResponse, MarkerErrors, OffsetCommit, Produce, Request, Response,
+    TxnProducer, WriteTxnMarkers,
 };
-use crate::kafka::record::{self, BatchBuilder};
+use crate::kafka::record::{self, BatchBuilder, EndTxnMarker, TxnResult};
 use crate::kafka::types::ProducerId;
 use crate::os::clock;
 use crate::types::{Epoch, TopicPartition};
-use coordinator::{Append, Coordinator, GroupStore, OFFSETS_TOPIC};
+use coordinator::{Append, Coordinator, GroupStore, LogEntry, OFFSETS_TOPIC};
 use group::{Answer, GroupError, JoinRequest, MemberId};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -174,18 +175,14 @@ fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
         }
         coordinator.lead(partition);
         let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-        match read_back(rm, &tp).and_then(|batches| {
+        match read_back(rm, &tp).and_then(|entries| {
             let skip = if rm.bugs.coordinator_skips_load {
-                batches.len()
+                entries.len()
             } else {
                 0
             };
-            let records = batches[skip..].iter().flat_map(|(key, value)| {
-                key.as_deref()
-                    .map(|key| (key, value.as_deref()))
-                    .into_iter()
-            });
-            coordinator.loaded(partition, records, clock::now())
+            let entries = entries[skip..].iter().filter_map(ReadBack::entry);
+            coordinator.loaded(partition, entries, clock::now())
         }) {
             Ok(()) => {
                 tracing::info!(broker = rm.id.0, partition, epoch = %epoch, "group coordinator loaded");
@@ -197,11 +194,47 @@ fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
     }
 }
 
-pub(crate) type KeyValue = (Option<Vec<u8>>, Option<Vec<u8>>);
+/// One entry of an internal topic's log, owned: a record (with its batch's producer id if
+/// the batch is transactional), or a transaction marker.
+pub(crate) enum ReadBack {
+    Record {
+        transactional: Option<ProducerId>,
+        key: Option<Vec<u8>>,
+        value: Option<Vec<u8>>,
+    },
+    Marker {
+        producer_id: ProducerId,
+        result: TxnResult,
+    },
+}
 
-/// Every record of the partition's log, up to its end (Kafka's loader reads to the log
+impl ReadBack {
+    /// As a load reads it; `None` for a record without a key, which no coordinator wrote.
+    pub(crate) fn entry(&self) -> Option<LogEntry<'_>> {
+        Some(match self {
+            ReadBack::Record {
+                transactional,
+                key,
+                value,
+            } => LogEntry::Record {
+                transactional: *transactional,
+                key: key.as_deref()?,
+                value: value.as_deref(),
+            },
+            ReadBack::Marker {
+                producer_id,
+                result,
+            } => LogEntry::Marker {
+                producer_id: *producer_id,
+                result: *result,
+            },
+        })
+    }
+}
+
+/// Every entry of the partition's log, up to its end (Kafka's loaders read to the log
 /// end, not the HW), oldest first.
-pub(crate) fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<KeyValue>, String> {
+pub(crate) fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<ReadBack>, String> {
     let partitions = rm.partitions.borrow();
     let log = partitions.get(tp).ok_or("not hosted")?.log();
     let end = log.log_end_offset();
@@ -214,10 +247,22 @@ pub(crate) fn read_back(rm: &ReplicaManager, tp: &TopicPartition) -> Result<Vec<
         let before = from;
         for batch in record::batches(&bytes) {
             let (_, header, batch) = batch.map_err(|e| e.to_string())?;
-            for view in record::record_views(batch).map_err(|e| e.to_string())? {
-                out.push((view.key.map(<[u8]>::to_vec), view.value.map(<[u8]>::to_vec)));
-            }
             from = header.next_offset();
+            if let Some(marker) = EndTxnMarker::of(batch).map_err(|e| e.to_string())? {
+                out.push(ReadBack::Marker {
+                    producer_id: header.producer_id,
+                    result: marker.result,
+                });
+                continue;
+            }
+            let transactional = header.is_transactional().then_some(header.producer_id);
+            for view in record::record_views(batch).map_err(|e| e.to_string())? {
+                out.push(ReadBack::Record {
+                    transactional,
+                    key: view.key.map(<[u8]>::to_vec),
+                    value: view.value.map(<[u8]>::to_vec),
+                });
+            }
         }
         if from == before {
             break;
@@ -369,11 +414,18 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
         Request::OffsetCommit(commit) => Response::OffsetCommit {
             error: offset_commit(rm, groups, commit).await.err(),
         },
+        Request::TxnOffsetCommit { txn, commit } => Response::OffsetCommit {
+            error: txn_offset_commit(rm, groups, txn, commit).await.err(),
+        },
         Request::OffsetFetch {
             ref group,
             ref partitions,
+            require_stable,
         } => {
-            let fetched = groups.coordinator.borrow_mut().fetch(group, partitions);
+            let fetched = groups
+                .coordinator
+                .borrow_mut()
+                .fetch(group, partitions, require_stable);
             match fetched {
                 Ok(offsets) => Response::OffsetFetch {
                     error: None,
@@ -410,6 +462,48 @@ async fn offset_commit(
         .map_err(|_| ErrorCode::UnknownServerError)
 }
 
+/// A TxnOffsetCommit: checked by the group, pending in the transaction at once, appended
+/// with acks=all in the producer's transactional batch; the marker decides the rest.
+async fn txn_offset_commit(
+    rm: &Rc<ReplicaManager>,
+    groups: &Groups,
+    txn: TxnProducer,
+    commit: OffsetCommit,
+) -> Result<(), ErrorCode> {
+    let now_ms = clock::now().timestamp_ms();
+    let append = groups.coordinator.borrow_mut().txn_commit(
+        &commit.group,
+        &commit.member,
+        commit.generation,
+        (txn.producer_id, txn.producer_epoch),
+        &commit.offsets,
+        now_ms,
+    )?;
+    let appended = append_records(rm, groups, &append).await;
+    groups
+        .coordinator
+        .borrow_mut()
+        .txn_commit_appended(&append, appended.is_ok());
+    appended.map_err(commit_error)
+}
+
+/// A marker was written on offsets partitions this broker leads: the group coordinator
+/// applies or drops the producer's pending offsets there (Kafka's
+/// `scheduleHandleTxnCompletion`, called once WriteTxnMarkers' appends are replicated).
+pub fn txn_completed(groups: &Groups, markers: &WriteTxnMarkers, errors: &[MarkerErrors]) {
+    for (marker, errors) in markers.markers.iter().zip(errors) {
+        for (tp, error) in errors {
+            if &*tp.topic == OFFSETS_TOPIC && error.is_none() {
+                groups.coordinator.borrow_mut().txn_completed(
+                    tp.partition,
+                    marker.producer_id,
+                    marker.result,
+                );
+            }
+        }
+    }
+}
+
 /// The group's metadata with the leader's assignment, appended as commits are; how the
 /// append went is the group's to act on.
 async fn store_group(rm: &Rc<ReplicaManager>, groups: &Groups, group: &str, store: GroupStore) {
@@ -432,17 +526,27 @@ async fn append_records(
     append: &Append,
 ) -> Result<(), ErrorCode> {
     let now_ms = clock::now().timestamp_ms();
-    let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
+    // A TxnOffsetCommit's batch is the producer's, transactional, always at sequence 0
+    // (Kafka's `storeOffsets`); the appending broker checks only its epoch.
+    let mut batch = match append.producer {
+        Some((producer_id, epoch)) => {
+            BatchBuilder::new(now_ms, producer_id, epoch, 0).transactional()
+        }
+        None => BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1),
+    };
     for (key, value) in &append.records {
         batch.push(now_ms, Some(key), Some(value));
     }
     let produced = rm
-        .produce(Produce {
-            tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
-            acks: Acks::All,
-            timeout_ms: groups.commit_timeout.as_millis() as u64,
-            batch: batch.build(),
-        })
+        .produce_from(
+            Produce {
+                tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
+                acks: Acks::All,
+                timeout_ms: groups.commit_timeout.as_millis() as u64,
+                batch: batch.build(),
+            },
+            AppendOrigin::Coordinator,
+        )
         .await;
     match produced.error {
         Some(error) => Err(error),

@@ -20,8 +20,9 @@ pub mod log_record;
 pub mod markers;
 pub mod metadata;
 
-use super::groups::{coordinator::OFFSETS_TOPIC, read_back};
-use super::replica_manager::{ReplicaManager, MARKER_TIMEOUT};
+use super::groups::coordinator::{LogEntry, OFFSETS_TOPIC};
+use super::groups::read_back;
+use super::replica_manager::{AppendOrigin, ReplicaManager, MARKER_TIMEOUT};
 use crate::config::kafka::{Acks, BrokerConfig};
 use crate::kafka::protocol::messages::{
     ErrorCode, InitTxnProducerId, Produce, Request, Response, TxnProducer,
@@ -128,10 +129,11 @@ fn follow_leadership(rm: &ReplicaManager, txns: &Txns) {
             continue;
         }
         let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-        let read = read_back(rm, &tp).and_then(|records| {
-            let records = records
-                .iter()
-                .filter_map(|(key, value)| Some((key.as_deref()?, value.as_deref())));
+        let read = read_back(rm, &tp).and_then(|entries| {
+            let records = entries.iter().filter_map(|entry| match entry.entry()? {
+                LogEntry::Record { key, value, .. } => Some((key, value)),
+                LogEntry::Marker { .. } => None,
+            });
             load::load(records, clock::now().timestamp_ms())
         });
         match read {
@@ -220,12 +222,15 @@ async fn append(
     let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
     batch.push(now_ms, Some(&key), Some(&value));
     let produced = rm
-        .produce(Produce {
-            tp: TopicPartition::new(TRANSACTION_STATE_TOPIC, write.partition),
-            acks: Acks::All,
-            timeout_ms: MARKER_TIMEOUT.as_millis() as u64,
-            batch: batch.build(),
-        })
+        .produce_from(
+            Produce {
+                tp: TopicPartition::new(TRANSACTION_STATE_TOPIC, write.partition),
+                acks: Acks::All,
+                timeout_ms: MARKER_TIMEOUT.as_millis() as u64,
+                batch: batch.build(),
+            },
+            AppendOrigin::Coordinator,
+        )
         .await;
     let appended = produced.error.map_or(Ok(()), Err);
     txns.coordinator.borrow_mut().appended(
