@@ -261,6 +261,10 @@ pub enum FaultAction {
     Shutdown(Target),
     PowerLoss(Target),
     Restart(Target),
+    /// The process stops (SIGSTOP, a long GC pause) until `resume`: it runs nothing and
+    /// answers nothing, its timers stand still, what arrives for it waits.
+    Pause(Target),
+    Resume(Target),
     Partition(Vec<Target>),
     Isolate(Target),
     Heal,
@@ -363,6 +367,8 @@ fault_kinds! {
     Shutdown: "shutdown", ["target"], disk: false;
     PowerLoss: "power-loss", ["target"], disk: false;
     Restart: "restart", ["target"], disk: false;
+    Pause: "pause", ["target"], disk: false;
+    Resume: "resume", ["target"], disk: false;
     Partition: "partition", ["groups"], disk: false;
     Isolate: "isolate", ["target"], disk: false;
     Heal: "heal", [], disk: false;
@@ -381,6 +387,8 @@ impl FaultAction {
             FaultAction::Shutdown(_) => FaultKind::Shutdown,
             FaultAction::PowerLoss(_) => FaultKind::PowerLoss,
             FaultAction::Restart(_) => FaultKind::Restart,
+            FaultAction::Pause(_) => FaultKind::Pause,
+            FaultAction::Resume(_) => FaultKind::Resume,
             FaultAction::Partition(_) => FaultKind::Partition,
             FaultAction::Isolate(_) => FaultKind::Isolate,
             FaultAction::Heal => FaultKind::Heal,
@@ -402,6 +410,8 @@ impl FaultAction {
             | FaultAction::Shutdown(target)
             | FaultAction::PowerLoss(target)
             | FaultAction::Restart(target)
+            | FaultAction::Pause(target)
+            | FaultAction::Resume(target)
             | FaultAction::Isolate(target)
             | FaultAction::HealDisk(target)
             | FaultAction::FsyncError(target)
@@ -428,6 +438,8 @@ impl FaultAction {
             | FaultAction::Shutdown(target)
             | FaultAction::PowerLoss(target)
             | FaultAction::Restart(target)
+            | FaultAction::Pause(target)
+            | FaultAction::Resume(target)
             | FaultAction::Isolate(target)
             | FaultAction::HealDisk(target)
             | FaultAction::FsyncError(target)
@@ -471,6 +483,8 @@ impl std::fmt::Display for FaultAction {
             | FaultAction::Shutdown(target)
             | FaultAction::PowerLoss(target)
             | FaultAction::Restart(target)
+            | FaultAction::Pause(target)
+            | FaultAction::Resume(target)
             | FaultAction::Isolate(target)
             | FaultAction::HealDisk(target)
             | FaultAction::FsyncError(target)

@@ -225,6 +225,8 @@ pub fn apply<S: System>(
             .into_iter()
             .for_each(|h| world.power_loss(h)),
         FaultAction::Restart(t) => hosts(world, t).into_iter().for_each(|h| world.restart(h)),
+        FaultAction::Pause(t) => hosts(world, t).into_iter().for_each(|h| world.pause(h)),
+        FaultAction::Resume(t) => hosts(world, t).into_iter().for_each(|h| world.resume(h)),
         FaultAction::Shutdown(t) => {
             for host in hosts(world, t) {
                 if !system.shutdown(host) {

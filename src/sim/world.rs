@@ -23,7 +23,7 @@ use crate::os::disk::Disk;
 use crate::scenario::model::Settings;
 use crate::types::HostName;
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::net::IpAddr;
 use std::rc::Rc;
@@ -61,6 +61,8 @@ pub struct World<'a> {
     process: Vec<Rc<Cell<bool>>>,
     disks: BTreeMap<HostName, Disk>,
     stopped: BTreeMap<HostName, Stopped>,
+    /// Running hosts whose process is stopped (`pause`) until a `resume`.
+    paused: BTreeSet<HostName>,
     network: Network,
     changes: Vec<HostChange>,
     /// This world publishes the simulated time for its thread.
@@ -90,6 +92,7 @@ impl<'a> World<'a> {
             process: Vec::new(),
             disks: BTreeMap::new(),
             stopped: BTreeMap::new(),
+            paused: BTreeSet::new(),
             network: Network::new(latency_min, latency_max),
             changes: Vec::new(),
             _published: clock::publish(),
@@ -217,6 +220,29 @@ impl<'a> World<'a> {
         self.mark(host, Some(Stopped::Killed));
     }
 
+    /// Process stop (SIGSTOP, a long GC pause): the process runs nothing until `resume`
+    /// and its timers stand still; its kernel goes on, completing connects to it and
+    /// buffering what arrives, as Linux does for a stopped process.
+    pub fn pause(&mut self, host: HostName) {
+        if !self.is_running(host) || !self.paused.insert(host) {
+            return;
+        }
+        tracing::info!(host = %host, "pause");
+        let i = self.index(host);
+        self.sim.pause(self.addrs[i]);
+    }
+
+    /// The paused process goes on: its clock jumps to now, every timer that fell due
+    /// while it was stopped fires at once, and it reads what waited for it.
+    pub fn resume(&mut self, host: HostName) {
+        if !self.paused.remove(&host) {
+            return;
+        }
+        tracing::info!(host = %host, "resume");
+        let i = self.index(host);
+        self.sim.resume(self.addrs[i]);
+    }
+
     /// Machine crash: what it sent arrives, then silence; the page cache is lost.
     pub fn power_loss(&mut self, host: HostName) {
         if self.stopped.get(&host) == Some(&Stopped::PowerLost) {
@@ -226,6 +252,7 @@ impl<'a> World<'a> {
         let i = self.index(host);
         self.network.power_off(&self.sim, self.elapsed(), host);
         self.process[i].set(false);
+        self.paused.remove(&host);
         self.sim.crash(self.addrs[i]);
         if let Some(disk) = self.disks.get(&host) {
             disk.power_loss();
@@ -249,6 +276,7 @@ impl<'a> World<'a> {
     /// ran there before is crashed first.
     fn boot(&mut self, i: usize, with_process: bool) {
         self.process[i].set(with_process);
+        self.paused.remove(&self.hosts[i]);
         if self.sim.is_host_running(self.addrs[i]) {
             self.sim.crash(self.addrs[i]);
         }

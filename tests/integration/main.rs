@@ -43,6 +43,7 @@ mod sim {
     mod latency;
     mod network;
     mod outcomes;
+    mod pause;
     mod release_fixes;
     mod world;
 }

@@ -209,6 +209,8 @@ fn read_fault(node: &Node, context: &str) -> Result<ParsedFault, Error> {
         FaultKind::Shutdown => FaultAction::Shutdown(target("target")?),
         FaultKind::PowerLoss => FaultAction::PowerLoss(target("target")?),
         FaultKind::Restart => FaultAction::Restart(target("target")?),
+        FaultKind::Pause => FaultAction::Pause(target("target")?),
+        FaultKind::Resume => FaultAction::Resume(target("target")?),
         FaultKind::Isolate => FaultAction::Isolate(target("target")?),
         FaultKind::HealDisk => FaultAction::HealDisk(target("target")?),
         FaultKind::FsyncError => FaultAction::FsyncError(target("target")?),

@@ -119,3 +119,97 @@ fn different_seeds_different_trace_hashes() {
     let hashes: std::collections::BTreeSet<u64> = (1..=5).map(run).collect();
     assert_eq!(hashes.len(), 5);
 }
+
+/// `pause`: the host's process runs nothing while the world goes on (no timer fires, no
+/// message is read), but its kernel completes a connect to it and buffers the bytes; at
+/// `resume` its overdue timer fires at once, at the resume instant, and it reads what was
+/// sent to it meanwhile. The other host never stops.
+#[test]
+fn a_paused_host_runs_nothing_and_catches_up_when_resumed() {
+    use hightide::os::clock;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let ms = SimTime::from_millis;
+    let ticks: Rc<RefCell<Vec<SimTime>>> = Rc::default();
+    let reads: Rc<RefCell<Vec<SimTime>>> = Rc::default();
+    let other_ticks: Rc<RefCell<Vec<SimTime>>> = Rc::default();
+    let mut world = World::new(1, Duration::from_millis(1), Duration::from_millis(1));
+    let (t, r) = (ticks.clone(), reads.clone());
+    world.add_host(HostName::Broker(1), None, move || {
+        let (ticks, reads) = (t.clone(), r.clone());
+        async move {
+            let listener = TcpListener::bind(("0.0.0.0", PORT)).await?;
+            tokio::task::spawn_local(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    if stream.read_u64().await.is_ok() {
+                        reads.borrow_mut().push(clock::now());
+                    }
+                }
+            });
+            loop {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                ticks.borrow_mut().push(clock::now());
+            }
+        }
+    });
+    let connected: Rc<RefCell<Vec<SimTime>>> = Rc::default();
+    let (o, c0) = (other_ticks.clone(), connected.clone());
+    world.add_host(HostName::Broker(2), None, move || {
+        let (ticks, c) = (o.clone(), c0.clone());
+        async move {
+            let connected = c.clone();
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep(Duration::from_millis(1_000)).await;
+                // The paused host's kernel takes the connection and the bytes.
+                let peer = (HostName::Broker(1).to_string(), PORT);
+                if let Ok(mut stream) = TcpStream::connect(peer).await {
+                    connected.borrow_mut().push(clock::now());
+                    let _ = stream.write_u64(7).await;
+                }
+            });
+            loop {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                ticks.borrow_mut().push(clock::now());
+            }
+        }
+    });
+    world.run_until(ms(500)).unwrap();
+    world.pause(HostName::Broker(1));
+    world.run_until(ms(2_300)).unwrap();
+    world.resume(HostName::Broker(1));
+    world.run_until(ms(3_000)).unwrap();
+
+    let ticks = ticks.borrow().clone();
+    let (before, after): (Vec<SimTime>, Vec<SimTime>) = ticks.iter().partition(|t| **t <= ms(500));
+    assert_eq!(before.len(), 1, "one tick before the pause: {ticks:?}");
+    assert!(
+        after.iter().all(|t| *t >= ms(2_300)),
+        "nothing ran while paused: {ticks:?}"
+    );
+    assert!(
+        after[0] <= ms(2_302),
+        "the timer due at 0.8 s fires at the resume: {ticks:?}"
+    );
+    assert_eq!(
+        after[1] - after[0],
+        Duration::from_millis(400),
+        "then its clock goes on from there"
+    );
+    let connected = connected.borrow().clone();
+    assert!(
+        connected.len() == 1 && connected[0] <= ms(1_010),
+        "a connect to the paused host completes at once, as its kernel accepts it: {connected:?}"
+    );
+    let reads = reads.borrow().clone();
+    assert_eq!(reads.len(), 1);
+    assert!(
+        reads[0] >= ms(2_300) && reads[0] <= ms(2_310),
+        "the message sent at 1 s is read after the resume: {reads:?}"
+    );
+    assert!(
+        other_ticks.borrow().len() == 7,
+        "the other host never stopped: {:?}",
+        other_ticks.borrow()
+    );
+}

@@ -3,6 +3,8 @@ use std::{fmt::Display, net::SocketAddr};
 use bytes::Bytes;
 use tokio::sync::oneshot;
 
+use crate::net::tcp::stream::BidiFlowControl;
+
 #[derive(Debug)]
 pub(crate) struct Envelope {
     pub(crate) src: SocketAddr,
@@ -37,6 +39,9 @@ pub enum Segment {
 #[derive(Debug)]
 pub struct Syn {
     pub(crate) ack: oneshot::Sender<()>,
+    /// The connecting socket's flow control, for a paused host's kernel to establish the
+    /// connection with (the connecting socket may be gone when the software accepts).
+    pub(crate) flow: BidiFlowControl,
 }
 
 impl Display for Protocol {

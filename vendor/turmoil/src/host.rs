@@ -333,6 +333,19 @@ pub(crate) struct Tcp {
 
     /// TcpStream channel capacity
     socket_capacity: usize,
+
+    /// The host's software is paused (`Sim::pause`): the kernel completes handshakes
+    /// and buffers what arrives, for the process to accept and read when it resumes.
+    paused: bool,
+}
+
+/// A connection waiting in a listener's backlog.
+pub(crate) enum Incoming {
+    /// The SYN, for `accept` to answer.
+    Syn(Syn),
+    /// Established by the kernel while the host was paused: its socket, buffering, and
+    /// its flow control.
+    Established(mpsc::Receiver<SequencedSegment>, BidiFlowControl),
 }
 
 struct ServerSocket {
@@ -342,7 +355,7 @@ struct ServerSocket {
     notify: Arc<Notify>,
 
     /// Pending connections for the TcpListener to accept
-    deque: VecDeque<(Syn, SocketAddr)>,
+    deque: VecDeque<(Incoming, SocketAddr)>,
 }
 
 struct StreamSocket {
@@ -431,7 +444,12 @@ impl Tcp {
             sockets: IndexMap::default(),
             server_socket_capacity: capacity,
             socket_capacity: capacity,
+            paused: false,
         }
+    }
+
+    pub(crate) fn set_paused(&mut self, paused: bool) {
+        self.paused = paused;
     }
 
     fn is_port_assigned(&self, port: u16) -> bool {
@@ -483,7 +501,7 @@ impl Tcp {
         self.sockets.len()
     }
 
-    pub(crate) fn accept(&mut self, addr: SocketAddr) -> Option<(Syn, SocketAddr)> {
+    pub(crate) fn accept(&mut self, addr: SocketAddr) -> Option<(Incoming, SocketAddr)> {
         self.binds[&addr.port()].deque.pop_front()
     }
 
@@ -510,7 +528,21 @@ impl Tcp {
                     }
 
                     if matches(b.bind_addr, dst) {
-                        b.deque.push_back((syn, src));
+                        let incoming = if self.paused {
+                            // As a stopped process's kernel: the handshake completes and
+                            // the socket buffers until the process accepts it.
+                            if syn.ack.send(()).is_err() {
+                                return Ok(());
+                            }
+                            let (sock, rx, _) = StreamSocket::new(self.socket_capacity);
+                            let pair = SocketPair::new(dst, src);
+                            let exists = self.sockets.insert(pair, sock);
+                            assert!(exists.is_none(), "{pair:?} is already connected");
+                            Incoming::Established(rx, syn.flow.invert())
+                        } else {
+                            Incoming::Syn(syn)
+                        };
+                        b.deque.push_back((incoming, src));
                         b.notify.notify_one();
                     }
                 }

@@ -71,6 +71,10 @@ pub struct Rt<'a> {
     /// end of each `block_on`), so that [`Rt::now`] and each tick's deadline need not
     /// enter the runtime to read it again.
     now: Instant,
+
+    /// Paused (`Sim::pause`): the simulated time that has passed since, which the
+    /// runtime's clock owes when it resumes.
+    paused: Option<Duration>,
 }
 
 impl<'a> Rt<'a> {
@@ -91,6 +95,7 @@ impl<'a> Rt<'a> {
             config,
             tick_sleep: None,
             now,
+            paused: None,
         }
     }
 
@@ -113,6 +118,7 @@ impl<'a> Rt<'a> {
             config,
             tick_sleep: None,
             now,
+            paused: None,
         }
     }
 
@@ -196,6 +202,34 @@ impl<'a> Rt<'a> {
         }
     }
 
+    pub(crate) fn is_paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// Stop the software as a stopped process (SIGSTOP, a long GC pause) stops: it is not
+    /// ticked, and its runtime's clock stands still.
+    pub(crate) fn pause(&mut self) {
+        self.paused.get_or_insert(Duration::ZERO);
+    }
+
+    /// The simulation moved on by `tick` without this runtime (paused or stopped).
+    pub(crate) fn passed(&mut self, tick: Duration) {
+        if let Some(owed) = &mut self.paused {
+            *owed += tick;
+        }
+    }
+
+    /// Continue paused software: its clock jumps by the time it was paused, so that every
+    /// timer that fell due meanwhile fires at once, at the next tick; no task runs here.
+    pub(crate) fn resume(&mut self) {
+        if let Some(owed) = self.paused.take() {
+            self.now = self.tokio.block_on(async {
+                tokio::time::advance(owed).await;
+                Instant::now()
+            });
+        }
+    }
+
     pub(crate) fn crash(&mut self) {
         if !self.is_host() {
             panic!("can only crash host's software");
@@ -204,6 +238,7 @@ impl<'a> Rt<'a> {
         if self.handle.take().is_some() {
             self.cancel_tasks();
         };
+        self.paused = None;
     }
 
     pub(crate) fn bounce(&mut self) {
@@ -212,6 +247,7 @@ impl<'a> Rt<'a> {
         }
 
         self.cancel_tasks();
+        self.paused = None;
 
         if let Kind::Host { software } = &self.kind {
             let (handle, now) = with(&self.tokio, &self.local, || {

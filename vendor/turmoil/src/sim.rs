@@ -169,6 +169,7 @@ impl<'a> Sim<'a> {
 
             World::enter(&self.world, || {
                 rt.crash();
+                World::current(|world| world.current_host_mut().tcp.set_paused(false));
 
                 // Discard pending filesystem operations
                 #[cfg(feature = "unstable-fs")]
@@ -190,8 +191,33 @@ impl<'a> Sim<'a> {
     pub fn bounce(&mut self, addrs: impl ToIpAddrs) {
         self.run_with_hosts(addrs, |addr, rt| {
             rt.bounce();
+            World::current(|world| world.current_host_mut().tcp.set_paused(false));
 
             tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Bounce");
+        });
+    }
+
+    /// Pauses the resolved hosts, as a stopped process (SIGSTOP) or a long garbage
+    /// collection pauses: their software does not run and their runtime's clock stands
+    /// still, while their kernel goes on: it completes TCP handshakes and buffers what
+    /// arrives, for the software to accept and read once [`Sim::resume`] continues it.
+    pub fn pause(&mut self, addrs: impl ToIpAddrs) {
+        self.run_with_hosts(addrs, |addr, rt| {
+            rt.pause();
+            World::current(|world| world.current_host_mut().tcp.set_paused(true));
+
+            tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Pause");
+        });
+    }
+
+    /// Resumes paused hosts: their clock jumps to the present, every timer that fell due
+    /// while they were paused fires at once, and they read what their kernel buffered.
+    pub fn resume(&mut self, addrs: impl ToIpAddrs) {
+        self.run_with_hosts(addrs, |addr, rt| {
+            rt.resume();
+            World::current(|world| world.current_host_mut().tcp.set_paused(false));
+
+            tracing::trace!(target: TRACING_TARGET, addr = ?addr, "Resume");
         });
     }
 
@@ -441,7 +467,7 @@ impl<'a> Sim<'a> {
         let (mut running, stopped): (Vec<_>, Vec<_>) = self
             .rts
             .iter_mut()
-            .partition(|(_, rt)| rt.is_software_running());
+            .partition(|(_, rt)| rt.is_software_running() && !rt.is_paused());
         if self.config.random_node_order {
             running.shuffle(&mut self.world.borrow_mut().rng);
         }
@@ -479,11 +505,22 @@ impl<'a> Sim<'a> {
             world.tick(addr, tick);
         }
 
-        // Tick the nodes that are not actively running (i.e., crashed) to ensure their clock keeps up
+        // Tick the nodes that are not actively running (i.e., crashed or paused) to ensure their clock keeps up
         // with the rest of the simulation when they are restarted (bounced).
-        for (&addr, _rt) in stopped {
+        for (&addr, rt) in stopped {
             let mut world = self.world.borrow_mut();
+            if rt.is_paused() {
+                // A paused host's kernel still receives (see `Tcp::receive_from_network`).
+                let World {
+                    rng,
+                    topology,
+                    hosts,
+                    ..
+                } = world.deref_mut();
+                topology.deliver_messages(rng, hosts.get_mut(&addr).expect("missing host"));
+            }
             world.tick(addr, tick);
+            rt.passed(tick);
         }
 
         self.elapsed += tick;

@@ -7,6 +7,7 @@ use std::{
 use tokio::sync::Notify;
 
 use crate::{
+    host::Incoming,
     net::{SocketPair, TcpStream},
     world::World,
     ToSocketAddrs, TRACING_TARGET,
@@ -64,15 +65,20 @@ impl TcpListener {
     /// established, the corresponding [`TcpStream`] and the remote peer’s
     /// address will be returned.
     pub async fn accept(&self) -> Result<(TcpStream, SocketAddr)> {
-        let origin = loop {
+        let (origin, established) = loop {
             let maybe_accept = World::current(|world| {
                 let host = world.current_host_mut();
                 host.tcp.accept(self.local_addr)
             });
 
-            let Some((syn, origin)) = maybe_accept else {
+            let Some((incoming, origin)) = maybe_accept else {
                 self.notify.notified().await;
                 continue;
+            };
+
+            let syn = match incoming {
+                Incoming::Established(rx, bidi) => break (origin, Some((rx, bidi))),
+                Incoming::Syn(syn) => syn,
             };
 
             tracing::trace!(target: TRACING_TARGET, src = ?origin, dst = ?self.local_addr, protocol = %"TCP SYN", "Recv");
@@ -81,7 +87,7 @@ impl TcpListener {
             tracing::trace!(target: TRACING_TARGET, src = ?self.local_addr, dst = ?origin, protocol = %"TCP SYN-ACK", "Send");
 
             if ack.is_ok() {
-                break origin;
+                break (origin, None);
             }
         };
 
@@ -98,8 +104,10 @@ impl TcpListener {
                 }
 
                 let pair = SocketPair::new(my_addr, origin);
-                let (rx, _) = host.tcp.new_stream(pair);
-                (pair, rx)
+                match established {
+                    Some((rx, bidi)) => return TcpStream::new(pair, rx, bidi),
+                    None => (pair, host.tcp.new_stream(pair).0),
+                }
             };
 
             let client_ip = if origin.ip().is_loopback() {

@@ -85,7 +85,10 @@ impl TcpStream {
                 (pair, rx, bidi)
             };
 
-            let syn = Protocol::Tcp(Segment::Syn(Syn { ack }));
+            let syn = Protocol::Tcp(Segment::Syn(Syn {
+                ack,
+                flow: bidi.clone(),
+            }));
             if !is_same(pair.local, pair.remote) {
                 world.send_message(pair.local, pair.remote, syn)?;
             } else {
