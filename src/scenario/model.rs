@@ -632,6 +632,7 @@ nemesis_actions! {
     Kill,
     PowerLoss,
     Shutdown,
+    Pause,
     Partition,
     Isolate,
     SlowLink,

@@ -102,6 +102,10 @@ pub fn nemesis_episodes(
                 FaultAction::Shutdown(host(victim)),
                 FaultAction::Restart(host(victim)),
             ),
+            NemesisAction::Pause => (
+                FaultAction::Pause(host(victim)),
+                FaultAction::Resume(host(victim)),
+            ),
             NemesisAction::Isolate => (FaultAction::Isolate(host(victim)), FaultAction::Heal),
             NemesisAction::Partition => {
                 let mut one = Vec::new();
@@ -321,6 +325,9 @@ pub fn heal(world: &mut World<'_>, facts: &Facts) {
         if let Some(disk) = world.disk(host) {
             let _ = disk.inject(DiskFault::Heal);
         }
+    }
+    for host in world.paused_hosts() {
+        world.resume(host);
     }
     for host in world.stopped_hosts() {
         world.restart(host);

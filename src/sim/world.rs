@@ -232,6 +232,11 @@ impl<'a> World<'a> {
         self.sim.pause(self.addrs[i]);
     }
 
+    /// Every paused host, for the heal phase to resume.
+    pub fn paused_hosts(&self) -> Vec<HostName> {
+        self.paused.iter().copied().collect()
+    }
+
     /// The paused process goes on: its clock jumps to now, every timer that fell due
     /// while it was stopped fires at once, and it reads what waited for it.
     pub fn resume(&mut self, host: HostName) {

@@ -53,3 +53,30 @@ fn a_paused_leader_is_replaced_and_its_producer_moves_on() {
     let again = hightide::run(&scenario, "pause", 5).expect("runs");
     assert_eq!(again.trace_hash, run.trace_hash, "a pause replays exactly");
 }
+
+/// A pause the file never undoes is undone by the heal phase: the paused leader resumes,
+/// learns it was deposed, truncates what it appended from the requests that waited for
+/// it, and rejoins the ISR; the final read finds every acknowledged write.
+#[test]
+fn the_heal_phase_resumes_a_paused_host() {
+    let never_resumed = SCENARIO.replace(
+        "[[faults]]\nat = \"18s\"\naction = \"resume\"\ntarget = \"broker-1\"\n",
+        "",
+    );
+    assert!(!never_resumed.contains("resume"));
+    let scenario =
+        hightide::scenario::parse(&never_resumed, Path::new("pause.toml")).expect("parses");
+    let run = hightide::run(&scenario, "pause", 5).expect("runs");
+    assert_eq!(
+        (run.counts.lost, run.counts.divergent),
+        (0, 0),
+        "{:?}",
+        run.counts
+    );
+    assert!(run.counts.acked > 4_000, "{:?}", run.counts);
+    let c = &run.counts;
+    assert!(
+        c.under_replicated == 0 && c.isr_expands >= 1 && c.truncated > 0,
+        "broker-1 resumed, truncated what it appended as a deposed leader, and rejoined the ISR: {c:?}"
+    );
+}
