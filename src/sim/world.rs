@@ -38,7 +38,7 @@ pub const EPOCH_SECS: u64 = 1_704_067_200;
 pub struct HostChange {
     pub time: SimTime,
     pub host: HostName,
-    /// `None`: the host (re)started.
+    /// `None`: the host (re)started, or resumed.
     pub stopped: Option<Stopped>,
 }
 
@@ -49,6 +49,9 @@ pub enum Stopped {
     PowerLost,
     /// Its software returned: a controlled shutdown, or a broker whose log dir went offline.
     Exited,
+    /// Its process is stopped (`pause`) until `resume`: recorded for the timeline only,
+    /// never among the stopped hosts, since the process lives on.
+    Paused,
 }
 
 pub struct World<'a> {
@@ -230,6 +233,7 @@ impl<'a> World<'a> {
         tracing::info!(host = %host, "pause");
         let i = self.index(host);
         self.sim.pause(self.addrs[i]);
+        self.note_change(host, Some(Stopped::Paused));
     }
 
     /// Every paused host, for the heal phase to resume.
@@ -246,6 +250,7 @@ impl<'a> World<'a> {
         tracing::info!(host = %host, "resume");
         let i = self.index(host);
         self.sim.resume(self.addrs[i]);
+        self.note_change(host, None);
     }
 
     /// Machine crash: what it sent arrives, then silence; the page cache is lost.
@@ -298,6 +303,10 @@ impl<'a> World<'a> {
             Some(why) => self.stopped.insert(host, why),
             None => self.stopped.remove(&host),
         };
+        self.note_change(host, stopped);
+    }
+
+    fn note_change(&mut self, host: HostName, stopped: Option<Stopped>) {
         self.changes.push(HostChange {
             time: self.elapsed(),
             host,

@@ -57,6 +57,7 @@ pub enum HostState {
     Killed,
     PowerLost,
     Exited,
+    Paused,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -217,6 +218,7 @@ fn host_lanes(t: &Timeline, end: u64) -> Vec<HostLane> {
                     Some(Stopped::Killed) => HostState::Killed,
                     Some(Stopped::PowerLost) => HostState::PowerLost,
                     Some(Stopped::Exited) => HostState::Exited,
+                    Some(Stopped::Paused) => HostState::Paused,
                 };
             }
             spans.push(HostSpan {

@@ -8,12 +8,13 @@
   const LANE = 18, ISR_H = 24, OFF_H = 46, ACK_H = 46, FAIL_H = 32, LOST_H = 34;
   const MIN_SPAN = 20;
   const BROKER = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#9c755f", "#bab0ac"];
-  const HOST = { "up": "#8fd18f", "killed": "#e45756", "power-lost": "#333", "exited": "#bbb" };
+  const HOST = { "up": "#8fd18f", "killed": "#e45756", "power-lost": "#333", "exited": "#bbb", "paused": "#f2c14e" };
   const HOST_WORDS = {
     "up": "up",
     "killed": "killed: the process is gone, the page cache survives",
     "power-lost": "no power: what the page cache held and the disk did not is lost",
     "exited": "exited: a controlled shutdown, its log dir went offline, or a truncation it may not make",
+    "paused": "paused: the process runs nothing (SIGSTOP, a GC pause); its kernel still takes connections and buffers",
   };
   const KIND = {
     "fault": ["#d62728", "fault"],

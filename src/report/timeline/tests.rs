@@ -128,13 +128,16 @@ fn facts() -> FactLog {
 }
 
 fn build(history: &[Event], verdict: &Verdict) -> Panel {
-    let timeline = timeline();
+    build_with(&timeline(), history, verdict)
+}
+
+fn build_with(timeline: &Timeline, history: &[Event], verdict: &Verdict) -> Panel {
     let facts = facts();
     let topics = BTreeMap::from([("orders".to_owned(), (2, 2))]);
     panel(&PanelInput {
         variant: "acks-1",
         summary: "summary".to_owned(),
-        timeline: &timeline,
+        timeline,
         history,
         facts: &facts,
         verdict,
@@ -186,6 +189,45 @@ fn host_lanes_follow_each_host_and_leave_out_the_reader() {
         ]
     );
     assert_eq!((panel.end, panel.heal), (25_000, 20_000));
+}
+
+/// A paused host is its own state on its lane, and a leader paused is down: nobody can
+/// write to its partition while it runs nothing.
+#[test]
+fn a_paused_leader_is_drawn_paused_and_down() {
+    let mut t = timeline();
+    t.host_changes = vec![
+        HostChange {
+            time: at(8_000),
+            host: HostName::Broker(1),
+            stopped: Some(Stopped::Paused),
+        },
+        HostChange {
+            time: at(10_000),
+            host: HostName::Broker(1),
+            stopped: None,
+        },
+    ];
+    let panel = build_with(&t, &[], &Verdict::default());
+    let broker_1: Vec<(u64, u64, HostState)> = panel.hosts[0]
+        .spans
+        .iter()
+        .map(|s| (s.from, s.to, s.state))
+        .collect();
+    assert_eq!(
+        broker_1,
+        [
+            (0, 8_000, HostState::Up),
+            (8_000, 10_000, HostState::Paused),
+            (10_000, 25_000, HostState::Up),
+        ]
+    );
+    let down: Vec<(u64, u64, bool)> = panel.partitions[0]
+        .leadership
+        .iter()
+        .map(|s| (s.from, s.to, s.leader_down))
+        .collect();
+    assert_eq!(down[1], (8_000, 10_000, true));
 }
 
 #[test]
