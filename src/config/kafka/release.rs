@@ -275,6 +275,7 @@ impl Era {
                 broker_session_timeout: ms(6_000),
                 broker_heartbeat_interval: ms(2_000),
                 group_initial_rebalance_delay: Duration::ZERO,
+                transaction_abort_timed_out_transaction_cleanup_interval: ms(60_000),
                 rules: Rules {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
@@ -356,6 +357,9 @@ pub enum Reach {
     IdempotentProducer,
     /// Runs that allow an unclean leader election.
     UncleanElection,
+    /// Runs with a transactional producer (none yet: the transactional producer is being
+    /// built, and only the brokers' side of transactions exists).
+    Transactions,
 }
 
 impl Reach {
@@ -376,6 +380,7 @@ impl Reach {
             }
             Reach::UncleanElection => (!broker.unclean_leader_election_enable)
                 .then_some("keep unclean leader election off"),
+            Reach::Transactions => Some("have no transactional producer"),
         }
     }
 }
@@ -519,6 +524,15 @@ pub static STEPS: &[Step] = &[
             era.broker.broker_session_timeout = ms(18_000);
             era.broker.broker_heartbeat_interval = ms(6_000);
         },
+    },
+    Step {
+        since: v(2, 5),
+        change: "The transaction coordinator looks for transactions past their timeout every 10 s (`transaction.abort.timed.out.transaction.cleanup.interval.ms`; was 60 s)",
+        source: "KIP-447, KAFKA-9417 (apache/kafka#8000)",
+        defaults: &["broker.transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+        rule: false,
+        reach: Reach::Transactions,
+        apply: |era| era.broker.transaction_abort_timed_out_transaction_cleanup_interval = ms(10_000),
     },
     Step {
         since: v(2, 5),
@@ -752,6 +766,12 @@ mod tests {
         assert!(
             !era(2, 4).consumer.require_stable_offsets && era(2, 5).consumer.require_stable_offsets
         );
+        let scan = |major, minor| {
+            era(major, minor)
+                .broker
+                .transaction_abort_timed_out_transaction_cleanup_interval
+        };
+        assert_eq!((scan(2, 4), scan(2, 5)), (ms(60_000), ms(10_000)));
         assert!(
             !rules(3, 2).isr_members_must_be_eligible && rules(3, 3).isr_members_must_be_eligible
         );
