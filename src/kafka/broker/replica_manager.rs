@@ -290,6 +290,20 @@ impl ReplicaManager {
     }
 
     /// Wake every waiting fetch and produce, to answer them before the broker halts.
+    /// The partitions of an internal `topic` this broker leads, with their leader
+    /// epochs (none once it has shut down): what its coordinators answer for.
+    pub fn led_partitions(&self, topic: &str) -> BTreeMap<u32, Epoch> {
+        if self.stopped.get() {
+            return BTreeMap::new();
+        }
+        self.partitions
+            .borrow()
+            .iter()
+            .filter(|(tp, p)| &*tp.topic == topic && p.is_leader())
+            .map(|(tp, p)| (tp.partition, p.leader_epoch()))
+            .collect()
+    }
+
     pub fn wake_all(&self) {
         for partition in self.partitions.borrow().values() {
             partition.wake_waiters();

@@ -499,15 +499,7 @@ impl Log {
         epoch: Epoch,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        let header =
-            record::validate(&batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
-        if header.size_bytes() != batch.len() {
-            return Err(StorageError::InvalidRecord(format!(
-                "{} bytes after a {}-byte batch",
-                batch.len() - header.size_bytes(),
-                header.size_bytes()
-            )));
-        }
+        let header = one_batch(&batch)?;
         if header.is_control() {
             // Kafka's `LogValidator`: "Clients are not allowed to write control records".
             return Err(StorageError::InvalidRecord(
@@ -546,12 +538,8 @@ impl Log {
         epoch: Epoch,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        let header =
-            record::validate(&batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
-        assert!(
-            header.size_bytes() == batch.len() && !header.is_control(),
-            "a coordinator writes one data batch"
-        );
+        let header = one_batch(&batch)?;
+        assert!(!header.is_control(), "a coordinator writes data batches");
         if self
             .producer_state
             .check_coordinator_batch(&header)
@@ -1128,6 +1116,19 @@ pub fn read_records(
         out.push((offset, epoch, record.to_owned()));
     })?;
     Ok(out)
+}
+
+/// A leader's append is exactly one valid batch: its header, or why not.
+fn one_batch(batch: &[u8]) -> Result<BatchHeader, StorageError> {
+    let header = record::validate(batch).map_err(|e| StorageError::InvalidRecord(e.to_string()))?;
+    if header.size_bytes() != batch.len() {
+        return Err(StorageError::InvalidRecord(format!(
+            "{} bytes after a {}-byte batch",
+            batch.len() - header.size_bytes(),
+            header.size_bytes()
+        )));
+    }
+    Ok(header)
 }
 
 /// A mutation test's bug: the batches of a fetch answer by their headers alone, CRCs

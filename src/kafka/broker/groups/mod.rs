@@ -145,13 +145,7 @@ pub async fn run(rm: Rc<ReplicaManager>, groups: Rc<Groups>) {
 }
 
 fn follow_leadership(rm: &ReplicaManager, groups: &Groups) {
-    let led: BTreeMap<u32, Epoch> = rm
-        .partitions
-        .borrow()
-        .iter()
-        .filter(|(tp, p)| &*tp.topic == OFFSETS_TOPIC && p.is_leader() && !rm.stopped.get())
-        .map(|(tp, p)| (tp.partition, p.leader_epoch()))
-        .collect();
+    let led = rm.led_partitions(OFFSETS_TOPIC);
     let mut loaded = groups.loaded.borrow_mut();
     let mut coordinator = groups.coordinator.borrow_mut();
     let lost: Vec<u32> = loaded

@@ -196,25 +196,15 @@ impl Coordinator {
         partitions: &BTreeSet<TopicPartition>,
         now_ms: i64,
     ) -> Result<Option<Write>, ErrorCode> {
-        let (partition, led) = self.led_for(&txn.transactional_id)?;
-        let coordinator_epoch = led.coordinator_epoch;
-        let meta = led
-            .txns
-            .get_mut(&txn.transactional_id)
-            .ok_or(ErrorCode::InvalidProducerIdMapping)?;
-        let transit = decide::add_partitions(
-            meta,
-            txn.producer_id,
-            txn.producer_epoch,
-            partitions,
-            now_ms,
-        )?;
-        Ok(transit.map(|transit| Write {
-            transactional_id: txn.transactional_id.clone(),
-            partition,
-            coordinator_epoch,
-            transit,
-        }))
+        self.decide_for(txn, |meta| {
+            decide::add_partitions(
+                meta,
+                txn.producer_id,
+                txn.producer_epoch,
+                partitions,
+                now_ms,
+            )
+        })
     }
 
     /// Kafka's `handleEndTransaction` from a client. `Ok(None)`: a retry of what already
@@ -225,28 +215,41 @@ impl Coordinator {
         result: TxnResult,
         now_ms: i64,
     ) -> Result<Option<Write>, ErrorCode> {
+        self.decide_for(txn, |meta| {
+            let step = decide::end_txn(
+                meta,
+                txn.producer_id,
+                txn.producer_epoch,
+                result,
+                true,
+                now_ms,
+            )?;
+            Ok(match step {
+                EndStep::Done => None,
+                EndStep::Prepare(transit) => Some(transit),
+            })
+        })
+    }
+
+    /// A client's request about a known id: `decide` over its metadata, and the
+    /// transition it prepares as a write under the current coordinator epoch.
+    fn decide_for(
+        &mut self,
+        txn: &TxnProducer,
+        decide: impl FnOnce(&mut TxnMetadata) -> Result<Option<TxnTransit>, ErrorCode>,
+    ) -> Result<Option<Write>, ErrorCode> {
         let (partition, led) = self.led_for(&txn.transactional_id)?;
         let coordinator_epoch = led.coordinator_epoch;
         let meta = led
             .txns
             .get_mut(&txn.transactional_id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
-        match decide::end_txn(
-            meta,
-            txn.producer_id,
-            txn.producer_epoch,
-            result,
-            true,
-            now_ms,
-        )? {
-            EndStep::Done => Ok(None),
-            EndStep::Prepare(transit) => Ok(Some(Write {
-                transactional_id: txn.transactional_id.clone(),
-                partition,
-                coordinator_epoch,
-                transit,
-            })),
-        }
+        Ok(decide(meta)?.map(|transit| Write {
+            transactional_id: txn.transactional_id.clone(),
+            partition,
+            coordinator_epoch,
+            transit,
+        }))
     }
 
     /// Kafka's `abortTimedOutTransactions`: every ongoing transaction past its timeout,

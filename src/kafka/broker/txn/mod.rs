@@ -100,15 +100,7 @@ pub async fn run(rm: Rc<ReplicaManager>, txns: Rc<Txns>) {
 }
 
 fn follow_leadership(rm: &ReplicaManager, txns: &Txns) {
-    let led: BTreeMap<u32, Epoch> = rm
-        .partitions
-        .borrow()
-        .iter()
-        .filter(|(tp, p)| {
-            &*tp.topic == TRANSACTION_STATE_TOPIC && p.is_leader() && !rm.stopped.get()
-        })
-        .map(|(tp, p)| (tp.partition, p.leader_epoch()))
-        .collect();
+    let led = rm.led_partitions(TRANSACTION_STATE_TOPIC);
     let mut loaded = txns.loaded.borrow_mut();
     let lost: Vec<u32> = loaded
         .iter()
