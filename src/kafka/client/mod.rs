@@ -14,6 +14,7 @@ pub mod network;
 pub mod outcome;
 pub mod partitioner;
 pub mod producer;
+pub mod transaction;
 
 pub use consumer::{run_consumer, ConsumerContext, GroupProgress, GroupSpec};
 pub use final_read::{final_read, LeaderOf, PartitionRead};
