@@ -80,6 +80,12 @@ counts! {
         failed: Failed,
         /// Completed with info, or never completed.
         indeterminate: Indeterminate,
+        /// Transactions a transactional producer committed (commitTransaction returned).
+        txn_committed: TxnCommitted,
+        /// Transactions it aborted, or that failed before their commit was sent.
+        txn_aborted: TxnAborted,
+        /// Transactions whose commit was sent and whose outcome it never learned.
+        txn_unknown: TxnUnknown,
     }
     anomalies {
         /// Acked ids with no copy anywhere in the final read.
@@ -120,6 +126,15 @@ counts! {
         /// times counts once, and one the log later lost counts too: the application saw
         /// it twice all the same.
         reprocessed: Reprocessed,
+        /// Records of aborted transactions in the read_committed final read, plus read
+        /// events of such records during the run (Jepsen's G1a, aborted read).
+        aborted_reads: AbortedReads,
+        /// Committed (or unknown) transactions only partly in the read_committed final
+        /// read: some of their sends there, some absent from partitions read completely.
+        torn: Torn,
+        /// Partitions whose LSO was still below their HW when the heal phase ended: a
+        /// transaction left open holds back every read_committed reader.
+        hanging: Hanging,
     }
     facts {
         /// Leaders the controller elected (clean or unclean), after the initial ones.
@@ -167,9 +182,11 @@ mod tests {
         let json = serde_json::to_string(&Counts::default()).unwrap();
         assert_eq!(
             json,
-            "{\"attempted\":0,\"acked\":0,\"acked_degraded\":0,\"failed\":0,\"indeterminate\":0,\"lost\":0,\
+            "{\"attempted\":0,\"acked\":0,\"acked_degraded\":0,\"failed\":0,\"indeterminate\":0,\
+             \"txn_committed\":0,\"txn_aborted\":0,\"txn_unknown\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
+             \"aborted_reads\":0,\"torn\":0,\"hanging\":0,\
              \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
              \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
@@ -183,34 +200,40 @@ mod tests {
             acked_degraded: 3,
             failed: 4,
             indeterminate: 5,
-            lost: 6,
-            moved: 7,
-            duplicates: 8,
-            unexpected: 9,
-            reordered: 10,
-            dirty_reads: 11,
-            divergent: 12,
-            offline: 13,
-            false_failures: 14,
-            under_replicated: 15,
-            unreadable: 16,
-            unprocessed: 17,
-            reprocessed: 18,
-            elections: 19,
-            unclean_elections: 20,
-            isr_shrinks: 21,
-            isr_expands: 22,
-            truncated: 23,
-            recoveries: 24,
-            retries: 25,
-            request_timeouts: 26,
-            delivered: 27,
-            missing: 28,
-            unresolved: 29,
-            out_of_order: 30,
+            txn_committed: 6,
+            txn_aborted: 7,
+            txn_unknown: 8,
+            lost: 9,
+            moved: 10,
+            duplicates: 11,
+            unexpected: 12,
+            reordered: 13,
+            dirty_reads: 14,
+            divergent: 15,
+            offline: 16,
+            false_failures: 17,
+            under_replicated: 18,
+            unreadable: 19,
+            unprocessed: 20,
+            reprocessed: 21,
+            aborted_reads: 22,
+            torn: 23,
+            hanging: 24,
+            elections: 25,
+            unclean_elections: 26,
+            isr_shrinks: 27,
+            isr_expands: 28,
+            truncated: 29,
+            recoveries: 30,
+            retries: 31,
+            request_timeouts: 32,
+            delivered: 33,
+            missing: 34,
+            unresolved: 35,
+            out_of_order: 36,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=30).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=36).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -227,7 +250,10 @@ mod tests {
                 "under_replicated",
                 "unreadable",
                 "unprocessed",
-                "reprocessed"
+                "reprocessed",
+                "aborted_reads",
+                "torn",
+                "hanging"
             ]
         );
     }

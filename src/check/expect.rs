@@ -48,6 +48,8 @@ pub const DEFAULT_ZERO: &[Count] = &[
     Count::FalseFailures,
     Count::UnderReplicated,
     Count::Unreadable,
+    Count::AbortedReads,
+    Count::Torn,
 ];
 
 /// `expect` with the [`DEFAULT_ZERO`] expectations the scenario did not replace.

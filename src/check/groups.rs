@@ -277,6 +277,7 @@ pub(crate) mod tests {
                 leader: Some(BrokerId(1)),
                 high_watermark: Offset(offsets.end),
                 log_start_offset: Offset(offsets.start),
+                last_stable_offset: None,
                 read: offsets
                     .map(|o| ReadRecord::new(Offset(o), &id(o).value(VALUE_BYTES)))
                     .collect(),

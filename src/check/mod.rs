@@ -17,6 +17,7 @@ mod reorder;
 mod replicas;
 mod sends;
 pub mod tell;
+mod transactions;
 
 pub use counts::{count_name, Count, Counts, ANOMALIES};
 pub use expect::{
@@ -36,7 +37,7 @@ pub(crate) use groups::tests as groups_tests;
 
 use crate::history::facts::{FactEvent, Tally};
 use crate::history::final_state::FinalState;
-use crate::history::{Event, Op};
+use crate::history::{Event, Op, TxnOutcome};
 use crate::os::clock::SimTime;
 use std::collections::BTreeMap;
 
@@ -122,6 +123,7 @@ pub fn check(
         examples: Examples::default(),
         lost: Vec::new(),
         reorder: reorder::Groups::default(),
+        txns: transactions::Txns::new(history),
     };
 
     // Merge join of the sends and the final read's copies, both sorted by id.
@@ -146,8 +148,10 @@ pub fn check(
         mut examples,
         lost,
         reorder,
+        txns,
         ..
     } = tally;
+    check_transactions(history, final_state, &txns, &mut counts, &mut examples);
 
     for (part, record) in index.corrupt() {
         counts.unexpected += 1;
@@ -189,6 +193,7 @@ struct Pass<'a> {
     examples: Examples,
     lost: Vec<Send<'a>>,
     reorder: reorder::Groups,
+    txns: transactions::Txns,
 }
 
 impl<'a> Pass<'a> {
@@ -221,7 +226,20 @@ impl<'a> Pass<'a> {
             }
         }
         let failed = matches!(send.outcome, Outcome::Failed { .. });
-        if failed && !copies.is_empty() {
+        let read_whole = send
+            .tp()
+            .and_then(|tp| index.partition_of(tp))
+            .is_some_and(|p| p.complete);
+        self.txns.saw(send, copies, read_whole);
+        let aborted = self.txns.outcome_of(send.id) == Some(TxnOutcome::Aborted);
+        if aborted && !copies.is_empty() {
+            // Not a false failure: a transaction's abort promises it is never read.
+            counts.aborted_reads += copies.len() as u64;
+            let txns = &self.txns;
+            examples.add(Count::AbortedReads, || {
+                txns.aborted_example(send.id, index, &copies[0])
+            });
+        } else if failed && !copies.is_empty() {
             counts.false_failures += 1;
             examples.add(Count::FalseFailures, || {
                 teller.send_status(send, index, copies)
@@ -297,6 +315,63 @@ fn check_reads(
                 teller.dirty_read(event, (tp, *offset), *id, index)
             });
         }
+    }
+}
+
+/// The transactions' counts: outcomes, aborted records read during the run, torn
+/// transactions and hanging partitions.
+fn check_transactions(
+    history: &[Event],
+    final_state: &FinalState,
+    txns: &transactions::Txns,
+    counts: &mut Counts,
+    examples: &mut Examples,
+) {
+    counts.txn_committed = txns.tally(TxnOutcome::Committed);
+    counts.txn_aborted = txns.tally(TxnOutcome::Aborted);
+    counts.txn_unknown = txns.tally(TxnOutcome::Unknown);
+    for event in transactions::aborted_reads_during_run(history, txns) {
+        counts.aborted_reads += 1;
+        examples.add(Count::AbortedReads, || {
+            let Op::Read {
+                consumer,
+                tp,
+                offset,
+                id,
+            } = &event.op
+            else {
+                unreachable!("aborted reads are reads");
+            };
+            let id = id.map(|id| id.to_string()).unwrap_or_default();
+            format!(
+                "consumer-{consumer} read {id} of an aborted transaction at {tp}@{} ({})",
+                offset.0,
+                tell::time(event.time)
+            )
+        });
+    }
+    for txn in txns.torn() {
+        counts.torn += 1;
+        examples.add(Count::Torn, || {
+            format!(
+                "transaction {} ({:?}): {} of its sends in the read_committed final read, {} absent",
+                transactions::range(txn),
+                txn.outcome,
+                txn.present,
+                txn.absent
+            )
+        });
+    }
+    for partition in transactions::hanging(final_state) {
+        counts.hanging += 1;
+        examples.add(Count::Hanging, || {
+            format!(
+                "{}: the LSO stayed at {} below the HW {} when the heal phase ended: a transaction open there holds back every read_committed reader",
+                partition.tp,
+                partition.last_stable_offset.map_or(-1, |o| o.0),
+                partition.high_watermark.0
+            )
+        });
     }
 }
 

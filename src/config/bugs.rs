@@ -18,6 +18,9 @@ pub struct Bugs {
     pub final_read_skips_a_partition: bool,
     /// The final read checks no batch CRC, whatever `check.crcs` says.
     pub final_read_skips_crc: bool,
+    /// The read_committed final read keeps the records of aborted transactions (a consumer
+    /// that ignores a fetch's aborted transactions).
+    pub final_read_ignores_aborted: bool,
     /// The leader appends every batch, ignoring the producer's sequence numbers.
     pub ignore_sequences: bool,
     /// Log recovery trusts every batch header and checks no CRC.

@@ -85,9 +85,15 @@ pub struct PartitionFinal {
     pub leader: Option<BrokerId>,
     pub high_watermark: Offset,
     pub log_start_offset: Offset,
-    /// The final read: a consumer's read from the log start offset up to the HW.
+    /// In a run with transactions, the LSO the read_committed final read stopped at: below
+    /// the HW, a transaction was still open when the heal phase ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_stable_offset: Option<Offset>,
+    /// The final read: a consumer's read from the log start offset up to the HW (the LSO,
+    /// without aborted transactions, in a run with transactions).
     pub read: Vec<ReadRecord>,
     /// Whether the final read got all of it; if not, what it lacks is unknown, not absent.
+    /// A read_committed read that stopped at an LSO below the HW did not.
     #[serde(default = "read_whole")]
     pub complete: bool,
     pub replicas: Vec<ReplicaLog>,

@@ -109,6 +109,29 @@ pub enum Op {
         tp: TopicPartition,
         offset: Offset,
     },
+    /// A transactional producer's transaction ended, with the sends `first..=last` (one
+    /// producer's consecutive sequence numbers). Its sends' completions follow: ok if it
+    /// committed, fail if it aborted, info if its outcome is unknown.
+    Txn {
+        first: MessageId,
+        last: MessageId,
+        outcome: TxnOutcome,
+        /// Why it aborted or why its outcome is unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+/// How a transaction ended, as its producer learned it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TxnOutcome {
+    /// commitTransaction returned.
+    Committed,
+    /// abortTransaction returned, or the transaction failed before its commit was sent.
+    Aborted,
+    /// The commit was sent and no answer says what became of it.
+    Unknown,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,7 +174,8 @@ impl History {
             | Op::Resume { .. }
             | Op::Reset { .. }
             | Op::Processed { .. }
-            | Op::Committed { .. } => {}
+            | Op::Committed { .. }
+            | Op::Txn { .. } => {}
         }
         self.events.borrow_mut().push(Event {
             time: clock::now(),

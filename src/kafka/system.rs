@@ -5,6 +5,7 @@
 //! disk for the checkers.
 
 use crate::check::Teller;
+use crate::config::kafka::IsolationLevel;
 use crate::config::kafka::TopicConfig;
 use crate::config::workload::ArrivalProcess;
 use crate::history::budget::SendBudget;
@@ -13,6 +14,7 @@ use crate::history::final_state::{FinalState, GroupFinal, PartitionFinal, ReadRe
 use crate::history::History;
 use crate::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
 use crate::kafka::broker::groups::group::offsets_partition;
+use crate::kafka::broker::txn::coordinator::TRANSACTION_STATE_TOPIC;
 use crate::kafka::broker::{self, BrokerContext};
 use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
@@ -77,12 +79,18 @@ impl System for Kafka {
         let view = MetadataView::default();
         let partitions = topic_partitions(settings);
         let offsets = offsets_partitions(settings);
+        let transactions = transaction_state_partitions(settings);
         add_controller(
             world,
             settings,
             seed,
             (&view, facts),
-            &[partitions.as_slice(), offsets.as_slice()].concat(),
+            &[
+                partitions.as_slice(),
+                offsets.as_slice(),
+                transactions.as_slice(),
+            ]
+            .concat(),
         );
         let mut shutdown = BTreeMap::new();
         for n in 1..=settings.cluster.brokers {
@@ -318,8 +326,29 @@ fn offsets_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>
         .collect()
 }
 
+/// `__transaction_state`, when the producers are transactional. As for `__consumer_offsets`,
+/// Kafka makes it at the first FindCoordinator(TRANSACTION); here it is there from the start,
+/// and a run without a transactional producer has none.
+fn transaction_state_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
+    if settings.producer.transactional_id.is_none() {
+        return Vec::new();
+    }
+    let broker = &settings.broker;
+    let brokers = settings.cluster.brokers;
+    (0..broker.transaction_state_log_num_partitions)
+        .map(|p| {
+            let placement =
+                controller::placement(p, brokers, broker.transaction_state_log_replication_factor);
+            (TopicPartition::new(TRANSACTION_STATE_TOPIC, p), placement)
+        })
+        .collect()
+}
+
 /// The topics' configurations, `__consumer_offsets` included when there is a group (its
-/// segments are `offsets.topic.segment.bytes` = 100 MiB; the rest are broker defaults).
+/// segments are `offsets.topic.segment.bytes` = 100 MiB; the rest are broker defaults),
+/// `__transaction_state` when the producers are transactional (Kafka forces its
+/// `min.insync.replicas` to `transaction.state.log.min.isr`, unclean election off, and
+/// `transaction.state.log.segment.bytes` = 100 MiB).
 fn topic_configs(settings: &Settings) -> BTreeMap<String, TopicConfig> {
     let mut configs: BTreeMap<String, TopicConfig> = settings
         .cluster
@@ -333,6 +362,15 @@ fn topic_configs(settings: &Settings) -> BTreeMap<String, TopicConfig> {
             ..TopicConfig::default()
         };
         configs.insert(OFFSETS_TOPIC.to_owned(), offsets);
+    }
+    if settings.producer.transactional_id.is_some() {
+        let transactions = TopicConfig {
+            segment_bytes: Some(100 * 1024 * 1024),
+            min_insync_replicas: Some(settings.broker.transaction_state_log_min_isr),
+            unclean_leader_election_enable: Some(false),
+            ..TopicConfig::default()
+        };
+        configs.insert(TRANSACTION_STATE_TOPIC.to_owned(), transactions);
     }
     configs
 }
@@ -446,6 +484,7 @@ fn add_clients(
             budget: budget.clone(),
             stop_at: SimTime::after_start(settings.duration),
             seed: derive_seed(seed, &format!("producer-{n}")),
+            transaction_messages: workload.transaction_messages,
         };
         world.add_host(HostName::Producer(n), None, move || {
             client::run_producer(ctx.clone())
@@ -486,6 +525,16 @@ fn final_read(
     let bugs = settings.bugs;
     let skip = usize::from(bugs.final_read_skips_a_partition);
     let check_crcs = settings.consumer.check_crcs && !bugs.final_read_skips_crc;
+    // With transactions, what counts is what a read_committed consumer can read.
+    let reading = client::Reading {
+        check_crcs,
+        isolation: if settings.producer.transactional_id.is_some() {
+            IsolationLevel::ReadCommitted
+        } else {
+            IsolationLevel::ReadUncommitted
+        },
+        ignore_aborted: bugs.final_read_ignores_aborted,
+    };
     let topics: Vec<TopicPartition> = partitions
         .iter()
         .skip(skip)
@@ -502,7 +551,7 @@ fn final_read(
         let topics = topics.clone();
         let leader_of = leader_of.clone();
         async move {
-            let read = client::final_read(topics, leader_of, check_crcs, FINAL_READ_LIMIT).await;
+            let read = client::final_read(topics, leader_of, reading, FINAL_READ_LIMIT).await;
             *sink.borrow_mut() = Some(read);
             Ok(())
         }
@@ -569,7 +618,12 @@ fn collect_final_state(
                 log_start_offset: read
                     .as_ref()
                     .map_or(Offset::default(), |r| r.log_start_offset),
-                complete: read.as_ref().is_some_and(|r| r.complete),
+                last_stable_offset: read.as_ref().and_then(|r| r.last_stable_offset),
+                complete: read.as_ref().is_some_and(|r| {
+                    r.complete
+                        && r.last_stable_offset
+                            .is_none_or(|lso| lso >= r.high_watermark)
+                }),
                 read: read.map(|r| r.records).unwrap_or_default(),
                 replicas,
             }

@@ -233,6 +233,9 @@ pub struct Workload {
     pub commit: Commit,
     /// Simulated work per record, between the poll that returned it and the commit.
     pub processing: Duration,
+    /// A transactional producer's sends per transaction: it begins one before its first
+    /// send and commits after the last (or when sending stops).
+    pub transaction_messages: u32,
 }
 
 pub use crate::config::kafka::Commit;

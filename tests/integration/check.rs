@@ -9,7 +9,7 @@ use hightide::check::{Comparison, Count, Expectation};
 use hightide::history::facts::kafka::{ElectedFrom, Fact as KafkaFact};
 use hightide::history::facts::{Fact, FactEvent};
 use hightide::history::final_state::{FinalState, ReadRecord, ReplicaLog};
-use hightide::history::{Event, MessageId};
+use hightide::history::{Event, MessageId, TxnOutcome};
 use hightide::kafka::teller::Teller;
 use hightide::os::clock::SimTime;
 use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
@@ -989,4 +989,117 @@ proptest! {
             prop_assert_eq!(after.examples_of(Count::Lost).count(), 1);
         }
     }
+}
+
+/// Producer 1's transactions on orders/0 and orders/1: sends 0-1 committed, 2-3 aborted,
+/// 4-5 committed. `read` is what the read_committed final read of each partition holds.
+fn transactions(read: [Vec<ReadRecord>; 2]) -> Verdict {
+    let (a, b) = (orders(0), orders(1));
+    let history = HistoryBuilder::new()
+        .transaction(id(1, 0), id(1, 1), TxnOutcome::Committed)
+        .send(id(1, 0), &a)
+        .acked_at(0)
+        .send(id(1, 1), &b)
+        .acked_at(0)
+        .transaction(id(1, 2), id(1, 3), TxnOutcome::Aborted)
+        .send(id(1, 2), &a)
+        .failed("transaction aborted: NOT_ENOUGH_REPLICAS")
+        .send(id(1, 3), &b)
+        .failed("transaction aborted: NOT_ENOUGH_REPLICAS")
+        .transaction(id(1, 4), id(1, 5), TxnOutcome::Committed)
+        .send(id(1, 4), &a)
+        .acked_at(3)
+        .send(id(1, 5), &b)
+        .acked_at(3)
+        .read(1, &a, 1, Some(id(1, 2)))
+        .build();
+    let [read_a, read_b] = read;
+    check(
+        &history,
+        &final_state([partition(a, read_a), partition(b, read_b)]),
+    )
+}
+
+#[test]
+fn transactions_are_tallied_and_a_clean_read_committed_read_has_no_anomaly_but_the_read_of_an_aborted_record(
+) {
+    let verdict = transactions([
+        vec![record(0, id(1, 0)), record(3, id(1, 4))],
+        vec![record(0, id(1, 1)), record(3, id(1, 5))],
+    ]);
+    let counts = &verdict.counts;
+    assert_eq!(
+        (counts.txn_committed, counts.txn_aborted, counts.txn_unknown),
+        (2, 1, 0)
+    );
+    assert_eq!((counts.acked, counts.failed, counts.lost), (4, 2, 0));
+    assert_eq!(
+        (counts.torn, counts.hanging, counts.false_failures),
+        (0, 0, 0)
+    );
+    assert_eq!(counts.aborted_reads, 1, "consumer-1 read producer-1:000002");
+    assert_eq!(
+        examples(&verdict, Count::AbortedReads),
+        vec![
+            "consumer-1 read producer-1:000002 of an aborted transaction at orders/0@1 (t=0.006s)"
+        ]
+    );
+}
+
+#[test]
+fn an_aborted_record_in_the_read_committed_final_read_is_an_aborted_read_not_a_false_failure() {
+    let verdict = transactions([
+        vec![
+            record(0, id(1, 0)),
+            record(1, id(1, 2)),
+            record(3, id(1, 4)),
+        ],
+        vec![record(0, id(1, 1)), record(3, id(1, 5))],
+    ]);
+    assert_eq!(verdict.counts.aborted_reads, 2);
+    assert_eq!(verdict.counts.false_failures, 0);
+    assert_eq!(
+        examples(&verdict, Count::AbortedReads)[0],
+        "producer-1:000002 of aborted transaction producer-1:000002..000003 is in the read_committed final read at orders/0@1"
+    );
+}
+
+#[test]
+fn a_committed_transaction_half_visible_is_torn_and_its_missing_half_lost() {
+    let verdict = transactions([
+        vec![record(0, id(1, 0)), record(3, id(1, 4))],
+        vec![record(0, id(1, 1))],
+    ]);
+    assert_eq!(verdict.counts.torn, 1);
+    assert_eq!(verdict.counts.lost, 1);
+    assert_eq!(
+        examples(&verdict, Count::Torn),
+        vec!["transaction producer-1:000004..000005 (Committed): 1 of its sends in the read_committed final read, 1 absent"]
+    );
+}
+
+#[test]
+fn an_lso_below_the_hw_at_the_end_is_hanging_and_what_is_above_it_unknown_not_lost() {
+    let (a, b) = (orders(0), orders(1));
+    let history = HistoryBuilder::new()
+        .transaction(id(1, 0), id(1, 1), TxnOutcome::Committed)
+        .send(id(1, 0), &a)
+        .acked_at(5)
+        .send(id(1, 1), &b)
+        .acked_at(0)
+        .build();
+    let state = final_state([
+        partition(a, Vec::new())
+            .high_watermark(6)
+            .last_stable_offset(2),
+        partition(b, vec![record(0, id(1, 1))]).last_stable_offset(1),
+    ]);
+    let verdict = check(&history, &state);
+    assert_eq!(verdict.counts.hanging, 1);
+    assert_eq!((verdict.counts.lost, verdict.counts.torn), (0, 0));
+    assert_eq!(verdict.counts.unreadable, 1);
+    assert_eq!(
+        examples(&verdict, Count::Hanging),
+        vec!["orders/0: the LSO stayed at 2 below the HW 6 when the heal phase ended: a transaction open there holds back every read_committed reader"]
+    );
 }

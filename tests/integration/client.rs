@@ -2,13 +2,13 @@
 //! and what the broker received when a request times out.
 
 use hightide::config::bugs::Bugs;
-use hightide::config::kafka::{Acks, ConsumerConfig, ProducerConfig};
+use hightide::config::kafka::{Acks, ConsumerConfig, IsolationLevel, ProducerConfig};
 use hightide::config::workload::{ArrivalProcess, Arrivals, OnError};
 use hightide::history::budget::SendBudget;
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
-    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext,
+    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, Reading,
 };
 use hightide::kafka::protocol::frame::serve;
 use hightide::kafka::protocol::messages::{
@@ -151,6 +151,7 @@ fn run(
         budget: SendBudget::new(1, Some(messages)),
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
+        transaction_messages: 10,
     };
     sim.client("producer-1", async move {
         run_producer(ctx).await?;
@@ -332,7 +333,17 @@ fn final_read_reads_from_log_start_to_the_high_watermark() {
     sim.client("reader", async move {
         let tp = TopicPartition::new("t", 0);
         let leader_of: LeaderOf = Rc::new(|_: &TopicPartition| Some((BrokerId(1), Epoch(2))));
-        *out.borrow_mut() = final_read(vec![tp], leader_of, true, Duration::from_secs(10)).await;
+        *out.borrow_mut() = final_read(
+            vec![tp],
+            leader_of,
+            Reading {
+                check_crcs: true,
+                isolation: IsolationLevel::ReadUncommitted,
+                ignore_aborted: false,
+            },
+            Duration::from_secs(10),
+        )
+        .await;
         Ok(())
     });
     sim.run().expect("the simulation completes");
@@ -367,7 +378,11 @@ fn final_read_reports_an_offline_partition() {
         *out.borrow_mut() = final_read(
             vec![TopicPartition::new("t", 0)],
             Rc::new(|_: &TopicPartition| None),
-            true,
+            Reading {
+                check_crcs: true,
+                isolation: IsolationLevel::ReadUncommitted,
+                ignore_aborted: false,
+            },
             Duration::from_secs(2),
         )
         .await;
@@ -490,6 +505,7 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         // The first metadata answer comes from broker-1 (seed % brokers + 1).
         seed: 0,
+        transaction_messages: 10,
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");
@@ -752,6 +768,7 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
         stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
+        transaction_messages: 10,
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");

@@ -21,6 +21,7 @@ mod shrink;
 mod source;
 mod support;
 mod txn_coordinator;
+mod txn_producer;
 
 mod cli {
     mod explore;

@@ -223,6 +223,18 @@ pub struct ProducerConfig {
     /// while it waits in the accumulator, `request.timeout.ms` after it was due to leave,
     /// and `retries` alone bounds its attempts. Not a key: it follows the release.
     pub expire_in_accumulator: bool,
+    /// `transactional.id`: producer-N is transactional, with the id `<this>-N`.
+    pub transactional_id: Option<String>,
+    /// `transaction.timeout.ms`: how long the coordinator lets a transaction stay open
+    /// before it aborts it.
+    pub transaction_timeout: Duration,
+    /// KIP-360 (2.5): after an abortable error the producer bumps its epoch (InitProducerId
+    /// with the id and epoch it holds); before, a batch whose outcome it never learned is
+    /// fatal. Not a key: it follows the release.
+    pub transaction_epoch_bump: bool,
+    /// KIP-588 (2.7): a produce's INVALID_PRODUCER_EPOCH is abortable; before, it was
+    /// `ProducerFencedException`, fatal. Not a key: it follows the release.
+    pub invalid_epoch_abortable: bool,
 }
 
 impl Default for ProducerConfig {
@@ -240,6 +252,10 @@ impl Default for ProducerConfig {
             retry_backoff: ms(100),
             metadata_max_age: ms(300_000),
             expire_in_accumulator: false,
+            transactional_id: None,
+            transaction_timeout: ms(60_000),
+            transaction_epoch_bump: true,
+            invalid_epoch_abortable: true,
         }
     }
 }
@@ -281,7 +297,15 @@ impl ProducerConfig {
     /// the configuration); scenarios override `acks` without touching `enable.idempotence`,
     /// so the implicit rule is the one that applies.
     pub fn idempotent(&self) -> bool {
-        self.enable_idempotence && self.idempotence_conflict().is_none()
+        self.transactional_id.is_some()
+            || (self.enable_idempotence && self.idempotence_conflict().is_none())
+    }
+
+    /// The `transactional.id` of producer-`index`, if the producers are transactional.
+    pub fn transactional_id_of(&self, index: u32) -> Option<String> {
+        self.transactional_id
+            .as_ref()
+            .map(|id| format!("{id}-{index}"))
     }
 }
 

@@ -163,6 +163,8 @@ impl Release {
 /// added it, the source.
 const NEWER_KEYS: &[(&str, &str, Release, &str)] = &[
     ("producer", "enable.idempotence", v(0, 11), "KIP-98"),
+    ("producer", "transactional.id", v(0, 11), "KIP-98"),
+    ("producer", "transaction.timeout.ms", v(0, 11), "KIP-98"),
     ("producer", "delivery.timeout.ms", v(2, 1), "KIP-91"),
     (
         "broker",
@@ -302,6 +304,8 @@ impl Era {
                 linger: Duration::ZERO,
                 delivery_timeout: FOREVER,
                 expire_in_accumulator: true,
+                transaction_epoch_bump: false,
+                invalid_epoch_abortable: false,
                 ..ProducerConfig::default()
             },
             consumer: ConsumerConfig {
@@ -357,8 +361,7 @@ pub enum Reach {
     IdempotentProducer,
     /// Runs that allow an unclean leader election.
     UncleanElection,
-    /// Runs with a transactional producer (none yet: the transactional producer is being
-    /// built, and only the brokers' side of transactions exists).
+    /// Runs with a transactional producer (`transactional.id`).
     Transactions,
 }
 
@@ -380,7 +383,10 @@ impl Reach {
             }
             Reach::UncleanElection => (!broker.unclean_leader_election_enable)
                 .then_some("keep unclean leader election off"),
-            Reach::Transactions => Some("have no transactional producer"),
+            Reach::Transactions => producer
+                .transactional_id
+                .is_none()
+                .then_some("have no transactional producer"),
         }
     }
 }
@@ -536,12 +542,30 @@ pub static STEPS: &[Step] = &[
     },
     Step {
         since: v(2, 5),
+        change: "After an abortable error the transactional producer aborts, then bumps its epoch (InitProducerId with the producer id and epoch it holds) and goes on; before, a batch whose outcome it never learned (expired, unanswered) was fatal: \"the client hasn't received acknowledgment for some previously sent messages and can no longer retry them\"",
+        source: "KIP-360 (TransactionManager, 2.4.0 and 2.5.0)",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Transactions,
+        apply: |era| era.producer.transaction_epoch_bump = true,
+    },
+    Step {
+        since: v(2, 5),
         change: "A consumer's OffsetFetch requires stable offsets: a partition whose offset a transaction may still commit answers UNSTABLE_OFFSET_COMMIT, and the consumer asks again",
         source: "KIP-447",
         defaults: &[],
         rule: true,
         reach: Reach::Groups,
         apply: |era| era.consumer.require_stable_offsets = true,
+    },
+    Step {
+        since: v(2, 7),
+        change: "INVALID_PRODUCER_EPOCH on a produce is abortable (`InvalidProducerEpochException`): the transactional producer aborts and goes on; before, it was `ProducerFencedException`, fatal, and the application had to close the producer. Fencing by a newer instance answers PRODUCER_FENCED, still fatal",
+        source: "KIP-588",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Transactions,
+        apply: |era| era.producer.invalid_epoch_abortable = true,
     },
     Step {
         since: v(2, 8),

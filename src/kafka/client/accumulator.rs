@@ -176,6 +176,8 @@ pub struct RecordAccumulator {
     muted: BTreeSet<u32>,
     /// Closing: linger no longer applies, every batch is ready.
     closing: bool,
+    /// Flushing (a transaction commits): every batch is ready, as while closing.
+    flushing: bool,
 }
 
 impl RecordAccumulator {
@@ -185,6 +187,7 @@ impl RecordAccumulator {
             queues: BTreeMap::new(),
             muted: BTreeSet::new(),
             closing: false,
+            flushing: false,
         }
     }
 
@@ -290,7 +293,7 @@ impl RecordAccumulator {
             return at;
         }
         let full = queued > 1 || first.size_bytes >= self.config.batch_size_bytes;
-        if full || self.closing {
+        if full || self.closing || self.flushing {
             first.created
         } else {
             first.created + self.config.linger
@@ -419,6 +422,26 @@ impl RecordAccumulator {
 
     pub fn is_closing(&self) -> bool {
         self.closing
+    }
+
+    /// Kafka's `beginFlush` (on) and the end of `awaitFlushCompletion` (off): a commit
+    /// sends what lingers at once.
+    pub fn set_flushing(&mut self, flushing: bool) {
+        self.flushing = flushing;
+    }
+
+    /// Kafka's `abortUndrainedBatches`: remove the batches never sent (an aborted
+    /// transaction's); batches already sent once stay to finish their retries.
+    pub fn abort_undrained(&mut self) -> Vec<ProducerBatch> {
+        let mut aborted = Vec::new();
+        for queue in self.queues.values_mut() {
+            let (undrained, drained): (VecDeque<_>, VecDeque<_>) =
+                queue.drain(..).partition(|b| b.encoded.is_none());
+            aborted.extend(undrained);
+            *queue = drained;
+        }
+        self.queues.retain(|_, queue| !queue.is_empty());
+        aborted
     }
 
     pub fn is_empty(&self) -> bool {

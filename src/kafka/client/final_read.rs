@@ -1,5 +1,6 @@
 //! The final read after the heal phase: for each partition, what a consumer finds at the
-//! leader from the log start offset up to the high watermark. It is what the checkers
+//! leader from the log start offset up to the high watermark, or, in a run with
+//! transactions, what a read_committed consumer finds up to the last stable offset. It is what the checkers
 //! compare acknowledged sends with, so it reads through the same Fetch path as any
 //! consumer and never looks inside a broker.
 
@@ -9,7 +10,9 @@ use crate::kafka::client::fetch::{FetchOutcome, FetchPosition};
 use crate::kafka::client::metadata::CONNECTION_SETUP_TIMEOUT;
 use crate::kafka::protocol::fetch_session::FINAL_EPOCH;
 use crate::kafka::protocol::frame::Connection;
-use crate::kafka::protocol::messages::{Fetch, FetchPartition, OffsetSpec, Request, Response};
+use crate::kafka::protocol::messages::{
+    Fetch, FetchPartition, FetchedPartition, OffsetSpec, Request, Response,
+};
 use crate::types::{BrokerId, Epoch, HostName, Offset, TopicPartition};
 use std::rc::Rc;
 use std::time::Duration;
@@ -33,6 +36,9 @@ pub struct PartitionRead {
     /// Both `Offset::NONE` when no leader answered.
     pub log_start_offset: Offset,
     pub high_watermark: Offset,
+    /// A read_committed read's bound: records from here to the HW belong to, or follow, a
+    /// transaction still open. `None` for a read_uncommitted read.
+    pub last_stable_offset: Option<Offset>,
     /// The records between them, or those read before time ran out.
     pub records: Vec<ReadRecord>,
     /// Whether every record from the log start offset to the HW was read.
@@ -46,10 +52,22 @@ impl PartitionRead {
             leader: None,
             log_start_offset: Offset::NONE,
             high_watermark: Offset::NONE,
+            last_stable_offset: None,
             records: Vec::new(),
             complete: false,
         }
     }
+}
+
+/// How the final read reads, as a consumer's settings would say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reading {
+    /// `check.crcs`: a read stops at a batch whose CRC is wrong, as Kafka's consumer raises
+    /// CorruptRecordException there.
+    pub check_crcs: bool,
+    pub isolation: IsolationLevel,
+    /// A mutation test's bug: read_committed without dropping aborted transactions.
+    pub ignore_aborted: bool,
 }
 
 /// Who leads a partition, and in which leader epoch, as the controller says.
@@ -58,21 +76,20 @@ pub type LeaderOf = Rc<dyn Fn(&TopicPartition) -> Option<(BrokerId, Epoch)>>;
 /// Read every partition in `topics`, all at once; `timeout` bounds each partition's read.
 /// The leader and its epoch come from the controller (`leader_of`), as an operator asks
 /// it who leads; the reads are fenced by that epoch, so a deposed leader cannot answer.
-/// `check_crcs` is the consumer's `check.crcs`: with it, a read stops at a batch whose
-/// CRC is wrong, as Kafka's consumer raises CorruptRecordException there.
 /// A partition that has no leader in time is reported offline with no records; one whose
 /// read does not finish in time keeps the records read so far, marked incomplete: what it
-/// did not read is unknown, not absent.
+/// did not read is unknown, not absent. Under read_committed the read stops at the LSO
+/// and drops aborted transactions, as a read_committed consumer's would.
 pub async fn final_read(
     topics: Vec<TopicPartition>,
     leader_of: LeaderOf,
-    check_crcs: bool,
+    reading: Reading,
     timeout: Duration,
 ) -> Vec<PartitionRead> {
     let readers: Vec<_> = topics
         .into_iter()
         .map(|tp| {
-            let read = read_partition(tp, leader_of.clone(), check_crcs, timeout);
+            let read = read_partition(tp, leader_of.clone(), reading, timeout);
             tokio::task::spawn_local(read)
         })
         .collect();
@@ -95,14 +112,14 @@ enum Attempt {
 async fn read_partition(
     tp: TopicPartition,
     leader_of: LeaderOf,
-    check_crcs: bool,
+    reading: Reading,
     timeout: Duration,
 ) -> PartitionRead {
     let deadline = Instant::now() + timeout;
     let mut partial = None;
     while Instant::now() < deadline {
         if let Some((leader, epoch)) = leader_of(&tp) {
-            match read_from_leader(&tp, (leader, epoch), check_crcs, deadline).await {
+            match read_from_leader(&tp, (leader, epoch), reading, deadline).await {
                 Attempt::Done(read) => return read,
                 Attempt::Failed(progress) => partial = progress.or(partial),
             }
@@ -116,9 +133,10 @@ async fn read_partition(
 async fn read_from_leader(
     tp: &TopicPartition,
     (leader, epoch): (BrokerId, Epoch),
-    check_crcs: bool,
+    reading: Reading,
     deadline: Instant,
 ) -> Attempt {
+    let isolation = reading.isolation;
     let remaining = || REQUEST_TIMEOUT.min(deadline.saturating_duration_since(Instant::now()));
     let Ok(mut connection) = Connection::connect(
         HostName::Broker(leader.0),
@@ -128,28 +146,48 @@ async fn read_from_leader(
     else {
         return Attempt::Failed(None);
     };
+    let uncommitted = IsolationLevel::ReadUncommitted;
     let (Some(start), Some(high_watermark)) = (
         list_offset(
             &mut connection,
             tp,
-            OffsetSpec::Earliest,
+            (OffsetSpec::Earliest, uncommitted),
             epoch,
             remaining(),
         )
         .await,
-        list_offset(&mut connection, tp, OffsetSpec::Latest, epoch, remaining()).await,
+        list_offset(
+            &mut connection,
+            tp,
+            (OffsetSpec::Latest, uncommitted),
+            epoch,
+            remaining(),
+        )
+        .await,
     ) else {
         return Attempt::Failed(None);
     };
+    let last_stable_offset = match isolation {
+        IsolationLevel::ReadUncommitted => None,
+        IsolationLevel::ReadCommitted => {
+            let latest = (OffsetSpec::Latest, isolation);
+            let Some(lso) = list_offset(&mut connection, tp, latest, epoch, remaining()).await
+            else {
+                return Attempt::Failed(None);
+            };
+            Some(lso.min(high_watermark))
+        }
+    };
+    let end = last_stable_offset.unwrap_or(high_watermark);
     // Every offset below the HW holds a record (unless compacted away): room for them all.
-    let expected = usize::try_from(high_watermark.0 - start.0).unwrap_or(0);
+    let expected = usize::try_from(end.0 - start.0).unwrap_or(0);
     let mut records = Vec::with_capacity(expected.min(1 << 24));
     let mut position = FetchPosition::new(start);
-    while position.offset < high_watermark {
+    while position.offset < end {
         let request = Request::Fetch(Fetch {
             replica: None,
             replica_epoch: None,
-            isolation: IsolationLevel::ReadUncommitted,
+            isolation,
             max_wait_ms: 0,
             min_bytes: 0,
             session_id: 0,
@@ -169,6 +207,7 @@ async fn read_from_leader(
                 leader: Some(leader),
                 log_start_offset: start,
                 high_watermark,
+                last_stable_offset,
                 records,
                 complete: false,
             })
@@ -179,15 +218,25 @@ async fn read_from_leader(
         let Some(response) = response.partitions.first().filter(|p| p.tp == *tp) else {
             return Attempt::Failed(partial(records));
         };
+        let unfiltered;
+        let response = if reading.ignore_aborted {
+            unfiltered = FetchedPartition {
+                aborted_transactions: None,
+                ..response.clone()
+            };
+            &unfiltered
+        } else {
+            response
+        };
         let before = position.offset;
-        match position.apply(response, check_crcs) {
+        match position.apply(response, reading.check_crcs) {
             FetchOutcome::Records {
                 records: fetched, ..
-            } => records.extend(fetched.into_iter().filter(|r| r.offset < high_watermark)),
+            } => records.extend(fetched.into_iter().filter(|r| r.offset < end)),
             _ => return Attempt::Failed(partial(records)),
         }
         if position.offset <= before {
-            // Nothing below the HW came back: the leader changed under us; start over.
+            // Nothing below the end came back: the leader changed under us; start over.
             return Attempt::Failed(partial(records));
         }
     }
@@ -196,6 +245,7 @@ async fn read_from_leader(
         leader: Some(leader),
         log_start_offset: start,
         high_watermark,
+        last_stable_offset,
         records,
         complete: true,
     })
@@ -204,13 +254,13 @@ async fn read_from_leader(
 async fn list_offset(
     connection: &mut Connection,
     tp: &TopicPartition,
-    spec: OffsetSpec,
+    (spec, isolation): (OffsetSpec, IsolationLevel),
     epoch: Epoch,
     timeout: Duration,
 ) -> Option<Offset> {
     let request = Request::ListOffsets {
         replica: None,
-        isolation: IsolationLevel::ReadUncommitted,
+        isolation,
         tp: tp.clone(),
         spec,
         current_leader_epoch: epoch,

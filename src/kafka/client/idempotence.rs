@@ -106,16 +106,39 @@ impl IdempotenceState {
     /// A sequenced batch completed; `acked` false (failed or unknown) under the current
     /// producer id forces a new producer id.
     pub fn resolve(&mut self, partition: u32, sequenced: &Sequenced, acked: bool) {
+        self.forget(partition, sequenced);
+        let current = self.identity.map(|(id, _)| id);
+        if !acked && current == Some(sequenced.producer_id) {
+            self.reset_needed = true;
+        }
+    }
+
+    /// A sequenced batch completed, and the caller decides what its failure means (the
+    /// transactional producer: its transaction manager).
+    pub fn forget(&mut self, partition: u32, sequenced: &Sequenced) {
         if let Some(set) = self.unresolved.get_mut(&partition) {
             set.remove(&(sequenced.producer_id, sequenced.base_sequence));
             if set.is_empty() {
                 self.unresolved.remove(&partition);
             }
         }
-        let current = self.identity.map(|(id, _)| id);
-        if !acked && current == Some(sequenced.producer_id) {
-            self.reset_needed = true;
+    }
+
+    /// A batch the broker refused (nothing written) gives its sequences back, so the next
+    /// batch takes them (Kafka's `adjustSequencesDueToFailedBatch`). Only when it was the
+    /// partition's last stamped batch: Kafka renumbers later batches in flight too, which
+    /// this model does not; `false` then, and the caller treats the failure as fatal.
+    pub fn rewind(&mut self, partition: u32, sequenced: &Sequenced, records: usize) -> bool {
+        if self.identity.map(|(id, _)| id) != Some(sequenced.producer_id) {
+            return true;
         }
+        let next = self.next_sequence.entry(partition).or_insert(0);
+        let end = i64::from(sequenced.base_sequence) + records as i64;
+        if i64::from(*next) != end % (i64::from(i32::MAX) + 1) {
+            return false;
+        }
+        *next = sequenced.base_sequence;
+        true
     }
 }
 

@@ -11,17 +11,26 @@
 //!   past `delivery.timeout.ms`;
 //! - one task per request, awaiting its response within `request.timeout.ms`;
 //! - the metadata refresher (on demand and every `metadata.max.age.ms`), connection
-//!   setup, and InitProducerId for the idempotent producer.
+//!   setup, and InitProducerId for the idempotent producer;
+//! - for a transactional producer (`transactional.id`), the transaction loop: the
+//!   requests its `TransactionManager` asks for, one at a time, to the coordinator.
 //!
-//! The decisions (readiness, outcomes, retries, sequences) are in `accumulator`, `outcome`
-//! and `idempotence`; this file only moves batches between them and the network.
+//! A transactional producer's application begins a transaction before its first send,
+//! commits after `transaction_messages` sends, and aborts when the commit fails with an
+//! abortable error; after a fatal one it closes the producer and starts a new instance
+//! with the same `transactional.id`. Its sends are completed in the history when their
+//! transaction ends: ok if it committed, fail if it aborted, info if that is unknown.
+//!
+//! The decisions (readiness, outcomes, retries, sequences, transactions) are in
+//! `accumulator`, `outcome`, `idempotence` and `transaction`; this file only moves batches
+//! and requests between them and the network.
 
 use crate::config::bugs::Bugs;
 use crate::config::kafka::{Acks, ProducerConfig};
 use crate::config::workload::{ArrivalProcess, OnError};
 use crate::history::budget::SendBudget;
 use crate::history::facts::{Fact, Facts};
-use crate::history::{History, MessageId, Op};
+use crate::history::{History, MessageId, Op, TxnOutcome};
 use crate::kafka::client::accumulator::{
     AccumulatorConfig, Expiry, PendingRecord, ProducerBatch, RecordAccumulator,
 };
@@ -34,7 +43,12 @@ use crate::kafka::client::outcome::{
     self, decide, may_have_written, AttemptResult, BatchProgress, Decision, RetryPolicy,
 };
 use crate::kafka::client::partitioner::{partition_for_key, StickyPartitioner};
-use crate::kafka::protocol::messages::{Produce, Request, Response};
+use crate::kafka::client::transaction::{
+    BatchFailure, TransactionManager, TxnAnswer, TxnRequest, TxnRules, TxnState, Wait,
+};
+use crate::kafka::protocol::messages::{
+    ErrorCode, InitTxnProducerId, Produce, Request, Response, TxnProducer,
+};
 use crate::kafka::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
 use crate::kafka::types::ProducerId;
 use crate::os::clock::{self, SimTime};
@@ -72,6 +86,8 @@ pub struct ProducerContext {
     /// Run time at which sending stops.
     pub stop_at: SimTime,
     pub seed: u64,
+    /// A transactional producer's sends per transaction.
+    pub transaction_messages: u32,
 }
 
 /// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0. It is made
@@ -110,7 +126,21 @@ struct Producer {
     wake: Notify,
     /// Wakes the metadata refresher.
     metadata_wanted: Notify,
+    /// The producer's `transactional.id`, if it is transactional.
+    transactional_id: Option<String>,
+    /// Wakes the transaction loop: a send, a batch resolved, a commit or abort begun.
+    txn_wake: Notify,
+    /// Wakes the application waiting for its transaction manager's state to change.
+    txn_changed: Notify,
     state: RefCell<State>,
+}
+
+/// A send of the open transaction: its partition, and its offset once its batch is
+/// acknowledged (`Some(None)`: its batch failed or expired).
+#[derive(Clone, Copy, Debug)]
+struct TxnSend {
+    partition: u32,
+    written: Option<Option<Offset>>,
 }
 
 struct State {
@@ -127,6 +157,9 @@ struct State {
     in_flight: usize,
     /// Rotates the broker asked first for metadata and producer ids.
     next_broker: u32,
+    transaction: Option<TransactionManager>,
+    /// The open transaction's sends, by id.
+    txn_sends: BTreeMap<MessageId, TxnSend>,
 }
 
 /// Run a producer until it has stopped sending and every batch has its outcome.
@@ -135,11 +168,18 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
     tracing::info!(producer = %producer.name, "producer started");
     let sender = tokio::task::spawn_local(sender_loop(producer.clone()));
     let refresher = tokio::task::spawn_local(metadata_loop(producer.clone()));
+    let transactions = producer
+        .transactional_id
+        .is_some()
+        .then(|| tokio::task::spawn_local(transaction_loop(producer.clone())));
     send_loop(&producer, &ctx).await;
     producer.state.borrow_mut().accumulator.close();
     producer.wake.notify_one();
     let finished = sender.await;
     refresher.abort();
+    if let Some(transactions) = transactions {
+        transactions.abort();
+    }
     let connections: Vec<Pipeline> = producer
         .state
         .borrow()
@@ -177,6 +217,11 @@ impl Producer {
             retries: config.retries,
             delivery_timeout: (!config.expire_in_accumulator).then_some(config.delivery_timeout),
         };
+        let transactional_id = config.transactional_id_of(ctx.index);
+        let rules = TxnRules {
+            bump_epoch: config.transaction_epoch_bump,
+            invalid_epoch_abortable: config.invalid_epoch_abortable,
+        };
         Producer {
             name: HostName::Producer(ctx.index).to_string().into(),
             topic: TopicPartition::new(&ctx.topic, 0).topic,
@@ -192,6 +237,8 @@ impl Producer {
             policy,
             wake: Notify::new(),
             metadata_wanted: Notify::new(),
+            txn_wake: Notify::new(),
+            txn_changed: Notify::new(),
             state: RefCell::new(State {
                 accumulator,
                 sticky: StickyPartitioner::new(ctx.partitions, ctx.seed),
@@ -203,7 +250,12 @@ impl Producer {
                 reconnect_at: BTreeMap::new(),
                 in_flight: 0,
                 next_broker: ctx.seed as u32 % ctx.brokers.max(1) + 1,
+                transaction: transactional_id
+                    .is_some()
+                    .then(|| TransactionManager::new(rules)),
+                txn_sends: BTreeMap::new(),
             }),
+            transactional_id,
             config,
         }
     }
@@ -257,6 +309,15 @@ impl Producer {
         state
             .accumulator
             .append(partition, record, key_len, self.value_bytes, now);
+        if let Some(transaction) = state.transaction.as_mut() {
+            transaction.add_partition(&self.tp(partition));
+            let send = TxnSend {
+                partition,
+                written: None,
+            };
+            state.txn_sends.insert(id, send);
+            self.txn_wake.notify_one();
+        }
         drop(guard);
         self.wake.notify_one();
     }
@@ -269,6 +330,9 @@ impl Producer {
         let base_timestamp = batch.records.first().map_or(0, |r| r.timestamp_ms);
         let mut builder =
             BatchBuilder::new(base_timestamp, producer_id, producer_epoch, base_sequence);
+        if self.transactional_id.is_some() {
+            builder = builder.transactional();
+        }
         for record in &batch.records {
             let key = message_key(u64::from(record.id.seq), self.keys);
             let value = record.id.value(self.value_bytes);
@@ -281,8 +345,19 @@ impl Producer {
         self.metadata_wanted.notify_one();
     }
 
-    /// Record the final outcome of every message of `batch`.
-    fn complete(&self, state: &mut State, batch: &ProducerBatch, decision: &Decision) {
+    /// Record the final outcome of every message of `batch`; a transactional producer's
+    /// wait for their transaction's. `refused`: the error a broker refused the batch with.
+    fn complete(
+        &self,
+        state: &mut State,
+        batch: &ProducerBatch,
+        decision: &Decision,
+        refused: Option<ErrorCode>,
+    ) {
+        if state.transaction.is_some() {
+            self.complete_in_transaction(state, batch, decision, refused);
+            return;
+        }
         let told;
         let decision = match self.on_error {
             OnError::WhatItProves => decision,
@@ -323,6 +398,56 @@ impl Producer {
                 matches!(decision, Decision::Ok { .. }),
             );
         }
+    }
+
+    /// A transactional batch's outcome: its sends keep it until their transaction ends, and
+    /// a failure fails the transaction (abortable or fatal, as the manager decides).
+    fn complete_in_transaction(
+        &self,
+        state: &mut State,
+        batch: &ProducerBatch,
+        decision: &Decision,
+        refused: Option<ErrorCode>,
+    ) {
+        let offset = |i: usize| match decision {
+            Decision::Ok { base_offset } => Some(Offset(base_offset.0 + i as i64)),
+            _ => None,
+        };
+        let mut ours = false;
+        for (i, record) in batch.records.iter().enumerate() {
+            if let Some(send) = state.txn_sends.get_mut(&record.id) {
+                send.written = Some(offset(i));
+                ours = true;
+            }
+        }
+        let (Some(transaction), Some(idempotence)) =
+            (state.transaction.as_mut(), state.idempotence.as_mut())
+        else {
+            return;
+        };
+        if let Some(sequenced) = &batch.sequence {
+            idempotence.forget(batch.partition, sequenced);
+        }
+        tracing::debug!(producer = %self.name, partition = batch.partition, ?decision, "transactional batch completed");
+        if ours && !matches!(decision, Decision::Ok { .. }) {
+            let (mut failure, reason) = match decision {
+                Decision::Fail(reason) => (BatchFailure::Refused(refused), reason),
+                Decision::Info(reason) => (BatchFailure::Unknown, reason),
+                Decision::Ok { .. } | Decision::Retry => unreachable!("a batch that failed"),
+            };
+            // Before KIP-360 a refused batch gives its sequences back; where this model
+            // cannot renumber the batches after it, the producer cannot go on.
+            if let (BatchFailure::Refused(_), Some(sequenced)) = (failure, &batch.sequence) {
+                if !transaction.rules().bump_epoch
+                    && !idempotence.rewind(batch.partition, sequenced, batch.records.len())
+                {
+                    failure = BatchFailure::Unknown;
+                }
+            }
+            transaction.on_batch_failed(failure, reason);
+            self.txn_changed.notify_one();
+        }
+        self.txn_wake.notify_one();
     }
 
     /// A produce attempt ended: complete the batch or put it back for a retry.
@@ -377,7 +502,13 @@ impl Producer {
                     .accumulator
                     .reenqueue(batch, now, self.config.retry_backoff);
             }
-            decision => self.complete(state, &batch, &decision),
+            decision => {
+                let refused = match result {
+                    AttemptResult::Response { error, .. } => error,
+                    _ => None,
+                };
+                self.complete(state, &batch, &decision, refused)
+            }
         }
         drop(guard);
         self.wake.notify_one();
@@ -391,12 +522,23 @@ impl Producer {
         let reason = state.accumulator.expiry().reason();
         for batch in state.accumulator.expire(now) {
             let decision = outcome::expired(batch.maybe_written, reason);
-            self.complete(state, &batch, &decision);
+            self.complete(state, &batch, &decision, None);
         }
         if state
-            .idempotence
+            .transaction
             .as_ref()
-            .is_some_and(IdempotenceState::needs_producer_id)
+            .is_some_and(TransactionManager::aborts_undrained)
+        {
+            let aborted = Decision::Fail("transaction aborted".to_owned());
+            for batch in state.accumulator.abort_undrained() {
+                self.complete(state, &batch, &aborted, None);
+            }
+        }
+        if state.transaction.is_none()
+            && state
+                .idempotence
+                .as_ref()
+                .is_some_and(IdempotenceState::needs_producer_id)
             && !state.initializing_producer_id
         {
             state.initializing_producer_id = true;
@@ -404,6 +546,13 @@ impl Producer {
         }
         let mut next = state.accumulator.next_ready_time(now);
         for partition in state.accumulator.ready(now) {
+            if state
+                .transaction
+                .as_ref()
+                .is_some_and(|t| !t.may_send_to(&self.tp(partition)))
+            {
+                continue;
+            }
             let Some((leader, _)) = state.metadata.leader(&self.tp(partition)) else {
                 self.request_metadata();
                 continue;
@@ -519,7 +668,7 @@ impl Producer {
             // Send and forget: the answer, if any, is not waited for.
             drop(in_flight);
             let sent = Decision::Info(outcome::SENT_AND_FORGOTTEN.to_string());
-            self.complete(state, &batch, &sent);
+            self.complete(state, &batch, &sent, None);
             return true;
         }
         state.in_flight += 1;
@@ -549,18 +698,204 @@ impl Producer {
 }
 
 /// The application: a send at each of its arrival instants until `stop_at` or the budget
-/// runs out.
+/// runs out; a transactional producer's in transactions of `transaction_messages` sends.
 async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
     let start = clock::now();
+    let transactional = producer.transactional_id.is_some();
+    if transactional {
+        producer.init_transactions().await;
+    }
+    let mut open: Option<(MessageId, MessageId, u32)> = None;
     for offset in ctx.arrivals.clone() {
         clock::sleep_until(start + offset).await;
         if clock::now() >= ctx.stop_at {
-            return;
+            break;
         }
         let Some(id) = ctx.budget.take(ctx.index) else {
-            return;
+            break;
         };
+        if transactional && open.is_none() {
+            producer.with_transaction(TransactionManager::begin);
+        }
         producer.send(id);
+        if transactional {
+            let (first, _, sends) = open.unwrap_or((id, id, 0));
+            open = Some((first, id, sends + 1));
+            if sends + 1 >= ctx.transaction_messages {
+                producer.end_transaction(first, id).await;
+                open = None;
+            }
+        }
+    }
+    if let Some((first, last, _)) = open {
+        producer.end_transaction(first, last).await;
+    }
+}
+
+impl Producer {
+    fn with_transaction<T>(&self, f: impl FnOnce(&mut TransactionManager) -> T) -> T {
+        let mut state = self.state.borrow_mut();
+        let transaction = state
+            .transaction
+            .as_mut()
+            .expect("a transactional producer");
+        let result = f(transaction);
+        drop(state);
+        self.txn_wake.notify_one();
+        self.wake.notify_one();
+        result
+    }
+
+    /// Wait until the transaction manager's state is one of `states`.
+    async fn await_state(&self, states: &[TxnState]) -> TxnState {
+        loop {
+            let state = self.with_transaction(|t| t.state());
+            if states.contains(&state) {
+                return state;
+            }
+            self.txn_changed.notified().await;
+        }
+    }
+
+    /// `initTransactions`, and again for a new instance after a fatal error (a new
+    /// manager and new sequences; the coordinator fences the old epoch).
+    async fn init_transactions(&self) {
+        loop {
+            {
+                let mut state = self.state.borrow_mut();
+                let rules = state.transaction.as_ref().map(TransactionManager::rules);
+                if let Some(rules) = rules.filter(|_| {
+                    state
+                        .transaction
+                        .as_ref()
+                        .is_some_and(|t| t.state() != TxnState::Uninitialized)
+                }) {
+                    state.transaction = Some(TransactionManager::new(rules));
+                    state.idempotence = Some(IdempotenceState::default());
+                }
+            }
+            self.with_transaction(TransactionManager::initialize);
+            if self
+                .await_state(&[TxnState::Ready, TxnState::FatalError])
+                .await
+                == TxnState::Ready
+            {
+                return;
+            }
+            let error = self.with_transaction(|t| t.error().cloned());
+            tracing::info!(producer = %self.name, ?error, "initTransactions failed: a new instance");
+            tokio::time::sleep(self.config.retry_backoff).await;
+        }
+    }
+
+    /// `commitTransaction`, or `abortTransaction` when the commit fails with an abortable
+    /// error; the sends `first..=last` are completed with the transaction's outcome.
+    async fn end_transaction(&self, first: MessageId, last: MessageId) {
+        self.state.borrow_mut().accumulator.set_flushing(true);
+        let mut outcome = match self.with_transaction(TransactionManager::begin_commit) {
+            Ok(()) => {
+                let ended = [
+                    TxnState::Ready,
+                    TxnState::AbortableError,
+                    TxnState::FatalError,
+                ];
+                match self.await_state(&ended).await {
+                    TxnState::Ready => Ok(TxnOutcome::Committed),
+                    _ => Err(self.with_transaction(|t| t.error().cloned())),
+                }
+            }
+            Err(error) => Err(Some(error)),
+        };
+        if let Err(Some(error)) = &outcome {
+            if !error.fatal {
+                self.with_transaction(TransactionManager::begin_abort)
+                    .expect("an abortable error allows an abort");
+                let ended = [
+                    TxnState::Ready,
+                    TxnState::Initializing,
+                    TxnState::FatalError,
+                ];
+                self.await_state(&ended).await;
+            }
+        }
+        self.state.borrow_mut().accumulator.set_flushing(false);
+        let commit_sent = self.with_transaction(|t| t.commit_sent());
+        let error = outcome.as_ref().err().map(|e| {
+            e.as_ref()
+                .map_or_else(|| "transaction failed".to_owned(), |e| e.reason.clone())
+        });
+        if outcome.is_err() {
+            outcome = Ok(if commit_sent {
+                TxnOutcome::Unknown
+            } else {
+                TxnOutcome::Aborted
+            });
+        }
+        let outcome = outcome.unwrap_or(TxnOutcome::Unknown);
+        self.record_transaction(first, last, outcome, error);
+        match self
+            .await_state(&[TxnState::Ready, TxnState::FatalError])
+            .await
+        {
+            TxnState::Ready => {}
+            _ => self.init_transactions().await,
+        }
+    }
+
+    /// The transaction's outcome in the history, then each of its sends' completion.
+    fn record_transaction(
+        &self,
+        first: MessageId,
+        last: MessageId,
+        outcome: TxnOutcome,
+        error: Option<String>,
+    ) {
+        tracing::debug!(producer = %self.name, %first, %last, ?outcome, ?error, "transaction ended");
+        let sends: Vec<(MessageId, TxnSend)> = {
+            let mut state = self.state.borrow_mut();
+            let later = state.txn_sends.split_off(&MessageId {
+                seq: last.seq + 1,
+                ..last
+            });
+            let ours = std::mem::replace(&mut state.txn_sends, later);
+            ours.into_iter().collect()
+        };
+        self.history.record(
+            &self.name,
+            Op::Txn {
+                first,
+                last,
+                outcome,
+                error: error.clone(),
+            },
+        );
+        let reason = error.unwrap_or_default();
+        for (id, send) in sends {
+            let op = match (outcome, send.written) {
+                (TxnOutcome::Committed, Some(Some(offset))) => Op::Ok {
+                    id,
+                    tp: self.tp(send.partition),
+                    offset,
+                    degraded: None,
+                },
+                (TxnOutcome::Committed, written) => {
+                    debug_assert!(false, "{id} of a committed transaction: {written:?}");
+                    Op::Info {
+                        id,
+                        error: "committed without its batch's answer".to_owned(),
+                    }
+                }
+                (TxnOutcome::Aborted, _) => Op::Fail {
+                    id,
+                    error: format!("transaction aborted: {reason}"),
+                },
+                (TxnOutcome::Unknown, _) => Op::Info {
+                    id,
+                    error: format!("transaction outcome unknown: {reason}"),
+                },
+            };
+            self.history.record(&self.name, op);
+        }
     }
 }
 
@@ -648,6 +983,125 @@ async fn connect(producer: Rc<Producer>, broker: BrokerId) {
         }
     }
     producer.wake.notify_one();
+}
+
+/// The transaction manager's requests, one at a time: FindCoordinator to any broker, the
+/// rest to the coordinator; each answer fed back, then its backoff.
+async fn transaction_loop(producer: Rc<Producer>) {
+    let timeout = producer.config.request_timeout;
+    let transactional_id = producer
+        .transactional_id
+        .clone()
+        .expect("a transactional producer");
+    loop {
+        let (request, coordinator, identity) = {
+            let mut state = producer.state.borrow_mut();
+            let unresolved = state.txn_sends.values().any(|s| s.written.is_none());
+            let Some(transaction) = state.transaction.as_mut() else {
+                return;
+            };
+            let before = transaction.state();
+            let request = transaction.next_request(unresolved);
+            if transaction.state() != before {
+                producer.txn_changed.notify_one();
+            }
+            (
+                request,
+                transaction.coordinator(),
+                transaction
+                    .identity()
+                    .unwrap_or((ProducerId::NONE, NO_PRODUCER_EPOCH)),
+            )
+        };
+        let Some(request) = request else {
+            producer.txn_wake.notified().await;
+            continue;
+        };
+        let txn = || TxnProducer {
+            transactional_id: transactional_id.clone(),
+            producer_id: identity.0,
+            producer_epoch: identity.1,
+        };
+        let (host, message) = match &request {
+            TxnRequest::FindCoordinator => {
+                let mut state = producer.state.borrow_mut();
+                let broker = state.next_broker;
+                state.next_broker = broker % producer.brokers + 1;
+                let find = Request::FindTxnCoordinator {
+                    transactional_id: transactional_id.clone(),
+                };
+                (broker, find)
+            }
+            TxnRequest::InitProducerId { expected } => (
+                coordinator.map_or(0, |c| c.0),
+                Request::InitTxnProducerId(InitTxnProducerId {
+                    transactional_id: transactional_id.clone(),
+                    transaction_timeout_ms: producer.config.transaction_timeout.as_millis() as i32,
+                    expected: *expected,
+                }),
+            ),
+            TxnRequest::AddPartitions(partitions) => (
+                coordinator.map_or(0, |c| c.0),
+                Request::AddPartitionsToTxn {
+                    txn: txn(),
+                    partitions: partitions.clone(),
+                },
+            ),
+            TxnRequest::EndTxn(result) => (
+                coordinator.map_or(0, |c| c.0),
+                Request::EndTxn {
+                    txn: txn(),
+                    result: *result,
+                },
+            ),
+        };
+        tracing::debug!(producer = %producer.name, ?request, broker = host, "transaction request");
+        let answer = match metadata::call(HostName::Broker(host), &message, timeout).await {
+            Some(Response::FindCoordinator {
+                error: None,
+                coordinator: Some(broker),
+            }) => TxnAnswer::Coordinator(broker),
+            Some(Response::InitProducerId {
+                error: None,
+                producer_id,
+                producer_epoch,
+            }) => TxnAnswer::ProducerId(producer_id, producer_epoch),
+            Some(Response::FindCoordinator { error, .. }) => {
+                TxnAnswer::Error(Some(error.unwrap_or(ErrorCode::CoordinatorNotAvailable)))
+            }
+            Some(Response::InitProducerId {
+                error: Some(error), ..
+            }) => TxnAnswer::Error(Some(error)),
+            Some(Response::Txn { error }) => TxnAnswer::Error(error),
+            Some(_) | None => TxnAnswer::Lost,
+        };
+        let wait = {
+            let mut guard = producer.state.borrow_mut();
+            let state = &mut *guard;
+            let Some(transaction) = state.transaction.as_mut() else {
+                return;
+            };
+            let wait = transaction.on_answer(answer);
+            if let (Some(identity), Some(idempotence)) =
+                (transaction.identity(), state.idempotence.as_mut())
+            {
+                if matches!(request, TxnRequest::InitProducerId { .. })
+                    && transaction.state() == TxnState::Ready
+                {
+                    idempotence.set_producer_id(identity.0, identity.1);
+                    tracing::info!(producer = %producer.name, producer_id = identity.0 .0, epoch = identity.1, "transactional producer id acquired");
+                }
+            }
+            wait
+        };
+        producer.txn_changed.notify_one();
+        producer.wake.notify_one();
+        match wait {
+            Wait::None => {}
+            Wait::RetryBackoff => tokio::time::sleep(producer.config.retry_backoff).await,
+            Wait::Fixed(backoff) => tokio::time::sleep(backoff).await,
+        }
+    }
 }
 
 /// InitProducerId from any broker, retried until one answers.

@@ -51,7 +51,9 @@ pub enum TxnRequest {
     /// FindCoordinator(TRANSACTION), to any broker.
     FindCoordinator,
     /// InitProducerId; `expected` is KIP-360's bump of the held id and epoch.
-    InitProducerId { expected: Option<(ProducerId, i16)> },
+    InitProducerId {
+        expected: Option<(ProducerId, i16)>,
+    },
     AddPartitions(Vec<TopicPartition>),
     EndTxn(TxnResult),
 }
@@ -160,13 +162,21 @@ impl TransactionManager {
 
     /// `initTransactions`.
     pub fn initialize(&mut self) {
-        assert_eq!(self.state, TxnState::Uninitialized, "initTransactions twice");
+        assert_eq!(
+            self.state,
+            TxnState::Uninitialized,
+            "initTransactions twice"
+        );
         self.transition(TxnState::Initializing);
     }
 
     /// `beginTransaction`.
     pub fn begin(&mut self) {
-        assert_eq!(self.state, TxnState::Ready, "beginTransaction outside READY");
+        assert_eq!(
+            self.state,
+            TxnState::Ready,
+            "beginTransaction outside READY"
+        );
         debug_assert!(self.partitions.is_empty() && self.pending.is_empty() && !self.started);
         self.transition(TxnState::InTransaction);
     }
@@ -185,11 +195,23 @@ impl TransactionManager {
 
     /// Whether batches for `tp` may be sent now: the coordinator added the partition
     /// (`isSendToPartitionAllowed`), and the transaction has not failed.
+    /// After an abortable error the batches already sent go on with their retries, which
+    /// the abort waits for.
     pub fn may_send_to(&self, tp: &TopicPartition) -> bool {
+        self.state != TxnState::FatalError && self.partitions.contains(tp)
+    }
+
+    /// Whether batches not yet sent are to be dropped (`abortUndrainedBatches`): the
+    /// transaction failed or is aborting.
+    pub fn aborts_undrained(&self) -> bool {
         matches!(
             self.state,
-            TxnState::InTransaction | TxnState::CommittingTransaction
-        ) && self.partitions.contains(tp)
+            TxnState::AbortableError | TxnState::AbortingTransaction | TxnState::FatalError
+        )
+    }
+
+    pub fn rules(&self) -> TxnRules {
+        self.rules
     }
 
     /// `commitTransaction`: `Err` if the transaction already failed (the application
@@ -312,11 +334,10 @@ impl TransactionManager {
                 self.started = true;
                 Wait::None
             }
-            (TxnRequest::AddPartitions(_), TxnAnswer::Error(Some(ErrorCode::ConcurrentTransactions)))
-                if !self.started =>
-            {
-                ADD_PARTITIONS_RETRY_BACKOFF
-            }
+            (
+                TxnRequest::AddPartitions(_),
+                TxnAnswer::Error(Some(ErrorCode::ConcurrentTransactions)),
+            ) if !self.started => ADD_PARTITIONS_RETRY_BACKOFF,
             (TxnRequest::EndTxn(_), TxnAnswer::Error(None)) => {
                 self.complete_transaction();
                 Wait::None
@@ -370,7 +391,8 @@ impl TransactionManager {
 
     /// A batch of the transaction failed (`maybeTransitionToErrorState`, and before 2.5 the
     /// unresolved-sequence check of `TransactionManager`).
-    pub fn on_batch_failed(&mut self, failure: BatchFailure) {
+    /// `reason`: what the producer was told about the batch.
+    pub fn on_batch_failed(&mut self, failure: BatchFailure, reason: &str) {
         let fatal = match failure {
             BatchFailure::Refused(Some(ErrorCode::ProducerFenced)) => true,
             BatchFailure::Refused(Some(ErrorCode::InvalidProducerEpoch)) => {
@@ -380,17 +402,15 @@ impl TransactionManager {
             BatchFailure::Refused(_) => false,
         };
         let reason = match failure {
-            BatchFailure::Refused(Some(error)) => error.name(),
-            BatchFailure::Refused(None) => "batch failed",
-            BatchFailure::Unknown if fatal => {
-                "the client hasn't received acknowledgment for some previously sent messages and can no longer retry them"
-            }
-            BatchFailure::Unknown => "batch expired or unanswered",
+            BatchFailure::Unknown if fatal => format!(
+                "{reason}: the client hasn't received acknowledgment for some previously sent messages and can no longer retry them"
+            ),
+            _ => reason.to_owned(),
         };
         if !fatal && self.rules.bump_epoch && self.state != TxnState::AbortingTransaction {
             self.epoch_bump_required = true;
         }
-        self.fail(reason, fatal);
+        self.fail(&reason, fatal);
     }
 
     fn fail(&mut self, reason: &str, fatal: bool) {
@@ -442,10 +462,9 @@ impl TransactionManager {
             InTransaction => from == Ready,
             CommittingTransaction => from == InTransaction,
             AbortingTransaction => matches!(from, InTransaction | AbortableError),
-            AbortableError => matches!(
-                from,
-                InTransaction | CommittingTransaction | AbortableError
-            ),
+            AbortableError => {
+                matches!(from, InTransaction | CommittingTransaction | AbortableError)
+            }
             FatalError => true,
         };
         assert!(valid, "invalid transaction transition {from:?} -> {to:?}");
@@ -566,9 +585,12 @@ mod tests {
         tm.add_partition(&tp(0));
         tm.next_request(true);
         tm.on_answer(TxnAnswer::Error(None));
-        tm.on_batch_failed(BatchFailure::Unknown);
+        tm.on_batch_failed(BatchFailure::Unknown, "test");
         assert_eq!(tm.state(), TxnState::AbortableError);
-        assert!(!tm.may_send_to(&tp(0)));
+        assert!(
+            tm.may_send_to(&tp(0)) && tm.aborts_undrained(),
+            "retries go on, new batches are dropped"
+        );
         let error = tm.begin_commit().unwrap_err();
         assert!(!error.fatal);
         tm.begin_abort().unwrap();
@@ -597,14 +619,17 @@ mod tests {
         tm.add_partition(&tp(0));
         tm.next_request(true);
         tm.on_answer(TxnAnswer::Error(None));
-        tm.on_batch_failed(BatchFailure::Refused(Some(ErrorCode::NotEnoughReplicas)));
+        tm.on_batch_failed(
+            BatchFailure::Refused(Some(ErrorCode::NotEnoughReplicas)),
+            "test",
+        );
         assert_eq!(tm.state(), TxnState::AbortableError);
         tm.begin_abort().unwrap();
         tm.next_request(false);
         tm.on_answer(TxnAnswer::Error(None));
         assert_eq!(tm.state(), TxnState::Ready, "no bump before KIP-360");
         tm.begin();
-        tm.on_batch_failed(BatchFailure::Unknown);
+        tm.on_batch_failed(BatchFailure::Unknown, "test");
         assert_eq!(tm.state(), TxnState::FatalError);
         assert!(tm.begin_abort().unwrap_err().fatal);
     }
@@ -614,12 +639,18 @@ mod tests {
         for (rules, fatal) in [(KAFKA_2_4, true), (NEWEST, false)] {
             let mut tm = ready(rules);
             tm.begin();
-            tm.on_batch_failed(BatchFailure::Refused(Some(ErrorCode::InvalidProducerEpoch)));
+            tm.on_batch_failed(
+                BatchFailure::Refused(Some(ErrorCode::InvalidProducerEpoch)),
+                "test",
+            );
             assert_eq!(tm.error().unwrap().fatal, fatal, "{rules:?}");
         }
         let mut tm = ready(NEWEST);
         tm.begin();
-        tm.on_batch_failed(BatchFailure::Refused(Some(ErrorCode::ProducerFenced)));
+        tm.on_batch_failed(
+            BatchFailure::Refused(Some(ErrorCode::ProducerFenced)),
+            "test",
+        );
         assert_eq!(tm.state(), TxnState::FatalError);
     }
 

@@ -172,8 +172,29 @@ pub(crate) static PRODUCER: Section<ProducerConfig> = Section {
             "How long the producer waits before retrying a failed request."),
         millis!("metadata.max.age.ms", metadata_max_age, 0, LONG_MAX,
             "Metadata (who leads what) is refreshed at least this often, even without errors."),
+        Key {
+            name: "transactional.id",
+            meaning: "Makes the producers transactional: producer-N is `<this>-N`, sends `[workload] transaction_messages` records per transaction and commits (aborting after an abortable error); implies enable.idempotence.",
+            kind: Kind::Other { set: set_transactional_id, show: |c| c.transactional_id.as_ref().map_or_else(|| "unset".to_owned(), |id| format!("{id:?}")) },
+        },
+        millis!("transaction.timeout.ms", transaction_timeout, 1, INT_MAX,
+            "How long the transaction coordinator lets a transaction stay open before it aborts it (and fences the producer's epoch); at most the broker's transaction.max.timeout.ms."),
     ],
 };
+
+fn set_transactional_id(config: &mut ProducerConfig, node: &Node) -> Result<(), Error> {
+    let Value::String(id) = &node.value else {
+        return Err(wrong_type("transactional.id", "a string", node));
+    };
+    if id.is_empty() {
+        return Err(Error::at(
+            &node.span,
+            "`transactional.id` is empty: Kafka needs a non-empty id".to_owned(),
+        ));
+    }
+    config.transactional_id = Some(id.clone());
+    Ok(())
+}
 
 /// The forms of `acks` Kafka reads, as docs/scenarios.md lists them.
 const ACKS_FORMS: &str = "\"0\", \"1\", \"all\" or \"-1\", or the integer 0, 1 or -1";

@@ -446,6 +446,7 @@ pub(crate) fn default_workload() -> Workload {
         group: None,
         commit: Commit::Auto,
         processing: Duration::ZERO,
+        transaction_messages: 10,
     }
 }
 
@@ -484,6 +485,8 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
         choice!("commit", commit: Commit,
             "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once)."),
         duration!("processing", processing, "Simulated work per record, between the poll that returned it and the commit."),
+        int!("transaction_messages", transaction_messages as u32, 1, INT_MAX,
+            "With `[producer] transactional.id`: sends per transaction; each producer begins a transaction before its first send and commits after the last (or when sending stops)."),
     ],
 };
 

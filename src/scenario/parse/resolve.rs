@@ -107,6 +107,7 @@ pub(super) fn resolve(doc: &Doc, variant: Option<&RawVariant>) -> Result<Setting
         explicit.insert((assign.sec, assign.key.as_str()), assign.value.span.clone());
     }
     producer_rules(&mut settings.producer, &explicit)?;
+    transaction_rules(&settings, &explicit)?;
     group_rules(&mut settings, &explicit)?;
     resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
     let chosen = match faults {
@@ -171,11 +172,23 @@ fn producer_rules(
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
 ) -> Result<(), Error> {
     let span_of = |key: &'static str| explicit.get(&(Sec::Producer, key));
+    // A transactional producer is idempotent: `transactional.id` enables idempotence as
+    // an explicit `enable.idempotence` = true does, and refuses it set to false.
+    let transactional = span_of("transactional.id");
+    if let Some(span) = transactional {
+        if !producer.enable_idempotence && span_of("enable.idempotence").is_some() {
+            return Err(Error::at(
+                span,
+                "`transactional.id` needs `enable.idempotence` = true (Kafka: \"Cannot set a transactional.id without also enabling idempotence\")".to_owned(),
+            ));
+        }
+        producer.enable_idempotence = true;
+    }
     while producer.enable_idempotence {
         let Some(conflict) = producer.idempotence_conflict() else {
             break;
         };
-        let Some(idempotence) = span_of("enable.idempotence") else {
+        let Some(idempotence) = span_of("enable.idempotence").or(transactional) else {
             producer.enable_idempotence = false;
             break;
         };
@@ -196,7 +209,12 @@ fn producer_rules(
         return Err(Error::at(
             span_of(conflict.key).unwrap_or(idempotence),
             format!(
-                "`enable.idempotence` = true needs {} (Kafka rejects this producer configuration)",
+                "{} needs {} (Kafka rejects this producer configuration)",
+                if span_of("enable.idempotence").is_some() {
+                    "`enable.idempotence` = true"
+                } else {
+                    "`transactional.id` (a transactional producer is idempotent)"
+                },
                 conflict.needs
             ),
         ));
@@ -212,6 +230,42 @@ fn producer_rules(
 /// A group's commit mode decides `enable.auto.commit` (an explicit one that disagrees is
 /// an error); `commit` and `processing` mean nothing without a group, nor a group without
 /// consumers.
+/// A transactional producer's keys against the brokers' and the workload's: Kafka's
+/// `initTransactions` fails with INVALID_TRANSACTION_TIMEOUT when `transaction.timeout.ms`
+/// is above `transaction.max.timeout.ms`, and `transaction_messages` means nothing without
+/// a `transactional.id`.
+fn transaction_rules(
+    settings: &Settings,
+    explicit: &BTreeMap<(Sec, &str), Range<usize>>,
+) -> Result<(), Error> {
+    let producer = &settings.producer;
+    if producer.transactional_id.is_none() {
+        if let Some(span) = explicit.get(&(Sec::Workload, "transaction_messages")) {
+            return Err(Error::at(
+                span,
+                "`transaction_messages` needs `[producer] \"transactional.id\"`: only a transactional producer sends in transactions".to_owned(),
+            ));
+        }
+        return Ok(());
+    }
+    let max = settings.broker.transaction_max_timeout;
+    if producer.transaction_timeout > max {
+        let span = explicit
+            .get(&(Sec::Producer, "transaction.timeout.ms"))
+            .or_else(|| explicit.get(&(Sec::Broker, "transaction.max.timeout.ms")))
+            .cloned();
+        return Err(Error {
+            span,
+            message: format!(
+                "`transaction.timeout.ms` {} is above the brokers' `transaction.max.timeout.ms` {}: Kafka's initTransactions fails with INVALID_TRANSACTION_TIMEOUT",
+                producer.transaction_timeout.as_millis(),
+                max.as_millis()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn group_rules(
     settings: &mut Settings,
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,

@@ -2,7 +2,7 @@
 //! reads, for the history; how each partition ended up, for the final state.
 
 use hightide::history::final_state::{FinalState, PartitionFinal, ReadRecord, ReplicaLog};
-use hightide::history::{Event, MessageId, Op};
+use hightide::history::{Event, MessageId, Op, TxnOutcome};
 use hightide::os::clock::SimTime;
 use hightide::types::{BrokerId, Epoch, Offset, TopicPartition};
 use std::time::Duration;
@@ -61,6 +61,19 @@ impl HistoryBuilder {
             id,
         };
         self.push(self.now, format!("consumer-{consumer}"), op);
+        self
+    }
+
+    /// `first`..=`last`'s producer ended their transaction with `outcome`; the sends'
+    /// completions, which follow it in a real history, come from `send`.
+    pub fn transaction(mut self, first: MessageId, last: MessageId, outcome: TxnOutcome) -> Self {
+        let op = Op::Txn {
+            first,
+            last,
+            outcome,
+            error: None,
+        };
+        self.push(self.now, producer(first), op);
         self
     }
 
@@ -182,6 +195,7 @@ pub fn partition(tp: TopicPartition, read: Vec<ReadRecord>) -> PartitionBuilder 
         leader: Some(BrokerId(1)),
         high_watermark: hw,
         log_start_offset: Offset(0),
+        last_stable_offset: None,
         read,
         complete: true,
         replicas,
@@ -209,6 +223,14 @@ impl PartitionBuilder {
     /// The final read ran out of time: what it holds is all it got.
     pub fn unreadable(mut self) -> Self {
         self.0.complete = false;
+        self
+    }
+
+    /// Read read_committed up to the LSO `offset`; below the HW, a transaction was still
+    /// open and the read is incomplete, as the final read reports it.
+    pub fn last_stable_offset(mut self, offset: i64) -> Self {
+        self.0.last_stable_offset = Some(Offset(offset));
+        self.0.complete &= Offset(offset) >= self.0.high_watermark;
         self
     }
 

@@ -441,6 +441,8 @@ fn with_default_zeros(mut expected: Vec<Expectation>) -> Vec<Expectation> {
         eq(Count::FalseFailures, 0),
         eq(Count::UnderReplicated, 0),
         eq(Count::Unreadable, 0),
+        eq(Count::AbortedReads, 0),
+        eq(Count::Torn, 0),
     ]);
     expected
 }
@@ -463,6 +465,8 @@ fn a_count_the_scenario_names_replaces_its_default_zero() {
             eq(Count::Unexpected, 0),
             eq(Count::UnderReplicated, 0),
             eq(Count::Unreadable, 0),
+            eq(Count::AbortedReads, 0),
+            eq(Count::Torn, 0),
         ]
     );
     assert_eq!(
@@ -1630,5 +1634,50 @@ fn a_slow_link_takes_a_latency_a_bandwidth_or_both() {
     assert_error(
         &network("-1"),
         "s.toml:6:13: `bandwidth` must be at least 1, found -1",
+    );
+}
+
+#[test]
+fn a_transactional_id_makes_an_idempotent_producer_and_refuses_what_idempotence_cannot_take() {
+    let s = ok(&format!(
+        "{MINIMAL}[producer]\n\"transactional.id\" = \"writer\"\n\n[workload]\ntransaction_messages = 5\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
+    assert_eq!(
+        s.producer.transactional_id_of(2).as_deref(),
+        Some("writer-2")
+    );
+    assert!(s.producer.enable_idempotence && s.producer.idempotent());
+    assert_eq!(s.workload.transaction_messages, 5);
+    assert_error(
+        &format!("{MINIMAL}[producer]\n\"transactional.id\" = \"writer\"\nacks = \"1\"\n"),
+        "s.toml:7:8: `transactional.id` (a transactional producer is idempotent) needs `acks` = \"all\" (Kafka rejects this producer configuration)",
+    );
+    assert_error(
+        &format!(
+            "{MINIMAL}[producer]\n\"transactional.id\" = \"writer\"\n\"enable.idempotence\" = false\n"
+        ),
+        "s.toml:6:22: `transactional.id` needs `enable.idempotence` = true (Kafka: \"Cannot set a transactional.id without also enabling idempotence\")",
+    );
+    assert_error(
+        &format!("{MINIMAL}[producer]\n\"transactional.id\" = \"\"\n"),
+        "s.toml:6:22: `transactional.id` is empty: Kafka needs a non-empty id",
+    );
+    assert_error(
+        &format!(
+            "{MINIMAL}[producer]\n\"transactional.id\" = \"w\"\n\"transaction.timeout.ms\" = 1000000\n"
+        ),
+        "s.toml:7:28: `transaction.timeout.ms` 1000000 is above the brokers' `transaction.max.timeout.ms` 900000: Kafka's initTransactions fails with INVALID_TRANSACTION_TIMEOUT",
+    );
+    assert_error(
+        &format!("{MINIMAL}[workload]\ntransaction_messages = 5\n"),
+        "s.toml:6:24: `transaction_messages` needs `[producer] \"transactional.id\"`: only a transactional producer sends in transactions",
+    );
+    assert_error(
+        &(MINIMAL.replace("[cluster]\n", "[cluster]\nkafka = \"0.10\"\n")
+            + "[producer]\n\"transactional.id\" = \"w\"\n"),
+        "s.toml:7:22: `transactional.id` is not a key of Kafka 0.10: it came in 0.11 (KIP-98)",
     );
 }
