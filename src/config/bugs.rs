@@ -56,6 +56,9 @@ pub struct Bugs {
     pub ignore_min_insync_replicas: bool,
     /// A new group coordinator starts without reading back the offsets partition.
     pub coordinator_skips_load: bool,
+    /// A new transaction coordinator starts without reading back its `__transaction_state`
+    /// partition: the transactions its predecessor left open are never finished.
+    pub txn_coordinator_skips_load: bool,
     /// A power loss keeps the page cache, as a process crash does.
     pub power_loss_keeps_page_cache: bool,
     /// ext4's journal never commits on its `commit=` timer, and an fsync makes durable

@@ -15,6 +15,7 @@ use crate::history::History;
 use crate::kafka::broker::groups::coordinator::OFFSETS_TOPIC;
 use crate::kafka::broker::groups::group::offsets_partition;
 use crate::kafka::broker::txn::coordinator::TRANSACTION_STATE_TOPIC;
+use crate::kafka::broker::txn::load::state_partition;
 use crate::kafka::broker::{self, BrokerContext};
 use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
@@ -142,6 +143,16 @@ impl System for Kafka {
                 leader_of(&TopicPartition::new(
                     OFFSETS_TOPIC,
                     offsets_partition(group, partitions),
+                ))
+            }
+            Target::TxnCoordinator => {
+                let Some(id) = self.settings.producer.transactional_id_of(1) else {
+                    return Vec::new();
+                };
+                let partitions = self.settings.broker.transaction_state_log_num_partitions;
+                leader_of(&TopicPartition::new(
+                    TRANSACTION_STATE_TOPIC,
+                    state_partition(&id, partitions),
                 ))
             }
             Target::Host(_)

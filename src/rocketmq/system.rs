@@ -157,7 +157,10 @@ impl System for RocketMq {
                 .map(|q| q.master)
                 .collect(),
             // Without slaves there are no followers; no group, no coordinator.
-            Target::Followers(_) | Target::Follower(_) | Target::Coordinator => Vec::new(),
+            Target::Followers(_)
+            | Target::Follower(_)
+            | Target::Coordinator
+            | Target::TxnCoordinator => Vec::new(),
             Target::Host(_)
             | Target::List(_)
             | Target::Brokers

@@ -542,6 +542,9 @@ pub enum Target {
     RandomBroker,
     /// The workload group's coordinator: the leader of its `__consumer_offsets` partition.
     Coordinator,
+    /// producer-1's transaction coordinator: the leader of its transactional id's
+    /// `__transaction_state` partition.
+    TxnCoordinator,
     /// A RocketMQ broker group's master now (`master:broker-a`, group 0).
     Master(u32),
 }
@@ -577,6 +580,7 @@ impl TargetForm {
         TargetForm::Word("crashed", Target::Crashed),
         TargetForm::Word("random-broker", Target::RandomBroker),
         TargetForm::Word("coordinator", Target::Coordinator),
+        TargetForm::Word("txn-coordinator", Target::TxnCoordinator),
         TargetForm::Role("leader", Target::Leader),
         TargetForm::Role("follower", Target::Follower),
         TargetForm::Role("followers", Target::Followers),
@@ -660,6 +664,7 @@ impl std::fmt::Display for Target {
             Target::Followers(tp) => write!(f, "followers:{tp}"),
             Target::RandomBroker => f.write_str("random-broker"),
             Target::Coordinator => f.write_str("coordinator"),
+            Target::TxnCoordinator => f.write_str("txn-coordinator"),
             Target::Master(group) => write!(f, "master:{}", crate::types::broker_name(*group)),
         }
     }

@@ -201,6 +201,7 @@ fn resolve<S: System>(
         | Target::Followers(_)
         | Target::Follower(_)
         | Target::Coordinator
+        | Target::TxnCoordinator
         | Target::Master(_) => system.resolve_role(target, rng),
     }
 }

@@ -210,3 +210,80 @@ fn before_kip_360_an_unanswered_batch_is_fatal_and_after_it_abortable() {
         assert_eq!(gave_up, fatal, "{release}");
     }
 }
+
+/// producer-1's transaction coordinator (`txn-coordinator`) loses power at 6 s, while
+/// commits are in flight, and boots again at 9 s.
+const FAILOVER: &str = r#"
+name = "transaction coordinator failover"
+description = "The coordinator loses power mid-commit."
+duration = "20s"
+heal = "40s"
+
+[cluster]
+brokers = 3
+topics = [{ name = "out", partitions = 3, replication_factor = 3 }]
+
+[broker]
+"transaction.state.log.num.partitions" = 3
+
+[producer]
+"transactional.id" = "writer"
+"transaction.timeout.ms" = 10000
+
+[workload]
+producers = 1
+rate = 200
+keys = 30
+transaction_messages = 20
+
+[[faults]]
+at = "6s"
+action = "power-loss"
+target = "txn-coordinator"
+
+[[faults]]
+at = "9s"
+action = "restart"
+target = "crashed"
+"#;
+
+/// With `__transaction_state` replicated (3 replicas, min ISR 2) a follower takes over the
+/// coordinator's partition and finishes or times out what was open: nothing committed is
+/// lost and no partition hangs. With one replica, the power loss takes the open
+/// transaction's record with it: the coordinator that boots again does not know it,
+/// answers the producer INVALID_PRODUCER_ID_MAPPING (its abort skips EndTxn and gets a
+/// new producer id), and no one ever writes the marker that would close the transaction
+/// on the partitions, so every read_committed reader stops at their LSO for good.
+#[test]
+fn a_coordinator_power_loss_is_survived_with_a_replicated_state_log_and_hangs_without() {
+    let safe = run(&variant(FAILOVER), 1);
+    let counts = &safe.verdict.counts;
+    assert_eq!(
+        (
+            counts.lost,
+            counts.torn,
+            counts.hanging,
+            counts.aborted_reads
+        ),
+        (0, 0, 0, 0),
+        "{counts:?}"
+    );
+    assert!(counts.txn_committed > 60, "{counts:?}");
+    let unsafe_log = FAILOVER.replace(
+        "\"transaction.state.log.num.partitions\" = 3\n",
+        "\"transaction.state.log.num.partitions\" = 3\n\"transaction.state.log.replication.factor\" = 1\n\"transaction.state.log.min.isr\" = 1\n",
+    );
+    let outcome = run(&variant(&unsafe_log), 1);
+    let counts = &outcome.verdict.counts;
+    assert_eq!(counts.hanging, 3, "{counts:?}");
+    assert_eq!((counts.lost, counts.aborted_reads), (0, 0), "{counts:?}");
+    assert!(
+        outcome.history.iter().any(|e| matches!(
+            &e.op,
+            Op::Txn { error: Some(error), .. } if error.contains("INVALID_PRODUCER_ID_MAPPING")
+        )),
+        "the producer learned its coordinator had forgotten it"
+    );
+    let again = run(&variant(&unsafe_log), 1);
+    assert_eq!(again.trace_hash, outcome.trace_hash);
+}

@@ -105,6 +105,10 @@ pub struct TransactionManager {
     /// transaction may have committed whatever follows.
     commit_sent: bool,
     error: Option<TxnError>,
+    /// The coordinator does not know the held producer id (INVALID_PRODUCER_ID_MAPPING):
+    /// it would refuse an EndTxn too, so the abort skips it and goes straight to
+    /// InitProducerId (`beginCompletingTransaction`).
+    unknown_producer_id: bool,
 }
 
 /// How long to wait before the next request, after an answer.
@@ -135,6 +139,7 @@ impl TransactionManager {
             started: false,
             commit_sent: false,
             error: None,
+            unknown_producer_id: false,
         }
     }
 
@@ -273,9 +278,12 @@ impl TransactionManager {
                 } else {
                     TxnResult::Abort
                 };
-                if !self.started {
+                if !self.started
+                    || (self.state == TxnState::AbortingTransaction && self.unknown_producer_id)
+                {
+                    // Ends here; after an abortable error, the epoch bump is next.
                     self.complete_transaction();
-                    return None;
+                    return self.next_request(batches_unresolved);
                 }
                 TxnRequest::EndTxn(result)
             }
@@ -369,21 +377,22 @@ impl TransactionManager {
             | ErrorCode::InvalidTxnState
             | ErrorCode::InvalidTransactionTimeout
             | ErrorCode::TransactionCoordinatorFenced => {
-                self.fail(error.name(), true);
+                self.fail_request(error.name(), true);
                 Wait::None
             }
             ErrorCode::InvalidProducerIdMapping if self.rules.bump_epoch => {
                 self.epoch_bump_required = true;
-                self.fail(error.name(), false);
+                self.unknown_producer_id = true;
+                self.fail_request(error.name(), false);
                 Wait::None
             }
             ErrorCode::InvalidProducerIdMapping => {
-                self.fail(error.name(), true);
+                self.fail_request(error.name(), true);
                 Wait::None
             }
             other => {
                 let fatal = !matches!(request, TxnRequest::AddPartitions(_));
-                self.fail(other.name(), fatal);
+                self.fail_request(other.name(), fatal);
                 Wait::None
             }
         }
@@ -413,13 +422,26 @@ impl TransactionManager {
         self.fail(&reason, fatal);
     }
 
+    /// A request's abortable error while the transaction aborts has nowhere to go: Kafka's
+    /// ABORTING_TRANSACTION -> ABORTABLE_ERROR is no valid transition, which poisons the
+    /// manager to FATAL_ERROR (3.6+), and retrying the request would repeat the answer.
+    fn fail_request(&mut self, reason: &str, fatal: bool) {
+        let aborting = self.state == TxnState::AbortingTransaction;
+        if aborting && !fatal && self.unknown_producer_id {
+            // Skipped by the next `next_request`: the abort goes on to InitProducerId.
+            return;
+        }
+        self.fail(reason, fatal || aborting);
+    }
+
     fn fail(&mut self, reason: &str, fatal: bool) {
         if self.state == TxnState::FatalError {
             return;
         }
         let fatal = fatal || matches!(self.state, TxnState::Initializing);
         if !fatal && self.state == TxnState::AbortingTransaction {
-            // An abort in progress goes on: its batches' failures change nothing.
+            // `transitionToAbortableError` skips it: the abort is already under way, and
+            // its batches' failures change nothing.
             return;
         }
         self.error = Some(TxnError {
@@ -441,6 +463,7 @@ impl TransactionManager {
         self.started = false;
         self.commit_sent = false;
         self.error = None;
+        self.unknown_producer_id = false;
         if self.epoch_bump_required {
             self.transition(TxnState::Initializing);
         } else {
@@ -666,6 +689,42 @@ mod tests {
         tm.on_answer(TxnAnswer::Error(Some(ErrorCode::ProducerFenced)));
         assert_eq!(tm.state(), TxnState::FatalError);
         assert!(tm.commit_sent(), "the commit may have happened");
+        assert_eq!(tm.next_request(false), None);
+    }
+
+    #[test]
+    fn an_unknown_producer_id_skips_the_abort_s_end_txn_and_bumps() {
+        let mut tm = ready(NEWEST);
+        tm.begin();
+        tm.add_partition(&tp(0));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.begin_commit().unwrap();
+        tm.next_request(false);
+        tm.on_answer(TxnAnswer::Error(Some(ErrorCode::InvalidProducerIdMapping)));
+        assert_eq!(tm.state(), TxnState::AbortableError);
+        tm.begin_abort().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::InitProducerId {
+                expected: Some((ProducerId(7), 0))
+            }),
+            "no EndTxn the coordinator would refuse again"
+        );
+    }
+
+    #[test]
+    fn an_abortable_answer_to_an_abort_s_end_txn_is_fatal_not_retried() {
+        let mut tm = ready(NEWEST);
+        tm.begin();
+        tm.add_partition(&tp(0));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.on_batch_failed(BatchFailure::Unknown, "test");
+        tm.begin_abort().unwrap();
+        tm.next_request(false);
+        tm.on_answer(TxnAnswer::Error(Some(ErrorCode::UnknownServerError)));
+        assert_eq!(tm.state(), TxnState::FatalError);
         assert_eq!(tm.next_request(false), None);
     }
 

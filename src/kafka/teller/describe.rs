@@ -457,7 +457,12 @@ pub fn unreadable(partition: &PartitionFinal) -> String {
             && r.log_end_offset == next
             && next < partition.high_watermark
     });
-    let why = if corrupt {
+    let hanging = partition
+        .last_stable_offset
+        .filter(|&lso| lso < partition.high_watermark);
+    let why = if let Some(lso) = hanging {
+        format!(", where a read_committed reader stops: the LSO, {lso}, held by a transaction still open")
+    } else if corrupt {
         ", where the leader's log holds a corrupt batch that every fetch stops at".to_string()
     } else {
         " before time ran out".to_string()

@@ -241,6 +241,10 @@ pub(super) fn check_target(
         Target::Coordinator if settings.workload.group.is_none() => {
             Err("`coordinator` is a group's coordinator: [workload] has no `group`".to_owned())
         }
+        Target::TxnCoordinator if settings.producer.transactional_id.is_none() => Err(
+            "`txn-coordinator` is producer-1's transaction coordinator: [producer] has no `transactional.id`"
+                .to_owned(),
+        ),
         _ => Ok(()),
     }
 }
@@ -252,7 +256,8 @@ fn system_of(target: &Target) -> Option<SystemName> {
         Target::Host(HostName::Broker(_) | HostName::Controller)
         | Target::Follower(_)
         | Target::Followers(_)
-        | Target::Coordinator => Some(SystemName::Kafka),
+        | Target::Coordinator
+        | Target::TxnCoordinator => Some(SystemName::Kafka),
         Target::Host(HostName::GroupBroker { .. } | HostName::NameServer) | Target::Master(_) => {
             Some(SystemName::RocketMq)
         }
@@ -272,6 +277,9 @@ fn other_system(target: &Target, home: SystemName, settings: &Settings, run: &st
         }
         (SystemName::Kafka, Target::Coordinator) => {
             "it has no group coordinator: each master keeps a group's offsets".to_owned()
+        }
+        (SystemName::Kafka, Target::TxnCoordinator) => {
+            "it has no transaction coordinator: its transactions are half messages".to_owned()
         }
         (SystemName::Kafka, _) => rocketmq_hosts(settings),
         (SystemName::RocketMq, Target::Host(HostName::NameServer)) => {

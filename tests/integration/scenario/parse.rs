@@ -836,7 +836,7 @@ fn unknown_fault_targets() {
     );
     assert_error(
         &fault("\"leader-orders\""),
-        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, coordinator, leader:<topic>/<partition>, follower:<topic>/<partition>, followers:<topic>/<partition>, master:broker-<letter>, broker-<letter>-<id> or namesrv",
+        "s.toml:8:10: invalid target `leader-orders`: expected broker-N, controller, producer-N, consumer-N, brokers, crashed, random-broker, coordinator, txn-coordinator, leader:<topic>/<partition>, follower:<topic>/<partition>, followers:<topic>/<partition>, master:broker-<letter>, broker-<letter>-<id> or namesrv",
     );
     let rf1 = MINIMAL.replace("replication_factor = 3", "replication_factor = 1");
     assert_error(
@@ -1670,6 +1670,10 @@ fn a_transactional_id_makes_an_idempotent_producer_and_refuses_what_idempotence_
             "{MINIMAL}[producer]\n\"transactional.id\" = \"w\"\n\"transaction.timeout.ms\" = 1000000\n"
         ),
         "s.toml:7:28: `transaction.timeout.ms` 1000000 is above the brokers' `transaction.max.timeout.ms` 900000: Kafka's initTransactions fails with INVALID_TRANSACTION_TIMEOUT",
+    );
+    assert_error(
+        &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"txn-coordinator\"\n"),
+        "s.toml:8:10: `txn-coordinator` is producer-1's transaction coordinator: [producer] has no `transactional.id`",
     );
     assert_error(
         &format!("{MINIMAL}[workload]\ntransaction_messages = 5\n"),
