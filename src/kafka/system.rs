@@ -327,12 +327,26 @@ fn offsets_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>
         return Vec::new();
     }
     let broker = &settings.broker;
+    internal_partitions(
+        settings,
+        OFFSETS_TOPIC,
+        broker.offsets_topic_num_partitions,
+        broker.offsets_topic_replication_factor,
+    )
+}
+
+/// An internal topic's partitions, placed like any topic's.
+fn internal_partitions(
+    settings: &Settings,
+    topic: &str,
+    partitions: u32,
+    replication_factor: u32,
+) -> Vec<(TopicPartition, Vec<BrokerId>)> {
     let brokers = settings.cluster.brokers;
-    (0..broker.offsets_topic_num_partitions)
+    (0..partitions)
         .map(|p| {
-            let placement =
-                controller::placement(p, brokers, broker.offsets_topic_replication_factor);
-            (TopicPartition::new(OFFSETS_TOPIC, p), placement)
+            let placement = controller::placement(p, brokers, replication_factor);
+            (TopicPartition::new(topic, p), placement)
         })
         .collect()
 }
@@ -345,14 +359,12 @@ fn transaction_state_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec
         return Vec::new();
     }
     let broker = &settings.broker;
-    let brokers = settings.cluster.brokers;
-    (0..broker.transaction_state_log_num_partitions)
-        .map(|p| {
-            let placement =
-                controller::placement(p, brokers, broker.transaction_state_log_replication_factor);
-            (TopicPartition::new(TRANSACTION_STATE_TOPIC, p), placement)
-        })
-        .collect()
+    internal_partitions(
+        settings,
+        TRANSACTION_STATE_TOPIC,
+        broker.transaction_state_log_num_partitions,
+        broker.transaction_state_log_replication_factor,
+    )
 }
 
 /// The topics' configurations, `__consumer_offsets` included when there is a group (its

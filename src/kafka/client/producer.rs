@@ -763,13 +763,12 @@ impl Producer {
         loop {
             {
                 let mut state = self.state.borrow_mut();
-                let rules = state.transaction.as_ref().map(TransactionManager::rules);
-                if let Some(rules) = rules.filter(|_| {
-                    state
-                        .transaction
-                        .as_ref()
-                        .is_some_and(|t| t.state() != TxnState::Uninitialized)
-                }) {
+                let used = state
+                    .transaction
+                    .as_ref()
+                    .filter(|t| t.state() != TxnState::Uninitialized)
+                    .map(TransactionManager::rules);
+                if let Some(rules) = used {
                     state.transaction = Some(TransactionManager::new(rules));
                     state.idempotence = Some(IdempotenceState::default());
                 }
@@ -782,7 +781,7 @@ impl Producer {
             {
                 return;
             }
-            let error = self.with_transaction(|t| t.error().cloned());
+            let error = self.with_transaction(|t| t.failure());
             tracing::info!(producer = %self.name, ?error, "initTransactions failed: a new instance");
             tokio::time::sleep(self.config.retry_backoff).await;
         }
@@ -792,7 +791,7 @@ impl Producer {
     /// error; the sends `first..=last` are completed with the transaction's outcome.
     async fn end_transaction(&self, first: MessageId, last: MessageId) {
         self.state.borrow_mut().accumulator.set_flushing(true);
-        let mut outcome = match self.with_transaction(TransactionManager::begin_commit) {
+        let failed = match self.with_transaction(TransactionManager::begin_commit) {
             Ok(()) => {
                 let ended = [
                     TxnState::Ready,
@@ -800,39 +799,29 @@ impl Producer {
                     TxnState::FatalError,
                 ];
                 match self.await_state(&ended).await {
-                    TxnState::Ready => Ok(TxnOutcome::Committed),
-                    _ => Err(self.with_transaction(|t| t.error().cloned())),
+                    TxnState::Ready => None,
+                    _ => Some(self.with_transaction(|t| t.failure())),
                 }
             }
-            Err(error) => Err(Some(error)),
+            Err(error) => Some(error),
         };
-        if let Err(Some(error)) = &outcome {
-            if !error.fatal {
-                self.with_transaction(TransactionManager::begin_abort)
-                    .expect("an abortable error allows an abort");
-                let ended = [
-                    TxnState::Ready,
-                    TxnState::Initializing,
-                    TxnState::FatalError,
-                ];
-                self.await_state(&ended).await;
-            }
+        if failed.as_ref().is_some_and(|error| !error.fatal) {
+            self.with_transaction(TransactionManager::begin_abort)
+                .expect("an abortable error allows an abort");
+            let ended = [
+                TxnState::Ready,
+                TxnState::Initializing,
+                TxnState::FatalError,
+            ];
+            self.await_state(&ended).await;
         }
         self.state.borrow_mut().accumulator.set_flushing(false);
-        let commit_sent = self.with_transaction(|t| t.commit_sent());
-        let error = outcome.as_ref().err().map(|e| {
-            e.as_ref()
-                .map_or_else(|| "transaction failed".to_owned(), |e| e.reason.clone())
-        });
-        if outcome.is_err() {
-            outcome = Ok(if commit_sent {
-                TxnOutcome::Unknown
-            } else {
-                TxnOutcome::Aborted
-            });
-        }
-        let outcome = outcome.unwrap_or(TxnOutcome::Unknown);
-        self.record_transaction(first, last, outcome, error);
+        let outcome = match &failed {
+            None => TxnOutcome::Committed,
+            Some(_) if self.with_transaction(|t| t.commit_sent()) => TxnOutcome::Unknown,
+            Some(_) => TxnOutcome::Aborted,
+        };
+        self.record_transaction(first, last, outcome, failed.map(|e| e.reason));
         match self
             .await_state(&[TxnState::Ready, TxnState::FatalError])
             .await

@@ -246,7 +246,8 @@ impl TransactionManager {
         }
     }
 
-    fn failure(&self) -> TxnError {
+    /// Why the transaction failed, as `commitTransaction` or `abortTransaction` throws it.
+    pub fn failure(&self) -> TxnError {
         self.error.clone().unwrap_or_else(|| TxnError {
             reason: "transaction failed".to_owned(),
             fatal: self.state == TxnState::FatalError,
