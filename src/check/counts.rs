@@ -135,6 +135,15 @@ counts! {
         /// Partitions whose LSO was still below their HW when the heal phase ended: a
         /// transaction left open holds back every read_committed reader.
         hanging: Hanging,
+        /// With stream processors (0 without): outputs in the read_committed final read of
+        /// the output topic beyond one per copy of their input in the input topic: an
+        /// input's effect seen twice downstream.
+        eos_duplicates: EosDuplicates,
+        /// With stream processors (0 without): input records below the group's last
+        /// committed offset of their partition with no output in the output topic (read
+        /// completely): an input the group will never process again, whose effect never
+        /// came.
+        eos_missing: EosMissing,
     }
     facts {
         /// Leaders the controller elected (clean or unclean), after the initial ones.
@@ -155,6 +164,19 @@ counts! {
         /// Batch attempts whose request got no answer within the producer's request
         /// timeout (`request.timeout.ms`), retried or not.
         request_timeouts: RequestTimeouts,
+        /// Producer epochs the transaction coordinator fenced, aborting the open
+        /// transaction: a new instance's InitProducerId, or a transaction timeout.
+        fenced: Fenced,
+        /// Of those, transactions the coordinator aborted because they outlived
+        /// `transaction.timeout.ms`.
+        txn_timeouts: TxnTimeouts,
+        /// Transaction markers written, one per partition of each ended transaction (a
+        /// transaction whose markers a new coordinator sends again counts again).
+        markers: Markers,
+        /// The longest time, in milliseconds, from a transaction's start on its coordinator
+        /// to its last marker written: how long it held back the LSO of the partitions it
+        /// wrote. A transaction never ended counts `hanging` instead.
+        lso_stall_max: LsoStallMax,
     }
     deliveries {
         /// Attempted ids with at least one copy in the final read.
@@ -186,9 +208,9 @@ mod tests {
              \"txn_committed\":0,\"txn_aborted\":0,\"txn_unknown\":0,\"lost\":0,\
              \"moved\":0,\"duplicates\":0,\"unexpected\":0,\"reordered\":0,\"dirty_reads\":0,\
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
-             \"aborted_reads\":0,\"torn\":0,\"hanging\":0,\
+             \"aborted_reads\":0,\"torn\":0,\"hanging\":0,\"eos_duplicates\":0,\"eos_missing\":0,\
              \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
-             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"fenced\":0,\"txn_timeouts\":0,\"markers\":0,\"lso_stall_max\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
     }
 
@@ -219,21 +241,27 @@ mod tests {
             aborted_reads: 22,
             torn: 23,
             hanging: 24,
-            elections: 25,
-            unclean_elections: 26,
-            isr_shrinks: 27,
-            isr_expands: 28,
-            truncated: 29,
-            recoveries: 30,
-            retries: 31,
-            request_timeouts: 32,
-            delivered: 33,
-            missing: 34,
-            unresolved: 35,
-            out_of_order: 36,
+            eos_duplicates: 25,
+            eos_missing: 26,
+            elections: 27,
+            unclean_elections: 28,
+            isr_shrinks: 29,
+            isr_expands: 30,
+            truncated: 31,
+            recoveries: 32,
+            retries: 33,
+            request_timeouts: 34,
+            fenced: 35,
+            txn_timeouts: 36,
+            markers: 37,
+            lso_stall_max: 38,
+            delivered: 39,
+            missing: 40,
+            unresolved: 41,
+            out_of_order: 42,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=36).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=42).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,
@@ -253,7 +281,9 @@ mod tests {
                 "reprocessed",
                 "aborted_reads",
                 "torn",
-                "hanging"
+                "hanging",
+                "eos_duplicates",
+                "eos_missing"
             ]
         );
     }

@@ -272,6 +272,7 @@ pub(crate) mod tests {
     /// group `audit`, caught up.
     pub(crate) fn final_state(offsets: Range<i64>, faults: Vec<FactEvent>) -> FinalState {
         FinalState {
+            outputs: Vec::new(),
             partitions: vec![PartitionFinal {
                 tp: tp(),
                 leader: Some(BrokerId(1)),

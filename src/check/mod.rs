@@ -13,6 +13,7 @@ pub mod coverage;
 mod expect;
 mod final_read;
 mod groups;
+mod processors;
 mod reorder;
 mod replicas;
 mod sends;
@@ -65,6 +66,9 @@ pub struct Verdict {
     /// Whether the run consumed as a group: only then do `unprocessed` and `reprocessed`
     /// mean anything, so only then do the reports show them.
     pub group: bool,
+    /// Whether the group's members were stream processors (`[workload] output`): only
+    /// then do `eos_duplicates` and `eos_missing` mean anything.
+    pub processors: bool,
 }
 
 impl Verdict {
@@ -168,6 +172,13 @@ pub fn check(
     check_reads(history, (&index, teller), &mut counts, &mut examples);
     check_partitions(final_state, teller, &mut counts, &mut examples);
     check_groups(history, final_state, teller, &mut counts, &mut examples);
+    check_processors(
+        history,
+        final_state,
+        value_bytes,
+        &mut counts,
+        &mut examples,
+    );
     count_facts(final_state.facts.events(), &mut counts);
 
     let lost_acked_at = lost
@@ -182,6 +193,7 @@ pub fn check(
         examples: examples.into_sorted(),
         lost_acked_at,
         group: final_state.group.is_some(),
+        processors: !final_state.outputs.is_empty(),
     }
 }
 
@@ -378,6 +390,17 @@ fn check_transactions(
 /// The cluster facts: what the controller and the brokers recorded doing, in the terms
 /// every system shares.
 fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
+    for event in facts {
+        if let Some(crate::history::facts::kafka::Fact::TxnMarked { started, .. }) =
+            event.fact.kafka()
+        {
+            let stall = event
+                .time
+                .since_start()
+                .saturating_sub(started.since_start());
+            counts.lso_stall_max = counts.lso_stall_max.max(stall.as_millis() as u64);
+        }
+    }
     for tally in facts.iter().filter_map(|event| event.fact.tally()) {
         match tally {
             Tally::Election { unclean } => {
@@ -390,6 +413,11 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
             Tally::Recovery => counts.recoveries += 1,
             Tally::Retry => counts.retries += 1,
             Tally::RequestTimeout => counts.request_timeouts += 1,
+            Tally::Fenced { timed_out } => {
+                counts.fenced += 1;
+                counts.txn_timeouts += u64::from(timed_out);
+            }
+            Tally::Markers(partitions) => counts.markers += partitions,
         }
     }
 }
@@ -419,6 +447,56 @@ fn check_groups(
     );
 }
 
+/// The stream processors' outputs against their inputs.
+fn check_processors(
+    history: &[Event],
+    final_state: &FinalState,
+    value_bytes: usize,
+    counts: &mut Counts,
+    examples: &mut Examples,
+) {
+    let place = |(tp, offset): &(&crate::types::TopicPartition, crate::types::Offset)| {
+        format!("{tp}@{}", offset.0)
+    };
+    processors::check(
+        history,
+        final_state,
+        value_bytes,
+        &mut |found| match found {
+            processors::Found::Duplicate {
+                id,
+                outputs,
+                inputs,
+            } => {
+                counts.eos_duplicates += (outputs.len() - inputs.max(1)) as u64;
+                examples.add(Count::EosDuplicates, || {
+                let at: Vec<String> = outputs.iter().map(place).collect();
+                format!(
+                    "{id} has {} outputs ({}) for {inputs} input record(s): its effect is seen {} times downstream",
+                    outputs.len(),
+                    at.join(", "),
+                    outputs.len()
+                )
+            });
+            }
+            processors::Found::Missing {
+                id,
+                tp,
+                offset,
+                committed,
+            } => {
+                counts.eos_missing += 1;
+                examples.add(Count::EosMissing, || {
+                format!(
+                    "{id} at {tp}@{} is below the group's committed offset {} and has no output: it will never be processed again",
+                    offset.0, committed.0
+                )
+            });
+            }
+        },
+    );
+}
+
 /// Divergent, under-replicated, unreadable and offline partitions.
 fn check_partitions(
     final_state: &FinalState,
@@ -426,7 +504,7 @@ fn check_partitions(
     counts: &mut Counts,
     examples: &mut Examples,
 ) {
-    for partition in &final_state.partitions {
+    for partition in final_state.every_partition() {
         if partition.leader.is_none() {
             counts.offline += 1;
             examples.add(Count::Offline, || teller.offline(partition));

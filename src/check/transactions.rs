@@ -110,7 +110,7 @@ pub fn aborted_reads_during_run<'a>(
 /// Partitions whose read_committed final read stopped at an LSO below the HW: a
 /// transaction was still open there when the heal phase ended.
 pub fn hanging(final_state: &FinalState) -> impl Iterator<Item = &PartitionFinal> {
-    final_state.partitions.iter().filter(|p| {
+    final_state.every_partition().filter(|p| {
         p.last_stable_offset
             .is_some_and(|lso| lso < p.high_watermark)
     })

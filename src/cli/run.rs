@@ -273,7 +273,7 @@ fn write_timelines(
                 })
                 .collect();
             let counts = &outcome.verdict.counts;
-            let group = if outcome.verdict.group {
+            let mut group = if outcome.verdict.group {
                 format!(
                     ", unprocessed {}, reprocessed {}",
                     counts.unprocessed, counts.reprocessed
@@ -281,6 +281,12 @@ fn write_timelines(
             } else {
                 String::new()
             };
+            if outcome.verdict.processors {
+                group += &format!(
+                    ", eos_duplicates {}, eos_missing {}",
+                    counts.eos_duplicates, counts.eos_missing
+                );
+            }
             // The setting a reader compares first, in the run's system's words.
             let durability = match settings.cluster.system {
                 SystemName::Kafka => format!("acks={}", settings.producer.acks),

@@ -59,6 +59,12 @@ pub struct Bugs {
     /// A new transaction coordinator starts without reading back its `__transaction_state`
     /// partition: the transactions its predecessor left open are never finished.
     pub txn_coordinator_skips_load: bool,
+    /// The group coordinator takes a TxnOffsetCommit without checking its member and
+    /// generation, as before KIP-447: a zombie processor's offsets count.
+    pub txn_offsets_skip_generation: bool,
+    /// The partition leader answers a read_committed fetch or ListOffsets with its HW
+    /// as the LSO: open transactions' records are read before they commit or abort.
+    pub lso_is_hw: bool,
     /// A power loss keeps the page cache, as a process crash does.
     pub power_loss_keeps_page_cache: bool,
     /// ext4's journal never commits on its `commit=` timer, and an fsync makes durable

@@ -102,6 +102,11 @@ pub struct PartitionFinal {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FinalState {
     pub partitions: Vec<PartitionFinal>,
+    /// The stream processors' output topic (`[workload] output`), read as the others:
+    /// its records carry their inputs' ids, so it is checked against the inputs
+    /// (`eos_duplicates`, `eos_missing`), not as sends.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<PartitionFinal>,
     /// What the cluster did along the way, as its programs recorded it.
     #[serde(default)]
     pub facts: FactLog,
@@ -119,6 +124,13 @@ pub struct GroupFinal {
     /// Every partition was owned, and its owner's position had reached the HW its last
     /// fetch saw, before the bound ran out.
     pub caught_up: bool,
+}
+
+impl FinalState {
+    /// The partitions of every topic, the processors' output topic included.
+    pub fn every_partition(&self) -> impl Iterator<Item = &PartitionFinal> {
+        self.partitions.iter().chain(&self.outputs)
+    }
 }
 
 fn read_whole() -> bool {

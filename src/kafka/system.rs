@@ -5,8 +5,7 @@
 //! disk for the checkers.
 
 use crate::check::Teller;
-use crate::config::kafka::IsolationLevel;
-use crate::config::kafka::TopicConfig;
+use crate::config::kafka::{Commit, IsolationLevel, ProducerConfig, TopicConfig};
 use crate::config::workload::ArrivalProcess;
 use crate::history::budget::SendBudget;
 use crate::history::facts::{FactLog, Facts};
@@ -17,7 +16,9 @@ use crate::kafka::broker::groups::group::offsets_partition;
 use crate::kafka::broker::txn::coordinator::TRANSACTION_STATE_TOPIC;
 use crate::kafka::broker::txn::load::state_partition;
 use crate::kafka::broker::{self, BrokerContext};
-use crate::kafka::client::{self, ConsumerContext, GroupProgress, GroupSpec, ProducerContext};
+use crate::kafka::client::{
+    self, Application, ConsumerContext, GroupProgress, GroupSpec, ProducerContext,
+};
 use crate::kafka::controller::{self, ControllerContext, MetadataView};
 use crate::kafka::storage;
 use crate::kafka::teller;
@@ -146,7 +147,10 @@ impl System for Kafka {
                 ))
             }
             Target::TxnCoordinator => {
-                let Some(id) = self.settings.producer.transactional_id_of(1) else {
+                let settings = &self.settings;
+                let id = (settings.producer.transactional_id_of(1))
+                    .or_else(|| processor_config(settings).transactional_id_of(1));
+                let Some(id) = id else {
                     return Vec::new();
                 };
                 let partitions = self.settings.broker.transaction_state_log_num_partitions;
@@ -355,7 +359,7 @@ fn internal_partitions(
 /// Kafka makes it at the first FindCoordinator(TRANSACTION); here it is there from the start,
 /// and a run without a transactional producer has none.
 fn transaction_state_partitions(settings: &Settings) -> Vec<(TopicPartition, Vec<BrokerId>)> {
-    if settings.producer.transactional_id.is_none() {
+    if !settings.transactional() {
         return Vec::new();
     }
     let broker = &settings.broker;
@@ -386,7 +390,7 @@ fn topic_configs(settings: &Settings) -> BTreeMap<String, TopicConfig> {
         };
         configs.insert(OFFSETS_TOPIC.to_owned(), offsets);
     }
-    if settings.producer.transactional_id.is_some() {
+    if settings.transactional() {
         let transactions = TopicConfig {
             segment_bytes: Some(100 * 1024 * 1024),
             min_insync_replicas: Some(settings.broker.transaction_state_log_min_isr),
@@ -492,11 +496,6 @@ fn add_clients(
             config: settings.producer.clone(),
             topic: workload.topic.clone(),
             partitions,
-            arrivals: ArrivalProcess::new(
-                workload.arrivals,
-                workload.rate,
-                derive_seed(seed, &format!("producer-{n} arrivals")),
-            ),
             keys: workload.keys,
             value_bytes: workload.value_bytes,
             on_error: workload.on_error,
@@ -504,10 +503,17 @@ fn add_clients(
             brokers: settings.cluster.brokers,
             history: history.clone(),
             facts: facts.clone(),
-            budget: budget.clone(),
-            stop_at: SimTime::after_start(settings.duration),
             seed: derive_seed(seed, &format!("producer-{n}")),
-            transaction_messages: workload.transaction_messages,
+            application: Application::Workload {
+                arrivals: ArrivalProcess::new(
+                    workload.arrivals,
+                    workload.rate,
+                    derive_seed(seed, &format!("producer-{n} arrivals")),
+                ),
+                budget: budget.clone(),
+                stop_at: SimTime::after_start(settings.duration),
+                transaction_messages: workload.transaction_messages,
+            },
         };
         world.add_host(HostName::Producer(n), None, move || {
             client::run_producer(ctx.clone())
@@ -527,12 +533,59 @@ fn add_clients(
                 processing: workload.processing,
                 progress: progress.clone(),
                 bugs: settings.bugs,
+                output: workload.output.as_ref().map(|output| ProducerContext {
+                    index: n,
+                    config: processor_config(settings),
+                    topic: output.clone(),
+                    partitions: partitions_of(settings, output),
+                    keys: workload.keys,
+                    value_bytes: workload.value_bytes,
+                    on_error: workload.on_error,
+                    bugs: settings.bugs,
+                    brokers: settings.cluster.brokers,
+                    history: history.clone(),
+                    facts: facts.clone(),
+                    seed: derive_seed(seed, &format!("consumer-{n} output")),
+                    application: Application::Processor,
+                }),
             }),
         };
         world.add_host(HostName::Consumer(n), None, move || {
             client::run_member(ctx.clone())
         });
     }
+}
+
+/// A processor's producer: `[producer]`'s keys, transactional for exactly once
+/// (`commit = "transactional"`) with `transactional.id` `<group>-consumer-N` (one per
+/// member, so that a restarted member's new instance fences the old one), otherwise not
+/// transactional, whatever the workload's producers are.
+fn processor_config(settings: &Settings) -> ProducerConfig {
+    let workload = &settings.workload;
+    let mut config = settings.producer.clone();
+    config.transactional_id = workload
+        .group
+        .as_ref()
+        .filter(|_| workload.commit == Commit::Transactional)
+        .map(|group| format!("{group}-consumer"));
+    if config.transactional_id.is_some() {
+        // Idempotent: what it needs, in keys the file left at their defaults (a key set
+        // against it is refused when the file is read), as Kafka's producer sets them.
+        config.enable_idempotence = true;
+        while let Some(conflict) = config.idempotence_conflict() {
+            config.settle_for_idempotence(conflict.key);
+        }
+    }
+    config
+}
+
+fn partitions_of(settings: &Settings, topic: &str) -> u32 {
+    settings
+        .cluster
+        .topics
+        .iter()
+        .find(|t| t.name == topic)
+        .map_or(0, |t| t.partitions)
 }
 
 type FinalRead = Vec<client::PartitionRead>;
@@ -551,7 +604,7 @@ fn final_read(
     // With transactions, what counts is what a read_committed consumer can read.
     let reading = client::Reading {
         check_crcs,
-        isolation: if settings.producer.transactional_id.is_some() {
+        isolation: if settings.transactional() {
             IsolationLevel::ReadCommitted
         } else {
             IsolationLevel::ReadUncommitted
@@ -624,7 +677,7 @@ fn collect_final_state(
     }
     let mut by_tp: BTreeMap<TopicPartition, client::PartitionRead> =
         read.into_iter().map(|r| (r.tp.clone(), r)).collect();
-    let partitions = partitions
+    let partitions: Vec<PartitionFinal> = partitions
         .iter()
         .map(|(tp, replicas)| {
             let read = by_tp.remove(tp);
@@ -652,8 +705,15 @@ fn collect_final_state(
             }
         })
         .collect();
+    // A processor's outputs carry their inputs' ids: checked against the inputs, not as
+    // sends.
+    let output = kafka.settings.workload.output.as_deref();
+    let (outputs, partitions) = partitions
+        .into_iter()
+        .partition(|p| Some(&*p.tp.topic) == output);
     FinalState {
         partitions,
+        outputs,
         facts: facts.take(),
         group: None,
     }

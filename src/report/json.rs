@@ -43,6 +43,9 @@ struct RunLine {
     /// Only on a run that consumed as a group, so that other runs' lines stay as they were.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     group: bool,
+    /// Only on a run whose group's members were stream processors.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    processors: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -104,6 +107,7 @@ pub fn run_json(report: &RunReport) -> serde_json::Value {
             })
             .collect(),
         group: report.verdict.group,
+        processors: report.verdict.processors,
     };
     serde_json::to_value(line).unwrap_or_default()
 }
@@ -162,6 +166,7 @@ pub fn run_from_json(value: serde_json::Value) -> Result<RunReport, String> {
             examples,
             lost_acked_at: Vec::new(),
             group: line.group,
+            processors: line.processors,
         },
         failures: line.failures,
         expect_some,

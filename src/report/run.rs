@@ -207,9 +207,12 @@ const WHEN_SEEN: [Count; 3] = [
 /// Rows shown when some run of the table consumed as a group.
 const GROUP_ROWS: [Count; 2] = [Count::Unprocessed, Count::Reprocessed];
 
+/// Rows shown when some run of the table had stream processors.
+const PROCESSOR_ROWS: [Count; 2] = [Count::EosDuplicates, Count::EosMissing];
+
 /// What the cluster and the clients did: shown when the runs differ in it, or the
 /// scenario names it.
-const WHEN_DIFFERENT: [Count; 8] = [
+const WHEN_DIFFERENT: [Count; 12] = [
     Count::Elections,
     Count::UncleanElections,
     Count::IsrShrinks,
@@ -218,6 +221,10 @@ const WHEN_DIFFERENT: [Count; 8] = [
     Count::Recoveries,
     Count::Retries,
     Count::RequestTimeouts,
+    Count::Fenced,
+    Count::TxnTimeouts,
+    Count::Markers,
+    Count::LsoStallMax,
 ];
 
 /// The rows after the counts.
@@ -289,10 +296,12 @@ pub fn side_by_side(reports: &[&RunReport]) -> String {
     };
     let releases_differ = reports.windows(2).any(|w| w[0].modelled != w[1].modelled);
     let group = reports.iter().any(|r| r.verdict.group);
+    let processors = reports.iter().any(|r| r.verdict.processors);
     let counts = ALWAYS
         .into_iter()
         .chain(WHEN_SEEN.into_iter().filter(|&c| seen(c)))
         .chain(GROUP_ROWS.into_iter().filter(|_| group))
+        .chain(PROCESSOR_ROWS.into_iter().filter(|_| processors))
         .chain(WHEN_DIFFERENT.into_iter().filter(|&c| differ(c)))
         .map(Row::Count);
     let rows = releases_differ
@@ -364,6 +373,10 @@ struct VariantTotals {
     group: bool,
     unprocessed: u64,
     reprocessed: u64,
+    /// Totals over the runs with stream processors (`processors`).
+    processors: bool,
+    eos_duplicates: u64,
+    eos_missing: u64,
     throughput_sum: f64,
     latency: super::LatencyHistogram,
     expect_some: Vec<SomeTally>,
@@ -409,6 +422,9 @@ impl Summary {
                     group: false,
                     unprocessed: 0,
                     reprocessed: 0,
+                    processors: false,
+                    eos_duplicates: 0,
+                    eos_missing: 0,
                     throughput_sum: 0.0,
                     latency: super::LatencyHistogram::default(),
                     expect_some: report
@@ -435,6 +451,9 @@ impl Summary {
         totals.group |= report.verdict.group;
         totals.unprocessed += counts.unprocessed;
         totals.reprocessed += counts.reprocessed;
+        totals.processors |= report.verdict.processors;
+        totals.eos_duplicates += counts.eos_duplicates;
+        totals.eos_missing += counts.eos_missing;
         totals.throughput_sum += report.stats.throughput_per_s;
         totals.latency.merge(&report.stats.histogram);
         for tally in &mut totals.expect_some {
@@ -522,7 +541,7 @@ impl Summary {
     /// A row per variant: runs passed, acknowledged messages lost, duplicates, sends that
     /// failed or were left indeterminate (when any were), throughput and ack latency;
     /// with a consumer group, what the group never processed and what it processed twice,
-    /// in total.
+    /// in total; with stream processors, their outputs seen twice and missing.
     pub fn table(&self) -> String {
         let width = self
             .variants
@@ -532,6 +551,7 @@ impl Summary {
             .unwrap_or(0)
             .max(7);
         let group = self.variants.iter().any(|v| v.group);
+        let processors = self.variants.iter().any(|v| v.processors);
         let unacked = self.variants.iter().any(|v| v.failed + v.indeterminate > 0);
         let mut text = format!(
             "{:<width$}  {:>8}  {:>10}  {:>8}  {:>6}  {:>10}",
@@ -542,6 +562,9 @@ impl Summary {
         }
         if group {
             let _ = write!(text, "  {:>11}  {:>11}", "unprocessed", "reprocessed");
+        }
+        if processors {
+            let _ = write!(text, "  {:>14}  {:>11}", "eos_duplicates", "eos_missing");
         }
         let _ = writeln!(text, "  {:>8}  {:>10}", "acked/s", "p99 ms");
         for v in &self.variants {
@@ -570,6 +593,9 @@ impl Summary {
             }
             if group {
                 let _ = write!(text, "  {:>11}  {:>11}", v.unprocessed, v.reprocessed);
+            }
+            if processors {
+                let _ = write!(text, "  {:>14}  {:>11}", v.eos_duplicates, v.eos_missing);
             }
             let _ = writeln!(
                 text,

@@ -55,6 +55,7 @@ fn run(variant: &str, seed: u64, lost: u64, p99_ms: u64) -> RunReport {
             examples,
             lost_acked_at: Vec::new(),
             group: false,
+            processors: false,
         },
         failures: if strict && lost > 0 {
             vec![format!("expected lost == 0, got {lost}")]

@@ -300,6 +300,7 @@ impl System for RocketMq {
             .collect();
         FinalState {
             partitions,
+            outputs: Vec::new(),
             facts: facts.take(),
             group: None,
         }

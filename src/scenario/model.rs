@@ -77,6 +77,12 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether the run has transactions: transactional producers, or exactly-once
+    /// processors.
+    pub fn transactional(&self) -> bool {
+        self.producer.transactional_id.is_some() || self.workload.commit == Commit::Transactional
+    }
+
     /// Why this configuration can never acknowledge a write, if it cannot: acks=all with
     /// the workload topic's `min.insync.replicas` above its replication factor, so every
     /// produce fails with NOT_ENOUGH_REPLICAS (Kafka accepts the configuration).
@@ -236,6 +242,9 @@ pub struct Workload {
     /// A transactional producer's sends per transaction: it begins one before its first
     /// send and commits after the last (or when sending stops).
     pub transaction_messages: u32,
+    /// The topic the group's members write one output to per record they process, which
+    /// makes them stream processors; `None`: they only process.
+    pub output: Option<String>,
 }
 
 pub use crate::config::kafka::Commit;

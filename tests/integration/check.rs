@@ -759,6 +759,40 @@ fn cluster_facts_are_counted_as_recorded() {
 }
 
 #[test]
+fn transaction_facts_count_fences_timeouts_markers_and_the_longest_stall() {
+    let fact = |time, fact| FactEvent {
+        time: ms(time),
+        fact: Fact::Kafka(fact),
+    };
+    let fenced = |timed_out| KafkaFact::TxnFenced {
+        transactional_id: "etl-consumer-1".to_owned(),
+        epoch: 3,
+        timed_out,
+    };
+    let marked = |started, partitions| KafkaFact::TxnMarked {
+        transactional_id: "etl-consumer-1".to_owned(),
+        committed: true,
+        partitions,
+        started: ms(started),
+    };
+    let mut state = final_state([partition(orders(0), vec![])]);
+    state.facts = [
+        fact(100, marked(40, 3)),
+        fact(9_000, fenced(false)),
+        fact(12_000, fenced(true)),
+        fact(12_050, marked(1_000, 2)),
+        fact(12_100, marked(12_000, 4)),
+    ]
+    .into_iter()
+    .collect();
+    let c = check(&[], &state).counts;
+    assert_eq!(
+        (c.fenced, c.txn_timeouts, c.markers, c.lso_stall_max),
+        (2, 1, 9, 11_050)
+    );
+}
+
+#[test]
 fn sends_the_final_read_did_not_reach_are_unknown_not_lost() {
     let tp = orders(0);
     let (a, b, c) = (id(1, 0), id(1, 1), id(1, 2));

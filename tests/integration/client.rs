@@ -8,7 +8,8 @@ use hightide::history::budget::SendBudget;
 use hightide::history::facts::Facts;
 use hightide::history::{History, MessageId, Op};
 use hightide::kafka::client::{
-    final_read, run_consumer, run_producer, ConsumerContext, LeaderOf, ProducerContext, Reading,
+    final_read, run_consumer, run_producer, Application, ConsumerContext, LeaderOf,
+    ProducerContext, Reading,
 };
 use hightide::kafka::protocol::frame::serve;
 use hightide::kafka::protocol::messages::{
@@ -140,7 +141,6 @@ fn run(
         config,
         topic: "t".to_string(),
         partitions: 1,
-        arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
         on_error: OnError::WhatItProves,
@@ -148,10 +148,13 @@ fn run(
         brokers: 1,
         history: history.clone(),
         facts: Facts::default(),
-        budget: SendBudget::new(1, Some(messages)),
-        stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
-        transaction_messages: 10,
+        application: Application::Workload {
+            arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
+            budget: SendBudget::new(1, Some(messages)),
+            stop_at: SimTime::after_start(Duration::from_secs(30)),
+            transaction_messages: 10,
+        },
     };
     sim.client("producer-1", async move {
         run_producer(ctx).await?;
@@ -493,7 +496,6 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         config: config(false),
         topic: "t".to_string(),
         partitions: 1,
-        arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
         keys: 0,
         value_bytes: 32,
         on_error: OnError::WhatItProves,
@@ -501,11 +503,14 @@ fn not_leader_moves_the_batch_to_the_new_leader() {
         brokers: 2,
         history: history.clone(),
         facts: Facts::default(),
-        budget: SendBudget::new(1, Some(1)),
-        stop_at: SimTime::after_start(Duration::from_secs(30)),
         // The first metadata answer comes from broker-1 (seed % brokers + 1).
         seed: 0,
-        transaction_messages: 10,
+        application: Application::Workload {
+            arrivals: ArrivalProcess::new(Arrivals::Periodic, 100, 0),
+            budget: SendBudget::new(1, Some(1)),
+            stop_at: SimTime::after_start(Duration::from_secs(30)),
+            transaction_messages: 10,
+        },
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");
@@ -757,7 +762,6 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         },
         topic: "t".to_string(),
         partitions: 1,
-        arrivals: ArrivalProcess::new(Arrivals::Periodic, rate, 0),
         keys: 0,
         value_bytes: 32,
         on_error: OnError::WhatItProves,
@@ -765,10 +769,13 @@ fn run_min_isr(end: Duration, delivery_timeout_ms: u64, rate: u32) -> (Vec<Op>, 
         brokers: 1,
         history: history.clone(),
         facts: Facts::default(),
-        budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
-        stop_at: SimTime::after_start(Duration::from_secs(30)),
         seed: 1,
-        transaction_messages: 10,
+        application: Application::Workload {
+            arrivals: ArrivalProcess::new(Arrivals::Periodic, rate, 0),
+            budget: SendBudget::new(1, Some(u64::from(rate) * 6)),
+            stop_at: SimTime::after_start(Duration::from_secs(30)),
+            transaction_messages: 10,
+        },
     };
     sim.client("producer-1", async move { run_producer(ctx).await });
     sim.run().expect("the simulation completes");

@@ -13,6 +13,7 @@ mod check;
 mod client;
 mod controller;
 mod docs;
+mod eos_processor;
 mod groups;
 mod lab;
 mod layers;

@@ -312,6 +312,7 @@ lessons! {
     lesson_of_controlled_shutdown: "controlled-shutdown.toml" => shutdown_without_marker,
     lesson_of_coordinator_failover: "coordinator-failover.toml" => coordinator_skips_load,
     lesson_of_corrupt_tail: "corrupt-tail.toml" => skip_crc_on_recovery,
+    lesson_of_eos_processor: "eos-processor.toml" => final_read_ignores_aborted,
     lesson_of_fenced_follower: "fenced-follower.toml" => keep_fenced_in_isr,
     lesson_of_flusher_and_journal: "flusher-and-journal.toml" => journal_per_file,
     lesson_of_follower_falls_behind: "follower-falls-behind.toml" => any_fetch_caught_up,
@@ -333,6 +334,7 @@ lessons! {
     lesson_of_min_insync_replicas: "min-insync-replicas.toml" => ignore_min_insync_replicas,
     lesson_of_nemesis: "nemesis.toml" => hw_on_leader_leo,
     lesson_of_quickstart: "quickstart.toml" => ack_at_append,
+    lesson_of_read_committed_lso_stall: "read-committed-lso-stall.toml" => lso_is_hw,
     lesson_of_retried_ack_moved: "retried-ack-moved.toml" => ack_at_append,
     lesson_of_rocketmq_consumer_offsets: "rocketmq-consumer-offsets.toml" => offsets_persist_fsyncs,
     lesson_of_rocketmq_flush: "rocketmq-flush.toml" => sync_flush_acks_at_append,
@@ -342,6 +344,7 @@ lessons! {
     lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
     lesson_of_timeouts_are_not_failures: "timeouts-are-not-failures.toml" => timeout_proves_not_written,
     lesson_of_txn_coordinator_failover: "txn-coordinator-failover.toml" => txn_coordinator_skips_load,
+    lesson_of_txn_zombie_fencing: "txn-zombie-fencing.toml" => txn_offsets_skip_generation,
     lesson_of_unclean_election: "unclean-election.toml" => clean_election_outside_isr,
 }
 

@@ -271,6 +271,25 @@ pub struct IdempotenceConflict {
 impl ProducerConfig {
     /// Kafka's rule (KafkaProducer's constructor): idempotence needs acks=all, at most 5
     /// requests in flight (1 before Kafka 1.0) and retries. The first key that breaks it.
+    /// Set `key` (an [`IdempotenceConflict`]'s) to what idempotence needs, as Kafka's
+    /// producer does for a key left unset (`ProducerConfig.maybeOverrideAcksAndRetries`).
+    pub fn settle_for_idempotence(&mut self, key: &str) {
+        match key {
+            "acks" => self.acks = Acks::All,
+            "retries" => self.retries = i32::MAX as u32,
+            _ => {
+                self.max_in_flight_requests_per_connection =
+                    self.idempotence_max_in_flight.unwrap_or(1)
+            }
+        }
+        // Callers loop until no conflict is left: each settling must remove its own.
+        assert_ne!(
+            self.idempotence_conflict().map(|c| c.key),
+            Some(key),
+            "settling `{key}` resolves it (a release without idempotence has none to settle)"
+        );
+    }
+
     pub fn idempotence_conflict(&self) -> Option<IdempotenceConflict> {
         let conflict = |key, needs| Some(IdempotenceConflict { key, needs });
         let max_in_flight = self.idempotence_max_in_flight.unwrap_or(0);
@@ -346,6 +365,11 @@ pub struct ConsumerConfig {
     /// again. Before, it got the last committed offset, and a transaction committing
     /// its offsets a moment later went unseen. Not a key: the release decides it.
     pub require_stable_offsets: bool,
+    /// An exactly-once processor's `sendOffsetsToTransaction` carries its consumer's group
+    /// metadata, member id and generation (KIP-447, Kafka 2.5), so the group coordinator
+    /// refuses the offsets of a member the group has moved on from. Before, it named only
+    /// the group, and a zombie's offsets were taken. Not a key: the release decides it.
+    pub group_metadata_in_transactions: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -367,6 +391,7 @@ impl Default for ConsumerConfig {
             isolation_level: IsolationLevel::ReadUncommitted,
             validate_positions: true,
             require_stable_offsets: true,
+            group_metadata_in_transactions: true,
         }
     }
 }
@@ -527,13 +552,17 @@ pub enum Commit {
     BeforeProcessing,
     /// commitSync after processing them: at least once.
     AfterProcessing,
+    /// A processor's exactly once: each poll's outputs and its consumed offsets in one
+    /// transaction (`sendOffsetsToTransaction`, then `commitTransaction`).
+    Transactional,
 }
 
 impl Commit {
-    pub const ALL: [Commit; 3] = [
+    pub const ALL: [Commit; 4] = [
         Commit::Auto,
         Commit::BeforeProcessing,
         Commit::AfterProcessing,
+        Commit::Transactional,
     ];
 
     /// As a scenario file writes it.
@@ -542,6 +571,7 @@ impl Commit {
             Commit::Auto => "auto",
             Commit::BeforeProcessing => "before-processing",
             Commit::AfterProcessing => "after-processing",
+            Commit::Transactional => "transactional",
         }
     }
 }

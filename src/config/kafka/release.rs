@@ -312,6 +312,7 @@ impl Era {
                 session_timeout: ms(10_000),
                 validate_positions: false,
                 require_stable_offsets: false,
+                group_metadata_in_transactions: false,
                 ..ConsumerConfig::default()
             },
         }
@@ -361,7 +362,8 @@ pub enum Reach {
     IdempotentProducer,
     /// Runs that allow an unclean leader election.
     UncleanElection,
-    /// Runs with a transactional producer (`transactional.id`).
+    /// Runs with transactions: a transactional producer (`transactional.id`) or
+    /// exactly-once processors (`commit = "transactional"`).
     Transactions,
 }
 
@@ -371,6 +373,7 @@ impl Reach {
         self,
         consumers: bool,
         groups: bool,
+        transactional: bool,
         broker: &BrokerConfig,
         producer: &ProducerConfig,
     ) -> Option<&'static str> {
@@ -383,10 +386,7 @@ impl Reach {
             }
             Reach::UncleanElection => (!broker.unclean_leader_election_enable)
                 .then_some("keep unclean leader election off"),
-            Reach::Transactions => producer
-                .transactional_id
-                .is_none()
-                .then_some("have no transactional producer"),
+            Reach::Transactions => (!transactional).then_some("have no transactions"),
         }
     }
 }
@@ -557,6 +557,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Groups,
         apply: |era| era.consumer.require_stable_offsets = true,
+    },
+    Step {
+        since: v(2, 5),
+        change: "An exactly-once processor's sendOffsetsToTransaction carries its consumer's group metadata (member id and generation): the group coordinator refuses a TxnOffsetCommit from a member the group has moved on from (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), and the producer aborts; before, only the group was named and a zombie's offsets were taken",
+        source: "KIP-447",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Transactions,
+        apply: |era| era.consumer.group_metadata_in_transactions = true,
     },
     Step {
         since: v(2, 7),

@@ -103,6 +103,24 @@ pub enum Fact {
         broker: BrokerId,
         leader: BrokerId,
     },
+    /// The transaction coordinator fenced a producer of `transactional_id` (the epoch is
+    /// now `epoch`) and aborted its open transaction: a new instance's InitProducerId, or
+    /// (`timed_out`) the transaction outlived `transaction.timeout.ms`.
+    TxnFenced {
+        transactional_id: String,
+        epoch: i16,
+        timed_out: bool,
+    },
+    /// Every marker of a transaction the coordinator opened at `started` is written, on
+    /// `partitions` partitions: none of them holds its LSO for it any longer.
+    TxnMarked {
+        transactional_id: String,
+        /// A COMMIT marker (else ABORT).
+        committed: bool,
+        partitions: u32,
+        #[serde(with = "crate::history::millis")]
+        started: SimTime,
+    },
 }
 
 impl Fact {
@@ -118,6 +136,10 @@ impl Fact {
                 Some(Tally::Truncated(u64::try_from(from.0 - to.0).unwrap_or(0)))
             }
             Fact::Recovery { .. } => Some(Tally::Recovery),
+            Fact::TxnFenced { timed_out, .. } => Some(Tally::Fenced {
+                timed_out: *timed_out,
+            }),
+            Fact::TxnMarked { partitions, .. } => Some(Tally::Markers(u64::from(*partitions))),
             Fact::NoLeader { .. }
             | Fact::LogMissing { .. }
             | Fact::LogDirOffline { .. }

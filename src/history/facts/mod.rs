@@ -101,6 +101,11 @@ pub enum Tally {
     Retry,
     /// A producer's request got no answer in time.
     RequestTimeout,
+    /// A transactional producer was fenced and its open transaction aborted; `timed_out`:
+    /// by the coordinator's timeout.
+    Fenced { timed_out: bool },
+    /// A transaction's markers were written on this many partitions.
+    Markers(u64),
 }
 
 /// One fact and when it happened.

@@ -810,7 +810,7 @@ impl ReplicaManager {
         // response with data carries the HW from before this fetch: a follower learns the
         // HW one round late. A fetch answered after waiting reads the HW afresh.
         let hw_at_read = partition.hw();
-        let lso = partition.last_stable_offset();
+        let lso = self.last_stable_offset(partition);
         let answer = |hw: Offset, log_start_offset: Offset, records: Vec<u8>| FetchedPartition {
             tp: tp.clone(),
             error: None,
@@ -948,9 +948,18 @@ impl ReplicaManager {
             OffsetSpec::Earliest => (None, p.log().log_start_offset()),
             OffsetSpec::Latest if replica.is_some() => (None, p.log().log_end_offset()),
             OffsetSpec::Latest if isolation == IsolationLevel::ReadCommitted => {
-                (None, p.last_stable_offset())
+                (None, self.last_stable_offset(p))
             }
             OffsetSpec::Latest => (None, p.hw()),
+        }
+    }
+
+    /// The LSO this leader answers read_committed readers with.
+    fn last_stable_offset(&self, partition: &Partition) -> Offset {
+        if self.bugs.lso_is_hw {
+            partition.hw()
+        } else {
+            partition.last_stable_offset()
         }
     }
 

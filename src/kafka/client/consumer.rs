@@ -61,6 +61,8 @@ pub struct GroupSpec {
     pub progress: GroupProgress,
     /// Bugs a mutation test injected (none in any real run).
     pub bugs: Bugs,
+    /// For stream processors (`[workload] output`): their output producer's context.
+    pub output: Option<super::producer::ProducerContext>,
 }
 
 /// Each partition's last report from its owner: the position it has processed up to,

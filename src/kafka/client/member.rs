@@ -20,13 +20,23 @@
 //!   and uncommitted;
 //! - a member that does not poll within `max.poll.interval.ms` leaves the group from its
 //!   heartbeat thread and joins afresh at its next poll.
+//!
+//! With `[workload] output` the member is a stream processor (consume, transform,
+//! produce): each record it processes is sent to the output topic, as a record carrying
+//! the input's id. `commit = "transactional"` is Kafka's exactly once: each poll's outputs
+//! and its consumed offsets go in one transaction (`sendOffsetsToTransaction`, then
+//! `commitTransaction`); `"after-processing"` is at least once: the outputs are flushed,
+//! then the offsets committed. What did not commit (an aborted transaction, an output
+//! that failed) is processed again from the group's committed offsets, as Kafka Streams
+//! does after a task's error.
 
 use super::consumer::{self, Consumer, ConsumerContext, GroupSpec, Position};
 use super::fetch::FetchPosition;
 use super::membership::{Change, Membership, Phase};
+use super::producer::OutputProducer;
 use crate::config::kafka::{Commit, OffsetReset};
 use crate::history::final_state::ReadRecord;
-use crate::history::Op;
+use crate::history::{Op, TxnOutcome};
 use crate::kafka::protocol::frame::Connection;
 use crate::kafka::protocol::messages::{
     CommittedOffset, ErrorCode, OffsetCommit, OffsetSpec, Request, Response,
@@ -71,6 +81,8 @@ struct Member {
     placements: Cell<u64>,
     /// Each subscribed topic's partition count, for the leader's assignment.
     partitions: BTreeMap<String, u32>,
+    /// A stream processor's producer of outputs.
+    output: Option<OutputProducer>,
 }
 
 impl Member {
@@ -96,14 +108,7 @@ impl Member {
     /// The partitions were revoked: stop fetching them and forget their positions (and
     /// their progress: the next owner reports its own).
     fn revoke(&self, revoked: &[TopicPartition]) {
-        let mut positions = self.consumer.positions.borrow_mut();
-        let mut consumed = self.consumed.borrow_mut();
-        let mut progress = self.spec.progress.borrow_mut();
-        for tp in revoked {
-            positions.remove(tp);
-            consumed.remove(tp);
-            progress.remove(tp);
-        }
+        self.forget(revoked);
         self.unplaced
             .borrow_mut()
             .retain(|tp| !revoked.contains(tp));
@@ -112,6 +117,20 @@ impl Member {
             partitions = revoked.len(),
             "partitions revoked"
         );
+    }
+}
+
+impl Member {
+    /// Stop fetching `partitions` and forget their positions and progress.
+    fn forget(&self, partitions: &[TopicPartition]) {
+        let mut positions = self.consumer.positions.borrow_mut();
+        let mut consumed = self.consumed.borrow_mut();
+        let mut progress = self.spec.progress.borrow_mut();
+        for tp in partitions {
+            positions.remove(tp);
+            consumed.remove(tp);
+            progress.remove(tp);
+        }
     }
 }
 
@@ -132,6 +151,7 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
     );
     let partitions = BTreeMap::from([(ctx.topic.clone(), ctx.partitions)]);
     let first_auto_commit = clock::now() + config.auto_commit_interval;
+    let output = spec.output.as_ref().map(OutputProducer::start);
     let (consumer, tasks) = consumer::start(ctx, BTreeMap::new());
     let member = Rc::new(Member {
         consumer,
@@ -145,7 +165,11 @@ pub async fn run_member(ctx: ConsumerContext) -> turmoil::Result {
         next_auto_commit: Cell::new(first_auto_commit),
         placements: Cell::new(0),
         partitions,
+        output,
     });
+    if let Some(output) = member.output.as_ref().filter(|o| o.transactional()) {
+        output.init_transactions().await;
+    }
     let (poll_link, poll_task) = Channel::open(&member);
     let (heartbeat_link, heartbeat_task) = Channel::open(&member);
     let heartbeat = tokio::task::spawn_local(heartbeat_thread(member.clone(), heartbeat_link));
@@ -286,6 +310,11 @@ async fn poll_loop(m: Rc<Member>, link: Channel) {
             // The application's commitSync threw: its records are not processed.
             continue;
         }
+        if let Some(output) = &m.output {
+            process_to_output(&m, &link, output, polled).await;
+            report_progress(&m);
+            continue;
+        }
         for (tp, record) in polled {
             if !m.spec.processing.is_zero() {
                 tokio::time::sleep(m.spec.processing).await;
@@ -302,6 +331,76 @@ async fn poll_loop(m: Rc<Member>, link: Channel) {
         }
         report_progress(&m);
     }
+}
+
+/// A processor's poll: each record processed and its output sent; then the outputs
+/// committed with the offsets as `commit` says (auto: the poll's auto commit, whenever it
+/// comes). What did not commit is processed again from the committed offsets.
+async fn process_to_output(
+    m: &Member,
+    link: &Channel,
+    output: &OutputProducer,
+    polled: Vec<(TopicPartition, ReadRecord)>,
+) {
+    let exactly_once = m.spec.commit == Commit::Transactional;
+    if exactly_once {
+        output.begin();
+    }
+    for (tp, record) in polled {
+        if !m.spec.processing.is_zero() {
+            tokio::time::sleep(m.spec.processing).await;
+        }
+        m.record(Op::Processed {
+            consumer: m.ctx().index,
+            tp,
+            offset: record.offset,
+            id: record.id,
+        });
+        // A record without an id (corrupt) has no output to carry it.
+        if let Some(id) = record.id {
+            output.send(id);
+        }
+    }
+    let committed_all = match m.spec.commit {
+        Commit::Transactional => {
+            let offsets = to_commit(m);
+            let commit = offset_commit(m, &offsets, m.ctx().config.group_metadata_in_transactions);
+            let (outcome, error) = output.commit_with_offsets(commit).await;
+            if outcome == TxnOutcome::Committed {
+                committed(m, &offsets);
+            } else {
+                tracing::info!(
+                    consumer = m.ctx().index,
+                    ?outcome,
+                    ?error,
+                    "transaction not committed: processing again from the committed offsets"
+                );
+            }
+            outcome == TxnOutcome::Committed
+        }
+        Commit::AfterProcessing => {
+            let written = output.flush().await;
+            if !written {
+                tracing::info!(
+                    consumer = m.ctx().index,
+                    "an output failed: processing again from the committed offsets"
+                );
+            }
+            written && commit_sync(m, link).await
+        }
+        Commit::Auto | Commit::BeforeProcessing => true,
+    };
+    if !committed_all {
+        seek_to_committed(m, link).await;
+    }
+}
+
+/// Kafka Streams after a task's error: every owned partition resumes at the group's
+/// committed offset.
+async fn seek_to_committed(m: &Member, link: &Channel) {
+    let owned: Vec<TopicPartition> = m.consumer.positions.borrow().keys().cloned().collect();
+    m.forget(&owned);
+    install(m, link, owned).await;
 }
 
 /// Place every position waiting for `auto.offset.reset`: one with no committed offset,
@@ -775,14 +874,28 @@ fn commit_answered(
 }
 
 fn commit_request(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset>) -> Request {
+    Request::OffsetCommit(offset_commit(m, offsets, true))
+}
+
+/// The offsets to commit, with the member's id and generation if `identified` (a
+/// transaction's before KIP-447 named only the group).
+fn offset_commit(
+    m: &Member,
+    offsets: &BTreeMap<TopicPartition, CommittedOffset>,
+    identified: bool,
+) -> OffsetCommit {
     let membership = m.membership.borrow();
-    let (member, generation) = membership.identity();
-    Request::OffsetCommit(OffsetCommit {
+    let (member, generation) = if identified {
+        membership.identity()
+    } else {
+        ("", -1)
+    };
+    OffsetCommit {
         group: m.spec.name.clone(),
         member: member.to_owned(),
         generation,
         offsets: offsets.iter().map(|(tp, c)| (tp.clone(), *c)).collect(),
-    })
+    }
 }
 
 fn committed(m: &Member, offsets: &BTreeMap<TopicPartition, CommittedOffset>) {

@@ -20,4 +20,4 @@ pub use consumer::{run_consumer, ConsumerContext, GroupProgress, GroupSpec};
 pub use final_read::{final_read, LeaderOf, PartitionRead, Reading};
 pub use member::run_member;
 pub use partitioner::{murmur2, partition_for_key};
-pub use producer::{run_producer, ProducerContext};
+pub use producer::{run_producer, Application, ProducerContext};

@@ -47,7 +47,7 @@ use crate::kafka::client::transaction::{
     BatchFailure, TransactionManager, TxnAnswer, TxnRequest, TxnRules, TxnState, Wait,
 };
 use crate::kafka::protocol::messages::{
-    ErrorCode, InitTxnProducerId, Produce, Request, Response, TxnProducer,
+    ErrorCode, InitTxnProducerId, OffsetCommit, Produce, Request, Response, TxnProducer,
 };
 use crate::kafka::record::{BatchBuilder, NO_PRODUCER_EPOCH, NO_SEQUENCE};
 use crate::kafka::types::ProducerId;
@@ -63,13 +63,12 @@ use tokio::sync::Notify;
 
 #[derive(Clone)]
 pub struct ProducerContext {
-    /// Host `producer-<index>`; also the producer number in message ids.
+    /// Host `producer-<index>` (or, for a processor's outputs, `consumer-<index>`); also
+    /// the producer number in message ids.
     pub index: u32,
     pub config: ProducerConfig,
     pub topic: String,
     pub partitions: u32,
-    /// When the application sends, as offsets from the producer's start.
-    pub arrivals: ArrivalProcess,
     /// Distinct keys (`key-<n % keys>`); 0: null keys and the sticky partitioner.
     pub keys: u32,
     pub value_bytes: u32,
@@ -80,14 +79,33 @@ pub struct ProducerContext {
     pub history: History,
     /// Where the producer records its retries, for the checkers' explanations.
     pub facts: Facts,
-    /// Harness-owned send budget: next message sequence per producer and the global `messages` cap;
-    /// survives a producer's crash so that ids stay unique.
-    pub budget: SendBudget,
-    /// Run time at which sending stops.
-    pub stop_at: SimTime,
     pub seed: u64,
-    /// A transactional producer's sends per transaction.
-    pub transaction_messages: u32,
+    /// What sends through this producer.
+    pub application: Application,
+}
+
+/// Who calls `send`.
+// One per producer, built once per host start: its size does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub enum Application {
+    /// The workload's producer application (`producer-N`): a send at each instant of its
+    /// arrival process, each recorded in the history.
+    Workload {
+        /// When the application sends, as offsets from the producer's start.
+        arrivals: ArrivalProcess,
+        /// Harness-owned send budget: next message sequence per producer and the global
+        /// `messages` cap; survives a producer's crash so that ids stay unique.
+        budget: SendBudget,
+        /// Run time at which sending stops.
+        stop_at: SimTime,
+        /// A transactional producer's sends per transaction.
+        transaction_messages: u32,
+    },
+    /// A stream processor's output producer (`consumer-N`'s), driven by its group member
+    /// ([`OutputProducer`]): each output carries its input's id, so the outputs are checked
+    /// from the output topic's final read and none is recorded as a send.
+    Processor,
 }
 
 /// The key of message `seq`: `key-<seq % keys>`, or none when `keys` is 0. It is made
@@ -126,6 +144,8 @@ struct Producer {
     wake: Notify,
     /// Wakes the metadata refresher.
     metadata_wanted: Notify,
+    /// Whether its sends go into the history (not a processor's outputs).
+    records_sends: bool,
     /// The producer's `transactional.id`, if it is transactional.
     transactional_id: Option<String>,
     /// Wakes the transaction loop: a send, a batch resolved, a commit or abort begun.
@@ -160,24 +180,46 @@ struct State {
     transaction: Option<TransactionManager>,
     /// The open transaction's sends, by id.
     txn_sends: BTreeMap<MessageId, TxnSend>,
+    /// A processor's outputs since its last flush (non-transactional).
+    outputs: Outputs,
+    /// The offsets `sendOffsetsToTransaction` was given, for the TxnOffsetCommit.
+    txn_offsets: Option<OffsetCommit>,
+    /// Which instance of the transactional producer this is (a fatal error starts a new
+    /// one): an answer to the old instance's request is no answer to the new one's.
+    instance: u64,
+}
+
+/// A processor's outputs not yet resolved, and those that failed, since its last flush.
+#[derive(Debug, Default)]
+struct Outputs {
+    unresolved: u64,
+    failed: u64,
 }
 
 /// Run a producer until it has stopped sending and every batch has its outcome.
 pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
-    let producer = Rc::new(Producer::new(&ctx));
-    tracing::info!(producer = %producer.name, "producer started");
-    let sender = tokio::task::spawn_local(sender_loop(producer.clone()));
-    let refresher = tokio::task::spawn_local(metadata_loop(producer.clone()));
-    let transactions = producer
-        .transactional_id
-        .is_some()
-        .then(|| tokio::task::spawn_local(transaction_loop(producer.clone())));
-    send_loop(&producer, &ctx).await;
+    let Application::Workload {
+        arrivals,
+        budget,
+        stop_at,
+        transaction_messages,
+    } = &ctx.application
+    else {
+        panic!("a processor's producer is its member's");
+    };
+    let (producer, tasks) = Producer::start(&ctx);
+    let plan = SendPlan {
+        arrivals: arrivals.clone(),
+        budget,
+        stop_at: *stop_at,
+        transaction_messages: *transaction_messages,
+    };
+    send_loop(&producer, plan).await;
     producer.state.borrow_mut().accumulator.close();
     producer.wake.notify_one();
-    let finished = sender.await;
-    refresher.abort();
-    if let Some(transactions) = transactions {
+    let finished = tasks.sender.await;
+    tasks.refresher.abort();
+    if let Some(transactions) = tasks.transactions {
         transactions.abort();
     }
     let connections: Vec<Pipeline> = producer
@@ -194,7 +236,30 @@ pub async fn run_producer(ctx: ProducerContext) -> turmoil::Result {
     finished.map_err(|e| e.to_string().into())
 }
 
+/// A producer's background tasks.
+struct Tasks {
+    sender: tokio::task::JoinHandle<()>,
+    refresher: tokio::task::JoinHandle<()>,
+    transactions: Option<tokio::task::JoinHandle<()>>,
+}
+
 impl Producer {
+    /// The producer and its background tasks: the sender, the metadata refresher and, if
+    /// transactional, the transaction loop.
+    fn start(ctx: &ProducerContext) -> (Rc<Producer>, Tasks) {
+        let producer = Rc::new(Producer::new(ctx));
+        tracing::info!(producer = %producer.name, "producer started");
+        let tasks = Tasks {
+            sender: tokio::task::spawn_local(sender_loop(producer.clone())),
+            refresher: tokio::task::spawn_local(metadata_loop(producer.clone())),
+            transactions: producer
+                .transactional_id
+                .is_some()
+                .then(|| tokio::task::spawn_local(transaction_loop(producer.clone()))),
+        };
+        (producer, tasks)
+    }
+
     fn new(ctx: &ProducerContext) -> Self {
         let config = ctx.config.clone();
         let idempotent = config.idempotent();
@@ -223,7 +288,13 @@ impl Producer {
             invalid_epoch_abortable: config.invalid_epoch_abortable,
         };
         Producer {
-            name: HostName::Producer(ctx.index).to_string().into(),
+            name: match ctx.application {
+                Application::Workload { .. } => HostName::Producer(ctx.index),
+                Application::Processor => HostName::Consumer(ctx.index),
+            }
+            .to_string()
+            .into(),
+            records_sends: matches!(ctx.application, Application::Workload { .. }),
             topic: TopicPartition::new(&ctx.topic, 0).topic,
             partitions: ctx.partitions.max(1),
             keys: ctx.keys,
@@ -254,6 +325,9 @@ impl Producer {
                     .is_some()
                     .then(|| TransactionManager::new(rules)),
                 txn_sends: BTreeMap::new(),
+                outputs: Outputs::default(),
+                txn_offsets: None,
+                instance: 0,
             }),
             transactional_id,
             config,
@@ -294,13 +368,17 @@ impl Producer {
                 }
             }
         };
-        self.history.record(
-            &self.name,
-            Op::Invoke {
-                id,
-                tp: self.tp(partition),
-            },
-        );
+        if self.records_sends {
+            self.history.record(
+                &self.name,
+                Op::Invoke {
+                    id,
+                    tp: self.tp(partition),
+                },
+            );
+        } else {
+            state.outputs.unresolved += 1;
+        }
         let record = PendingRecord {
             id,
             timestamp_ms: now.timestamp_ms(),
@@ -358,6 +436,10 @@ impl Producer {
             self.complete_in_transaction(state, batch, decision, refused);
             return;
         }
+        if !self.records_sends {
+            self.complete_outputs(state, batch, decision);
+            return;
+        }
         let told;
         let decision = match self.on_error {
             OnError::WhatItProves => decision,
@@ -398,6 +480,32 @@ impl Producer {
                 matches!(decision, Decision::Ok { .. }),
             );
         }
+    }
+
+    /// A processor's outputs' outcome, for its next `flush`.
+    fn complete_outputs(&self, state: &mut State, batch: &ProducerBatch, decision: &Decision) {
+        if matches!(decision, Decision::Retry) {
+            return;
+        }
+        let records = batch.records.len() as u64;
+        debug_assert!(
+            state.outputs.unresolved >= records,
+            "outputs resolved twice"
+        );
+        state.outputs.unresolved -= records;
+        if !matches!(decision, Decision::Ok { .. }) {
+            state.outputs.failed += records;
+        }
+        if let (Some(idempotence), Some(sequenced)) =
+            (state.idempotence.as_mut(), batch.sequence.as_ref())
+        {
+            idempotence.resolve(
+                batch.partition,
+                sequenced,
+                matches!(decision, Decision::Ok { .. }),
+            );
+        }
+        self.txn_changed.notify_one();
     }
 
     /// A transactional batch's outcome: its sends keep it until their transaction ends, and
@@ -476,7 +584,8 @@ impl Producer {
             }
             decision => decision,
         };
-        if result == AttemptResult::TimedOut {
+        // A processor's outputs carry their inputs' ids: no fact of theirs names a send.
+        if result == AttemptResult::TimedOut && self.records_sends {
             self.facts.record(Fact::RequestTimedOut {
                 producer: self.index,
                 tp: self.tp(batch.partition),
@@ -489,7 +598,8 @@ impl Producer {
         match decision {
             Decision::Retry => {
                 tracing::debug!(producer = %self.name, partition = batch.partition, ?result, "retrying batch");
-                if let (Some(first), Some(last)) = (batch.records.first(), batch.records.last()) {
+                let told = batch.records.first().zip(batch.records.last());
+                if let Some((first, last)) = told.filter(|_| self.records_sends) {
                     self.facts.record(Fact::Retried {
                         producer: self.index,
                         tp: self.tp(batch.partition),
@@ -697,21 +807,29 @@ impl Producer {
     }
 }
 
+/// The workload application's plan ([`Application::Workload`]).
+struct SendPlan<'a> {
+    arrivals: ArrivalProcess,
+    budget: &'a SendBudget,
+    stop_at: SimTime,
+    transaction_messages: u32,
+}
+
 /// The application: a send at each of its arrival instants until `stop_at` or the budget
 /// runs out; a transactional producer's in transactions of `transaction_messages` sends.
-async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
+async fn send_loop(producer: &Producer, plan: SendPlan<'_>) {
     let start = clock::now();
     let transactional = producer.transactional_id.is_some();
     if transactional {
         producer.init_transactions().await;
     }
     let mut open: Option<(MessageId, MessageId, u32)> = None;
-    for offset in ctx.arrivals.clone() {
+    for offset in plan.arrivals {
         clock::sleep_until(start + offset).await;
-        if clock::now() >= ctx.stop_at {
+        if clock::now() >= plan.stop_at {
             break;
         }
-        let Some(id) = ctx.budget.take(ctx.index) else {
+        let Some(id) = plan.budget.take(producer.index) else {
             break;
         };
         if transactional && open.is_none() {
@@ -721,7 +839,7 @@ async fn send_loop(producer: &Producer, ctx: &ProducerContext) {
         if transactional {
             let (first, _, sends) = open.unwrap_or((id, id, 0));
             open = Some((first, id, sends + 1));
-            if sends + 1 >= ctx.transaction_messages {
+            if sends + 1 >= plan.transaction_messages {
                 producer.end_transaction(first, id).await;
                 open = None;
             }
@@ -771,6 +889,7 @@ impl Producer {
                 if let Some(rules) = used {
                     state.transaction = Some(TransactionManager::new(rules));
                     state.idempotence = Some(IdempotenceState::default());
+                    state.instance += 1;
                 }
             }
             self.with_transaction(TransactionManager::initialize);
@@ -790,6 +909,15 @@ impl Producer {
     /// `commitTransaction`, or `abortTransaction` when the commit fails with an abortable
     /// error; the sends `first..=last` are completed with the transaction's outcome.
     async fn end_transaction(&self, first: MessageId, last: MessageId) {
+        let (outcome, error) = self.finish_transaction().await;
+        self.record_transaction(first, last, outcome, error);
+        self.recover().await;
+    }
+
+    /// `commitTransaction`, or `abortTransaction` when the commit (or an earlier request)
+    /// failed with an abortable error. Returns how the transaction ended, and why it did
+    /// not commit; after a fatal error the caller [`Producer::recover`]s.
+    async fn finish_transaction(&self) -> (TxnOutcome, Option<String>) {
         self.state.borrow_mut().accumulator.set_flushing(true);
         let failed = match self.with_transaction(TransactionManager::begin_commit) {
             Ok(()) => {
@@ -821,7 +949,11 @@ impl Producer {
             Some(_) if self.with_transaction(|t| t.commit_sent()) => TxnOutcome::Unknown,
             Some(_) => TxnOutcome::Aborted,
         };
-        self.record_transaction(first, last, outcome, failed.map(|e| e.reason));
+        (outcome, failed.map(|e| e.reason))
+    }
+
+    /// Ready for the next transaction: after a fatal error, a new instance.
+    async fn recover(&self) {
         match self
             .await_state(&[TxnState::Ready, TxnState::FatalError])
             .await
@@ -885,6 +1017,80 @@ impl Producer {
             };
             self.history.record(&self.name, op);
         }
+    }
+}
+
+/// A stream processor's producer, as its group member's poll loop uses it: each output
+/// carries its input's id. Transactional (exactly once: the outputs and the consumed
+/// offsets commit together) or not (at least once: flush, then commit the offsets).
+pub(crate) struct OutputProducer {
+    producer: Rc<Producer>,
+}
+
+impl OutputProducer {
+    pub fn start(ctx: &ProducerContext) -> OutputProducer {
+        debug_assert!(matches!(ctx.application, Application::Processor));
+        // Its tasks live as long as the member's host.
+        let (producer, _) = Producer::start(ctx);
+        OutputProducer { producer }
+    }
+
+    pub fn transactional(&self) -> bool {
+        self.producer.transactional_id.is_some()
+    }
+
+    /// `initTransactions` (a new instance fences the old one and aborts what it left open).
+    pub async fn init_transactions(&self) {
+        self.producer.init_transactions().await;
+    }
+
+    /// `beginTransaction`.
+    pub fn begin(&self) {
+        self.producer.with_transaction(TransactionManager::begin);
+    }
+
+    /// `send` of the output of input `id`.
+    pub fn send(&self, id: MessageId) {
+        self.producer.send(id);
+    }
+
+    /// `sendOffsetsToTransaction` then `commitTransaction` (KIP-447: the member's
+    /// generation goes with the offsets); on an abortable error `abortTransaction`, after a
+    /// fatal one a new instance. Returns how the transaction ended and why.
+    pub async fn commit_with_offsets(&self, offsets: OffsetCommit) -> (TxnOutcome, Option<String>) {
+        let group = offsets.group.clone();
+        let sent = self
+            .producer
+            .with_transaction(|t| t.state() == TxnState::InTransaction);
+        if sent {
+            self.producer.state.borrow_mut().txn_offsets = Some(offsets);
+            self.producer.with_transaction(|t| t.send_offsets(&group));
+            while self.producer.with_transaction(|t| t.offsets_pending()) {
+                self.producer.txn_changed.notified().await;
+            }
+            self.producer.state.borrow_mut().txn_offsets = None;
+        }
+        let ended = self.producer.finish_transaction().await;
+        self.producer.state.borrow_mut().txn_sends.clear();
+        self.producer.recover().await;
+        ended
+    }
+
+    /// `flush`: wait until every output sent so far has its outcome; whether all of them
+    /// were written.
+    pub async fn flush(&self) -> bool {
+        self.producer
+            .state
+            .borrow_mut()
+            .accumulator
+            .set_flushing(true);
+        self.producer.wake.notify_one();
+        while self.producer.state.borrow().outputs.unresolved > 0 {
+            self.producer.txn_changed.notified().await;
+        }
+        let mut state = self.producer.state.borrow_mut();
+        state.accumulator.set_flushing(false);
+        std::mem::take(&mut state.outputs.failed) == 0
     }
 }
 
@@ -983,8 +1189,9 @@ async fn transaction_loop(producer: Rc<Producer>) {
         .clone()
         .expect("a transactional producer");
     loop {
-        let (request, coordinator, identity) = {
+        let (request, coordinator, identity, instance) = {
             let mut state = producer.state.borrow_mut();
+            let instance = state.instance;
             let unresolved = state.txn_sends.values().any(|s| s.written.is_none());
             let Some(transaction) = state.transaction.as_mut() else {
                 return;
@@ -1000,6 +1207,7 @@ async fn transaction_loop(producer: Rc<Producer>) {
                 transaction
                     .identity()
                     .unwrap_or((ProducerId::NONE, NO_PRODUCER_EPOCH)),
+                instance,
             )
         };
         let Some(request) = request else {
@@ -1043,6 +1251,29 @@ async fn transaction_loop(producer: Rc<Producer>) {
                     result: *result,
                 },
             ),
+            TxnRequest::AddOffsets(group) => (
+                coordinator.map_or(0, |c| c.0),
+                Request::AddOffsetsToTxn {
+                    txn: txn(),
+                    group: group.clone(),
+                },
+            ),
+            TxnRequest::FindGroupCoordinator(group) => {
+                let mut state = producer.state.borrow_mut();
+                let broker = state.next_broker;
+                state.next_broker = broker % producer.brokers + 1;
+                (
+                    broker,
+                    Request::FindCoordinator {
+                        group: group.clone(),
+                    },
+                )
+            }
+            TxnRequest::TxnOffsetCommit(broker) => {
+                let commit = producer.state.borrow().txn_offsets.clone();
+                let commit = commit.expect("offsets sent to the transaction");
+                (broker.0, Request::TxnOffsetCommit { txn: txn(), commit })
+            }
         };
         tracing::debug!(producer = %producer.name, ?request, broker = host, "transaction request");
         let answer = match metadata::call(HostName::Broker(host), &message, timeout).await {
@@ -1061,12 +1292,18 @@ async fn transaction_loop(producer: Rc<Producer>) {
             Some(Response::InitProducerId {
                 error: Some(error), ..
             }) => TxnAnswer::Error(Some(error)),
-            Some(Response::Txn { error }) => TxnAnswer::Error(error),
+            Some(Response::Txn { error }) | Some(Response::OffsetCommit { error }) => {
+                TxnAnswer::Error(error)
+            }
             Some(_) | None => TxnAnswer::Lost,
         };
         let wait = {
             let mut guard = producer.state.borrow_mut();
             let state = &mut *guard;
+            if state.instance != instance {
+                // A new instance replaced the one that asked.
+                continue;
+            }
             let Some(transaction) = state.transaction.as_mut() else {
                 return;
             };

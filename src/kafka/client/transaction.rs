@@ -2,8 +2,8 @@
 //! of Kafka's `TransactionManager` (clients/.../producer/internals, 3.9) a producer needs to
 //! begin, fill, commit and abort transactions against the transaction coordinator.
 //!
-//! The application drives it (`initialize`, `begin`, `add_partition`, `begin_commit`,
-//! `begin_abort`); the producer's shell asks it which request to send next
+//! The application drives it (`initialize`, `begin`, `add_partition`, `send_offsets`,
+//! `begin_commit`, `begin_abort`); the producer's shell asks it which request to send next
 //! ([`TransactionManager::next_request`]: one in flight at a time, in Kafka's priority
 //! order), sends it to the coordinator and feeds the answer back
 //! ([`TransactionManager::on_answer`]). Failed batches go through
@@ -55,7 +55,35 @@ pub enum TxnRequest {
         expected: Option<(ProducerId, i16)>,
     },
     AddPartitions(Vec<TopicPartition>),
+    /// AddOffsetsToTxn: the group's offsets partition joins the transaction.
+    AddOffsets(String),
+    /// FindCoordinator(GROUP), to any broker: where the TxnOffsetCommit goes.
+    FindGroupCoordinator(String),
+    /// TxnOffsetCommit of the offsets `sendOffsetsToTransaction` was given, to the group's
+    /// coordinator (the shell holds the offsets).
+    TxnOffsetCommit(BrokerId),
     EndTxn(TxnResult),
+}
+
+impl TxnRequest {
+    /// Whether the request goes to the transaction coordinator (and so needs it found).
+    fn to_txn_coordinator(&self) -> bool {
+        !matches!(
+            self,
+            TxnRequest::FindCoordinator
+                | TxnRequest::FindGroupCoordinator(_)
+                | TxnRequest::TxnOffsetCommit(_)
+        )
+    }
+}
+
+/// Where `sendOffsetsToTransaction` is: AddOffsetsToTxn, then TxnOffsetCommit to the
+/// group's coordinator (found first), then done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PendingOffsets {
+    group: String,
+    added: bool,
+    group_coordinator: Option<BrokerId>,
 }
 
 /// What came back for a [`TxnRequest`].
@@ -109,6 +137,9 @@ pub struct TransactionManager {
     /// it would refuse an EndTxn too, so the abort skips it and goes straight to
     /// InitProducerId (`beginCompletingTransaction`).
     unknown_producer_id: bool,
+    /// Offsets sent to the open transaction and not yet committed to it (Kafka's
+    /// `pendingTxnOffsetCommits`), while `sendOffsetsToTransaction` waits.
+    offsets: Option<PendingOffsets>,
 }
 
 /// How long to wait before the next request, after an answer.
@@ -140,6 +171,7 @@ impl TransactionManager {
             commit_sent: false,
             error: None,
             unknown_producer_id: false,
+            offsets: None,
         }
     }
 
@@ -196,6 +228,28 @@ impl TransactionManager {
         if !self.partitions.contains(tp) {
             self.pending.insert(tp.clone());
         }
+    }
+
+    /// `sendOffsetsToTransaction`: the group's offsets join the transaction, and commit
+    /// with it. The application waits for [`TransactionManager::offsets_pending`] to end.
+    pub fn send_offsets(&mut self, group: &str) {
+        assert_eq!(
+            self.state,
+            TxnState::InTransaction,
+            "sendOffsetsToTransaction outside a transaction"
+        );
+        assert!(self.offsets.is_none(), "offsets already on their way");
+        self.offsets = Some(PendingOffsets {
+            group: group.to_owned(),
+            added: false,
+            group_coordinator: None,
+        });
+    }
+
+    /// Whether offsets sent to the transaction still wait for TxnOffsetCommit's answer
+    /// (while the transaction has not failed).
+    pub fn offsets_pending(&self) -> bool {
+        self.offsets.is_some() && self.state == TxnState::InTransaction
     }
 
     /// Whether batches for `tp` may be sent now: the coordinator added the partition
@@ -270,6 +324,14 @@ impl TransactionManager {
             {
                 TxnRequest::AddPartitions(self.pending.iter().cloned().collect())
             }
+            TxnState::InTransaction => match &self.offsets {
+                None => return None,
+                Some(offsets) if !offsets.added => TxnRequest::AddOffsets(offsets.group.clone()),
+                Some(offsets) => match offsets.group_coordinator {
+                    None => TxnRequest::FindGroupCoordinator(offsets.group.clone()),
+                    Some(broker) => TxnRequest::TxnOffsetCommit(broker),
+                },
+            },
             TxnState::CommittingTransaction | TxnState::AbortingTransaction => {
                 if batches_unresolved {
                     return None;
@@ -290,7 +352,7 @@ impl TransactionManager {
             }
             _ => return None,
         };
-        let request = if self.coordinator.is_none() {
+        let request = if self.coordinator.is_none() && request.to_txn_coordinator() {
             TxnRequest::FindCoordinator
         } else {
             request
@@ -314,12 +376,22 @@ impl TransactionManager {
                 self.coordinator = Some(broker);
                 Wait::None
             }
+            (TxnRequest::FindGroupCoordinator(_), TxnAnswer::Coordinator(broker)) => {
+                if let Some(offsets) = self.offsets.as_mut() {
+                    offsets.group_coordinator = Some(broker);
+                }
+                Wait::None
+            }
+            (TxnRequest::TxnOffsetCommit(_), TxnAnswer::Lost) => {
+                self.forget_group_coordinator();
+                retry
+            }
             (_, TxnAnswer::Lost) => {
                 // Kafka's handlers look the coordinator up again on a disconnect or timeout.
                 self.coordinator = None;
                 retry
             }
-            (TxnRequest::FindCoordinator, _) => retry,
+            (TxnRequest::FindCoordinator | TxnRequest::FindGroupCoordinator(_), _) => retry,
             (TxnRequest::InitProducerId { .. }, TxnAnswer::ProducerId(id, epoch)) => {
                 if let Some((held, old)) = self.identity.filter(|_| self.epoch_bump_required) {
                     debug_assert!(
@@ -347,6 +419,20 @@ impl TransactionManager {
                 TxnRequest::AddPartitions(_),
                 TxnAnswer::Error(Some(ErrorCode::ConcurrentTransactions)),
             ) if !self.started => ADD_PARTITIONS_RETRY_BACKOFF,
+            (TxnRequest::AddOffsets(_), TxnAnswer::Error(None)) => {
+                if let Some(offsets) = self.offsets.as_mut() {
+                    offsets.added = true;
+                }
+                self.started = true;
+                Wait::None
+            }
+            (TxnRequest::TxnOffsetCommit(_), TxnAnswer::Error(None)) => {
+                self.offsets = None;
+                Wait::None
+            }
+            (TxnRequest::TxnOffsetCommit(_), TxnAnswer::Error(Some(error))) => {
+                self.txn_offset_commit_failed(error)
+            }
             (TxnRequest::EndTxn(_), TxnAnswer::Error(None)) => {
                 self.complete_transaction();
                 Wait::None
@@ -396,6 +482,46 @@ impl TransactionManager {
                 self.fail_request(other.name(), fatal);
                 Wait::None
             }
+        }
+    }
+
+    /// TxnOffsetCommit's error, as Kafka's `TxnOffsetCommitHandler` (3.9) reads it: the
+    /// group's coordinator moved, look it up again; retriable, retry; the group moved on
+    /// to another generation (KIP-447), abortable (`CommitFailedException`); fenced, fatal;
+    /// anything else, fatal.
+    fn txn_offset_commit_failed(&mut self, error: ErrorCode) -> Wait {
+        match error {
+            ErrorCode::NotCoordinator
+            | ErrorCode::CoordinatorNotAvailable
+            | ErrorCode::RequestTimedOut => {
+                self.forget_group_coordinator();
+                Wait::RetryBackoff
+            }
+            ErrorCode::CoordinatorLoadInProgress | ErrorCode::UnknownTopicOrPartition => {
+                Wait::RetryBackoff
+            }
+            ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration => {
+                let reason = format!(
+                    "CommitFailedException: transaction offset commit failed due to consumer group metadata mismatch: {}",
+                    error.name()
+                );
+                self.fail(&reason, false);
+                Wait::None
+            }
+            ErrorCode::ProducerFenced | ErrorCode::InvalidProducerEpoch => {
+                self.fail(ErrorCode::ProducerFenced.name(), true);
+                Wait::None
+            }
+            other => {
+                self.fail(other.name(), true);
+                Wait::None
+            }
+        }
+    }
+
+    fn forget_group_coordinator(&mut self) {
+        if let Some(offsets) = self.offsets.as_mut() {
+            offsets.group_coordinator = None;
         }
     }
 
@@ -465,6 +591,7 @@ impl TransactionManager {
         self.commit_sent = false;
         self.error = None;
         self.unknown_producer_id = false;
+        self.offsets = None;
         if self.epoch_bump_required {
             self.transition(TxnState::Initializing);
         } else {
@@ -742,5 +869,113 @@ mod tests {
             tm.next_request(false),
             Some(TxnRequest::EndTxn(TxnResult::Abort))
         );
+    }
+
+    /// A transaction with a partition added and offsets sent for group `etl`.
+    fn with_offsets_sent() -> TransactionManager {
+        let mut tm = ready(NEWEST);
+        tm.begin();
+        tm.add_partition(&tp(0));
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::AddPartitions(vec![tp(0)]))
+        );
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.send_offsets("etl");
+        assert!(tm.offsets_pending());
+        tm
+    }
+
+    #[test]
+    fn offsets_go_to_the_transaction_then_to_the_group_s_coordinator() {
+        let mut tm = with_offsets_sent();
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::AddOffsets("etl".to_owned()))
+        );
+        tm.on_answer(TxnAnswer::Error(None));
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::FindGroupCoordinator("etl".to_owned())),
+            "the group's coordinator is looked up, not the transaction's"
+        );
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::TxnOffsetCommit(BrokerId(3)))
+        );
+        // The group's coordinator moved: looked up again, then the offsets resent.
+        assert_eq!(
+            tm.on_answer(TxnAnswer::Error(Some(ErrorCode::NotCoordinator))),
+            Wait::RetryBackoff
+        );
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::FindGroupCoordinator("etl".to_owned()))
+        );
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(1)));
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::TxnOffsetCommit(BrokerId(1)))
+        );
+        assert_eq!(
+            tm.coordinator(),
+            Some(BrokerId(2)),
+            "the transaction's stays"
+        );
+        tm.on_answer(TxnAnswer::Error(None));
+        assert!(!tm.offsets_pending());
+        tm.begin_commit().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::EndTxn(TxnResult::Commit))
+        );
+        tm.on_answer(TxnAnswer::Error(None));
+        assert_eq!(tm.state(), TxnState::Ready);
+    }
+
+    #[test]
+    fn offsets_of_a_generation_the_group_left_abort_the_transaction() {
+        let mut tm = with_offsets_sent();
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(Some(ErrorCode::IllegalGeneration)));
+        assert_eq!(tm.state(), TxnState::AbortableError);
+        assert!(!tm.offsets_pending(), "the application stops waiting");
+        assert!(tm.failure().reason.starts_with("CommitFailedException"));
+        tm.begin_abort().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::EndTxn(TxnResult::Abort)),
+            "AddOffsetsToTxn started the transaction: the abort is sent"
+        );
+        tm.on_answer(TxnAnswer::Error(None));
+        // `abortableError`, not `abortableErrorIfPossible`: no epoch bump, ready at once.
+        assert_eq!(tm.state(), TxnState::Ready);
+        assert_eq!(tm.identity(), Some((ProducerId(7), 0)));
+    }
+
+    #[test]
+    fn a_fenced_offset_commit_is_fatal_and_a_lost_one_is_retried() {
+        let mut tm = with_offsets_sent();
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        tm.next_request(true);
+        assert_eq!(tm.on_answer(TxnAnswer::Lost), Wait::RetryBackoff);
+        assert_eq!(
+            tm.next_request(true),
+            Some(TxnRequest::FindGroupCoordinator("etl".to_owned()))
+        );
+        assert_eq!(tm.coordinator(), Some(BrokerId(2)));
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(Some(ErrorCode::ProducerFenced)));
+        assert_eq!(tm.state(), TxnState::FatalError);
+        assert!(tm.failure().fatal);
     }
 }

@@ -556,6 +556,8 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
             ),
             Fact::Kafka(KafkaFact::Appended { .. })
             | Fact::Kafka(KafkaFact::Acknowledged { .. })
+            | Fact::Kafka(KafkaFact::TxnFenced { .. })
+            | Fact::Kafka(KafkaFact::TxnMarked { .. })
             | Fact::RocketMq(RocketMqFact::CommitLog { .. })
             | Fact::Retried { .. }
             | Fact::RequestTimedOut { .. }

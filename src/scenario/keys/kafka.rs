@@ -471,28 +471,28 @@ pub(crate) fn release_steps(settings: &Settings, swept: &[&str]) -> Vec<StepReac
     release
         .history()
         .map(|step| {
-            let missed =
-                match step
-                    .reach
-                    .missed_by(consumers, groups, &settings.broker, &settings.producer)
-                {
-                    Some(lack) => Some(format!("these runs {lack}")),
-                    None if step.rule => None,
-                    None => step
-                        .defaults
-                        .iter()
-                        .all(|path| {
-                            swept.contains(path) || shown(path, run) != shown(path, default)
-                        })
-                        .then(|| {
-                            let names: Vec<&str> = step
-                                .defaults
-                                .iter()
-                                .map(|path| path.split_once('.').map_or(*path, |(_, key)| key))
-                                .collect();
-                            format!("these runs set {}", names.join(" and "))
-                        }),
-                };
+            let missed = match step.reach.missed_by(
+                consumers,
+                groups,
+                settings.transactional(),
+                &settings.broker,
+                &settings.producer,
+            ) {
+                Some(lack) => Some(format!("these runs {lack}")),
+                None if step.rule => None,
+                None => step
+                    .defaults
+                    .iter()
+                    .all(|path| swept.contains(path) || shown(path, run) != shown(path, default))
+                    .then(|| {
+                        let names: Vec<&str> = step
+                            .defaults
+                            .iter()
+                            .map(|path| path.split_once('.').map_or(*path, |(_, key)| key))
+                            .collect();
+                        format!("these runs set {}", names.join(" and "))
+                    }),
+            };
             StepReach {
                 since: step.since,
                 source: step.source,

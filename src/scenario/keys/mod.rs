@@ -447,6 +447,7 @@ pub(crate) fn default_workload() -> Workload {
         commit: Commit::Auto,
         processing: Duration::ZERO,
         transaction_messages: 10,
+        output: None,
     }
 }
 
@@ -483,8 +484,13 @@ pub(crate) static WORKLOAD: Section<Workload> = Section {
             kind: Kind::Other { set: set_group, show: |_| "unset".to_owned() },
         },
         choice!("commit", commit: Commit,
-            "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once) or \"after-processing\" (at least once)."),
+            "When a group member commits: \"auto\" (enable.auto.commit), \"before-processing\" (at most once), \"after-processing\" (at least once) or, for processors (`output`), \"transactional\" (exactly once: outputs and offsets in one transaction)."),
         duration!("processing", processing, "Simulated work per record, between the poll that returned it and the commit."),
+        Key {
+            name: "output",
+            meaning: "Makes the group's members stream processors: each record processed is written to this topic, its value carrying the input's id; unset: they only process.",
+            kind: Kind::Other { set: set_output, show: |_| "unset".to_owned() },
+        },
         int!("transaction_messages", transaction_messages as u32, 1, INT_MAX,
             "With `[producer] transactional.id`: sends per transaction; each producer begins a transaction before its first send and commits after the last (or when sending stops)."),
     ],
@@ -499,6 +505,11 @@ fn set_group(workload: &mut Workload, node: &Node) -> Result<(), Error> {
         ));
     }
     workload.group = Some(group.to_owned());
+    Ok(())
+}
+
+fn set_output(workload: &mut Workload, node: &Node) -> Result<(), Error> {
+    workload.output = Some(string("output", node)?.to_owned());
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use super::keys;
 use super::sections::{Assign, Sec};
 use super::top::Doc;
 use super::variants::RawVariant;
-use crate::config::kafka::{Acks, ProducerConfig};
+use crate::config::kafka::{ProducerConfig, Release};
 use crate::config::rocketmq::RocketMqConfig;
 use crate::scenario::model::{Commit, Settings, SystemName, Variant};
 use crate::scenario::{suggest, Error};
@@ -110,6 +110,7 @@ pub(super) fn resolve(doc: &Doc, variant: Option<&RawVariant>) -> Result<Setting
     transaction_rules(&settings, &explicit)?;
     group_rules(&mut settings, &explicit)?;
     resolve_workload_topic(&mut settings, explicit.get(&(Sec::Workload, "topic")))?;
+    processor_rules(&settings, &explicit)?;
     let chosen = match faults {
         None => Vec::new(),
         Some(FaultChoice::Script(faults)) => faults.clone(),
@@ -196,14 +197,7 @@ fn producer_rules(
         // (`ProducerConfig.maybeOverrideAcksAndRetries`, 0.11's `configureAcks` and
         // `configureInflightRequests`), and refuses only a key set against it.
         if span_of(conflict.key).is_none() {
-            match conflict.key {
-                "acks" => producer.acks = Acks::All,
-                "retries" => producer.retries = i32::MAX as u32,
-                _ => {
-                    producer.max_in_flight_requests_per_connection =
-                        producer.idempotence_max_in_flight.unwrap_or(1)
-                }
-            }
+            producer.settle_for_idempotence(conflict.key);
             continue;
         }
         return Err(Error::at(
@@ -227,9 +221,6 @@ fn producer_rules(
     Ok(())
 }
 
-/// A group's commit mode decides `enable.auto.commit` (an explicit one that disagrees is
-/// an error); `commit` and `processing` mean nothing without a group, nor a group without
-/// consumers.
 /// A transactional producer's keys against the brokers' and the workload's: Kafka's
 /// `initTransactions` fails with INVALID_TRANSACTION_TIMEOUT when `transaction.timeout.ms`
 /// is above `transaction.max.timeout.ms`, and `transaction_messages` means nothing without
@@ -266,6 +257,9 @@ fn transaction_rules(
     Ok(())
 }
 
+/// A group's commit mode decides `enable.auto.commit` (an explicit one that disagrees is
+/// an error); `commit`, `processing` and `output` mean nothing without a group, nor a
+/// group without consumers.
 fn group_rules(
     settings: &mut Settings,
     explicit: &BTreeMap<(Sec, &str), Range<usize>>,
@@ -290,7 +284,7 @@ fn group_rules(
         });
     }
     let Some(group) = &workload.group else {
-        for key in ["commit", "processing"] {
+        for key in ["commit", "processing", "output"] {
             if let Some(span) = explicit.get(&(Sec::Workload, key)) {
                 return Err(Error::at(
                     span,
@@ -338,6 +332,80 @@ fn group_rules(
         }
     }
     settings.consumer.enable_auto_commit = auto;
+    Ok(())
+}
+
+/// A processor's output topic is another topic of the cluster; exactly once
+/// (`commit = "transactional"`) is a processor's, with Kafka's transactions (0.11+).
+fn processor_rules(
+    settings: &Settings,
+    explicit: &BTreeMap<(Sec, &str), Range<usize>>,
+) -> Result<(), Error> {
+    let workload = &settings.workload;
+    let commit_span = || explicit.get(&(Sec::Workload, "commit")).cloned();
+    if let Some(output) = &workload.output {
+        let span = explicit.get(&(Sec::Workload, "output")).cloned();
+        let fail = |message: String| {
+            Err(Error {
+                span: span.clone(),
+                message,
+            })
+        };
+        if settings.cluster.system != SystemName::Kafka {
+            return fail("`output`: RocketMQ's stream processors are not modelled yet; only Kafka's group members can be processors".to_owned());
+        }
+        let names = settings.cluster.topic_names();
+        if !names.contains(&output.as_str()) {
+            return fail(unknown_topic(output, &names));
+        }
+        if *output == workload.topic {
+            return fail(format!(
+                "`output` = \"{output}\" is the topic the processors read: write their outputs to another topic of [cluster]"
+            ));
+        }
+    } else if workload.commit == Commit::Transactional {
+        return Err(Error {
+            span: commit_span(),
+            message: "`commit` = \"transactional\" is a processor's exactly once (outputs and offsets in one transaction): set `output`, the topic the processors write".to_owned(),
+        });
+    }
+    if workload.commit == Commit::Transactional
+        && settings.cluster.kafka
+            < (Release {
+                major: 0,
+                minor: 11,
+            })
+    {
+        return Err(Error {
+            span: commit_span(),
+            message: format!(
+                "`commit` = \"transactional\" needs Kafka's transactions, which came in 0.11 (KIP-98), not in Kafka {}",
+                settings.cluster.kafka
+            ),
+        });
+    }
+    if workload.commit == Commit::Transactional {
+        // The processors' producers are transactional, so idempotent: Kafka sets what
+        // idempotence needs in the keys left unset, and refuses a key set against it.
+        let refuse = |span, needs| {
+            Err(Error::at(
+                span,
+                format!("`commit` = \"transactional\" makes the processors' producers transactional, so idempotent: they need {needs} (Kafka rejects this producer configuration)"),
+            ))
+        };
+        let mut producer = settings.producer.clone();
+        if let Some(span) = explicit.get(&(Sec::Producer, "enable.idempotence")) {
+            if !producer.enable_idempotence {
+                return refuse(span, "`enable.idempotence` = true");
+            }
+        }
+        while let Some(conflict) = producer.idempotence_conflict() {
+            if let Some(span) = explicit.get(&(Sec::Producer, conflict.key)) {
+                return refuse(span, conflict.needs);
+            }
+            producer.settle_for_idempotence(conflict.key);
+        }
+    }
     Ok(())
 }
 

@@ -241,8 +241,8 @@ pub(super) fn check_target(
         Target::Coordinator if settings.workload.group.is_none() => {
             Err("`coordinator` is a group's coordinator: [workload] has no `group`".to_owned())
         }
-        Target::TxnCoordinator if settings.producer.transactional_id.is_none() => Err(
-            "`txn-coordinator` is producer-1's transaction coordinator: [producer] has no `transactional.id`"
+        Target::TxnCoordinator if !settings.transactional() => Err(
+            "`txn-coordinator` is producer-1's transaction coordinator (consumer-1's with exactly-once processors only): [producer] has no `transactional.id` and [workload] no `commit` = \"transactional\""
                 .to_owned(),
         ),
         _ => Ok(()),

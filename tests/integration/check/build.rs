@@ -262,6 +262,7 @@ impl PartitionBuilder {
 pub fn final_state(partitions: impl IntoIterator<Item = PartitionBuilder>) -> FinalState {
     FinalState {
         partitions: partitions.into_iter().map(|p| p.0).collect(),
+        outputs: Vec::new(),
         facts: Default::default(),
         group: None,
     }

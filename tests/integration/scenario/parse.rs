@@ -1412,7 +1412,9 @@ fn consumer_group_keys_and_their_rules() {
     );
     assert!(err(&format!("{MINIMAL}{group}commit = \"sometimes\"\n"))
         .to_string()
-        .contains("expected \"auto\", \"before-processing\" or \"after-processing\""));
+        .contains(
+            "expected \"auto\", \"before-processing\", \"after-processing\" or \"transactional\""
+        ));
     assert!(err(&format!(
         "{MINIMAL}[consumer]\n\"auto.offset.reset\" = \"first\"\n"
     ))
@@ -1673,7 +1675,7 @@ fn a_transactional_id_makes_an_idempotent_producer_and_refuses_what_idempotence_
     );
     assert_error(
         &format!("{MINIMAL}[[faults]]\nat = \"1s\"\naction = \"kill\"\ntarget = \"txn-coordinator\"\n"),
-        "s.toml:8:10: `txn-coordinator` is producer-1's transaction coordinator: [producer] has no `transactional.id`",
+        "s.toml:8:10: `txn-coordinator` is producer-1's transaction coordinator (consumer-1's with exactly-once processors only): [producer] has no `transactional.id` and [workload] no `commit` = \"transactional\"",
     );
     assert_error(
         &format!("{MINIMAL}[workload]\ntransaction_messages = 5\n"),
@@ -1684,4 +1686,59 @@ fn a_transactional_id_makes_an_idempotent_producer_and_refuses_what_idempotence_
             + "[producer]\n\"transactional.id\" = \"w\"\n"),
         "s.toml:7:22: `transactional.id` is not a key of Kafka 0.10: it came in 0.11 (KIP-98)",
     );
+}
+
+/// `[workload] output` makes the group's members processors; `commit = "transactional"`
+/// is theirs, with Kafka's transactions.
+#[test]
+fn processors_write_to_another_topic_and_exactly_once_is_theirs() {
+    let two = MINIMAL.replace(
+        "topics = [{ name = \"orders\", partitions = 2, replication_factor = 3 }]",
+        "topics = [{ name = \"orders\", partitions = 2, replication_factor = 3 }, { name = \"totals\", partitions = 2, replication_factor = 3 }]",
+    );
+    let group = "[workload]\ntopic = \"orders\"\nconsumers = 1\ngroup = \"etl\"\n";
+    let s = ok(&format!(
+        "{two}{group}output = \"totals\"\ncommit = \"transactional\"\n"
+    ))
+    .variants
+    .remove(0)
+    .settings;
+    assert_eq!(s.workload.output.as_deref(), Some("totals"));
+    assert!(s.transactional() && s.producer.transactional_id.is_none());
+    assert!(!s.consumer.enable_auto_commit);
+    assert_error(
+        &format!("{two}[workload]\ntopic = \"orders\"\noutput = \"totals\"\n"),
+        "s.toml:7:10: `output` needs a `group`: consumers outside a group commit nothing",
+    );
+    assert_error(
+        &format!("{two}{group}output = \"orders\"\n"),
+        "s.toml:9:10: `output` = \"orders\" is the topic the processors read: write their outputs to another topic of [cluster]",
+    );
+    assert_error(
+        &format!("{two}{group}output = \"total\"\n"),
+        "s.toml:9:10: unknown topic `total`; did you mean `totals`?",
+    );
+    assert_error(
+        &format!("{two}{group}commit = \"transactional\"\n"),
+        "s.toml:9:10: `commit` = \"transactional\" is a processor's exactly once (outputs and offsets in one transaction): set `output`, the topic the processors write",
+    );
+    assert_error(
+        &format!(
+            "{}{group}output = \"totals\"\ncommit = \"transactional\"\n",
+            two.replace("[cluster]\n", "[cluster]\nkafka = \"0.10\"\n")
+        ),
+        "s.toml:11:10: `commit` = \"transactional\" needs Kafka's transactions, which came in 0.11 (KIP-98), not in Kafka 0.10",
+    );
+    assert_error(
+        &format!(
+            "{two}[producer]\nacks = \"1\"\n{group}output = \"totals\"\ncommit = \"transactional\"\n"
+        ),
+        "s.toml:6:8: `commit` = \"transactional\" makes the processors' producers transactional, so idempotent: they need `acks` = \"all\" (Kafka rejects this producer configuration)",
+    );
+    // Left at 2.4's default (acks=1), acks is set to all for the processors, as Kafka does.
+    let old = ok(&format!(
+        "{}{group}output = \"totals\"\ncommit = \"transactional\"\n",
+        two.replace("[cluster]\n", "[cluster]\nkafka = \"2.4\"\n")
+    ));
+    assert_eq!(old.variants[0].settings.producer.acks, Acks::Leader);
 }

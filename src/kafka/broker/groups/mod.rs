@@ -465,10 +465,15 @@ async fn txn_offset_commit(
     commit: OffsetCommit,
 ) -> Result<(), ErrorCode> {
     let now_ms = clock::now().timestamp_ms();
+    let (member, generation) = if rm.bugs.txn_offsets_skip_generation {
+        ("", -1)
+    } else {
+        (commit.member.as_str(), commit.generation)
+    };
     let append = groups.coordinator.borrow_mut().txn_commit(
         &commit.group,
-        &commit.member,
-        commit.generation,
+        member,
+        generation,
         (txn.producer_id, txn.producer_epoch),
         &commit.offsets,
         now_ms,

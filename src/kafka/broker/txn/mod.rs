@@ -24,12 +24,13 @@ use super::groups::coordinator::{LogEntry, OFFSETS_TOPIC};
 use super::groups::read_back;
 use super::replica_manager::{AppendOrigin, ReplicaManager, MARKER_TIMEOUT};
 use crate::config::kafka::{Acks, BrokerConfig};
+use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::messages::{
     ErrorCode, InitTxnProducerId, Produce, Request, Response, TxnProducer,
 };
-use crate::kafka::record::BatchBuilder;
+use crate::kafka::record::{BatchBuilder, TxnResult};
 use crate::kafka::types::{coordinator_partition, ProducerId};
-use crate::os::clock;
+use crate::os::clock::{self, SimTime};
 use crate::types::{Epoch, TopicPartition};
 use coordinator::{Completion, Coordinator, Init, Write, TRANSACTION_STATE_TOPIC};
 use markers::Next;
@@ -85,7 +86,7 @@ pub async fn run(rm: Rc<ReplicaManager>, txns: Rc<Txns>) {
                 .abort_timed_out(now.timestamp_ms());
             for write in writes {
                 tracing::info!(broker = rm.id.0, transactional_id = %write.transactional_id, epoch = write.transit.producer_epoch, "transaction timed out: fenced and aborted");
-                tokio::task::spawn_local(end(rm.clone(), txns.clone(), write));
+                tokio::task::spawn_local(fence(rm.clone(), txns.clone(), write, true));
             }
         }
         dispatch(&rm, &txns);
@@ -180,6 +181,12 @@ fn dispatch(rm: &Rc<ReplicaManager>, txns: &Rc<Txns>) {
 /// Every marker is written: append the Complete record, again while the log is
 /// unavailable; then the transaction leaves the channel.
 async fn complete(rm: Rc<ReplicaManager>, txns: Rc<Txns>, completion: Completion) {
+    rm.facts.record(Fact::TxnMarked {
+        transactional_id: completion.complete.transactional_id.clone(),
+        committed: completion.marker.result == TxnResult::Commit,
+        partitions: completion.marker.partitions.len() as u32,
+        started: SimTime::from_millis(completion.complete.transit.start_ms.max(0) as u64),
+    });
     let write = completion.complete;
     loop {
         match append(&rm, &txns, &write, true).await {
@@ -200,6 +207,24 @@ async fn complete(rm: Rc<ReplicaManager>, txns: Rc<Txns>, completion: Completion
 }
 
 /// Append a Prepare record, then hand its markers to the channel; the error if it failed.
+/// The PrepareAbort of a fenced producer's open transaction: once it is written, the old
+/// epoch is fenced, a fact.
+async fn fence(
+    rm: Rc<ReplicaManager>,
+    txns: Rc<Txns>,
+    write: Write,
+    timed_out: bool,
+) -> Result<(), ErrorCode> {
+    let (transactional_id, epoch) = (write.transactional_id.clone(), write.transit.producer_epoch);
+    end(rm.clone(), txns, write).await?;
+    rm.facts.record(Fact::TxnFenced {
+        transactional_id,
+        epoch,
+        timed_out,
+    });
+    Ok(())
+}
+
 async fn end(rm: Rc<ReplicaManager>, txns: Rc<Txns>, write: Write) -> Result<(), ErrorCode> {
     let completion = append(&rm, &txns, &write, false).await?;
     let completion = completion.expect("a Prepare record starts the markers");
@@ -329,7 +354,7 @@ async fn init_producer_id(
         }
         Init::Abort(write) => {
             tracing::info!(broker = rm.id.0, transactional_id = %id, epoch = write.transit.producer_epoch, "new instance: open transaction fenced and aborted");
-            end(rm.clone(), txns.clone(), write).await?;
+            fence(rm.clone(), txns.clone(), write, false).await?;
             Err(ErrorCode::ConcurrentTransactions)
         }
     }
