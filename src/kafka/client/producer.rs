@@ -103,7 +103,7 @@ pub enum Application {
         transaction_messages: u32,
     },
     /// A stream processor's output producer (`consumer-N`'s), driven by its group member
-    /// ([`OutputProducer`]): each output carries its input's id, so the outputs are checked
+    /// (its `OutputProducer`): each output carries its input's id, so the outputs are checked
     /// from the output topic's final read and none is recorded as a send.
     Processor,
 }
