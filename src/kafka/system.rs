@@ -483,28 +483,15 @@ fn add_clients(
     progress: &GroupProgress,
 ) {
     let workload = &settings.workload;
-    let partitions = settings
-        .cluster
-        .topics
-        .iter()
-        .find(|t| t.name == workload.topic)
-        .map_or(0, |t| t.partitions);
+    let partitions = partitions_of(settings, &workload.topic);
     let budget = SendBudget::new(workload.producers, workload.messages);
     for n in 1..=workload.producers {
-        let ctx = ProducerContext {
-            index: n,
-            config: settings.producer.clone(),
-            topic: workload.topic.clone(),
-            partitions,
-            keys: workload.keys,
-            value_bytes: workload.value_bytes,
-            on_error: workload.on_error,
-            bugs: settings.bugs,
-            brokers: settings.cluster.brokers,
-            history: history.clone(),
-            facts: facts.clone(),
-            seed: derive_seed(seed, &format!("producer-{n}")),
-            application: Application::Workload {
+        let ctx = producer_context(
+            settings,
+            (history, facts),
+            (n, settings.producer.clone(), &workload.topic),
+            derive_seed(seed, &format!("producer-{n}")),
+            Application::Workload {
                 arrivals: ArrivalProcess::new(
                     workload.arrivals,
                     workload.rate,
@@ -514,7 +501,7 @@ fn add_clients(
                 stop_at: SimTime::after_start(settings.duration),
                 transaction_messages: workload.transaction_messages,
             },
-        };
+        );
         world.add_host(HostName::Producer(n), None, move || {
             client::run_producer(ctx.clone())
         });
@@ -533,26 +520,47 @@ fn add_clients(
                 processing: workload.processing,
                 progress: progress.clone(),
                 bugs: settings.bugs,
-                output: workload.output.as_ref().map(|output| ProducerContext {
-                    index: n,
-                    config: processor_config(settings),
-                    topic: output.clone(),
-                    partitions: partitions_of(settings, output),
-                    keys: workload.keys,
-                    value_bytes: workload.value_bytes,
-                    on_error: workload.on_error,
-                    bugs: settings.bugs,
-                    brokers: settings.cluster.brokers,
-                    history: history.clone(),
-                    facts: facts.clone(),
-                    seed: derive_seed(seed, &format!("consumer-{n} output")),
-                    application: Application::Processor,
+                output: workload.output.as_ref().map(|output| {
+                    producer_context(
+                        settings,
+                        (history, facts),
+                        (n, processor_config(settings), output),
+                        derive_seed(seed, &format!("consumer-{n} output")),
+                        Application::Processor,
+                    )
                 }),
             }),
         };
         world.add_host(HostName::Consumer(n), None, move || {
             client::run_member(ctx.clone())
         });
+    }
+}
+
+/// Producer `index`'s context, writing `topic` with `config`: a workload producer's or a
+/// processor's; the rest is the workload's and the run's.
+fn producer_context(
+    settings: &Settings,
+    (history, facts): (&History, &Facts),
+    (index, config, topic): (u32, ProducerConfig, &str),
+    seed: u64,
+    application: Application,
+) -> ProducerContext {
+    let workload = &settings.workload;
+    ProducerContext {
+        index,
+        config,
+        topic: topic.to_owned(),
+        partitions: partitions_of(settings, topic),
+        keys: workload.keys,
+        value_bytes: workload.value_bytes,
+        on_error: workload.on_error,
+        bugs: settings.bugs,
+        brokers: settings.cluster.brokers,
+        history: history.clone(),
+        facts: facts.clone(),
+        seed,
+        application,
     }
 }
 

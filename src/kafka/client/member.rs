@@ -316,21 +316,26 @@ async fn poll_loop(m: Rc<Member>, link: Channel) {
             continue;
         }
         for (tp, record) in polled {
-            if !m.spec.processing.is_zero() {
-                tokio::time::sleep(m.spec.processing).await;
-            }
-            m.record(Op::Processed {
-                consumer: m.ctx().index,
-                tp,
-                offset: record.offset,
-                id: record.id,
-            });
+            process(&m, tp, &record).await;
         }
         if m.spec.commit == Commit::AfterProcessing {
             commit_sync(&m, &link).await;
         }
         report_progress(&m);
     }
+}
+
+/// The application's work on one record: `processing` long, then recorded.
+async fn process(m: &Member, tp: TopicPartition, record: &ReadRecord) {
+    if !m.spec.processing.is_zero() {
+        tokio::time::sleep(m.spec.processing).await;
+    }
+    m.record(Op::Processed {
+        consumer: m.ctx().index,
+        tp,
+        offset: record.offset,
+        id: record.id,
+    });
 }
 
 /// A processor's poll: each record processed and its output sent; then the outputs
@@ -347,15 +352,7 @@ async fn process_to_output(
         output.begin();
     }
     for (tp, record) in polled {
-        if !m.spec.processing.is_zero() {
-            tokio::time::sleep(m.spec.processing).await;
-        }
-        m.record(Op::Processed {
-            consumer: m.ctx().index,
-            tp,
-            offset: record.offset,
-            id: record.id,
-        });
+        process(m, tp, &record).await;
         // A record without an id (corrupt) has no output to carry it.
         if let Some(id) = record.id {
             output.send(id);

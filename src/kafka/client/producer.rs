@@ -471,15 +471,7 @@ impl Producer {
             self.history.record(&self.name, op);
         }
         tracing::debug!(producer = %self.name, %tp, records = batch.records.len(), ?decision, "batch completed");
-        if let (Some(idempotence), Some(sequenced)) =
-            (state.idempotence.as_mut(), batch.sequence.as_ref())
-        {
-            idempotence.resolve(
-                batch.partition,
-                sequenced,
-                matches!(decision, Decision::Ok { .. }),
-            );
-        }
+        resolve_sequences(state, batch, decision);
     }
 
     /// A processor's outputs' outcome, for its next `flush`.
@@ -496,15 +488,7 @@ impl Producer {
         if !matches!(decision, Decision::Ok { .. }) {
             state.outputs.failed += records;
         }
-        if let (Some(idempotence), Some(sequenced)) =
-            (state.idempotence.as_mut(), batch.sequence.as_ref())
-        {
-            idempotence.resolve(
-                batch.partition,
-                sequenced,
-                matches!(decision, Decision::Ok { .. }),
-            );
-        }
+        resolve_sequences(state, batch, decision);
         self.txn_changed.notify_one();
     }
 
@@ -1355,6 +1339,20 @@ async fn init_producer_id(producer: Rc<Producer>) {
         }
         broker = broker % producer.brokers + 1;
         tokio::time::sleep(producer.config.retry_backoff).await;
+    }
+}
+
+/// `batch` has its final outcome: the idempotent producer settles its sequences (moves past
+/// them, or takes them back).
+fn resolve_sequences(state: &mut State, batch: &ProducerBatch, decision: &Decision) {
+    if let (Some(idempotence), Some(sequenced)) =
+        (state.idempotence.as_mut(), batch.sequence.as_ref())
+    {
+        idempotence.resolve(
+            batch.partition,
+            sequenced,
+            matches!(decision, Decision::Ok { .. }),
+        );
     }
 }
 

@@ -886,6 +886,18 @@ mod tests {
         tm
     }
 
+    /// AddOffsetsToTxn answered, the group's coordinator (broker 3) found, and the
+    /// TxnOffsetCommit sent to it.
+    fn with_offset_commit_sent() -> TransactionManager {
+        let mut tm = with_offsets_sent();
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        tm.next_request(true);
+        tm
+    }
+
     #[test]
     fn offsets_go_to_the_transaction_then_to_the_group_s_coordinator() {
         let mut tm = with_offsets_sent();
@@ -936,12 +948,7 @@ mod tests {
 
     #[test]
     fn offsets_of_a_generation_the_group_left_abort_the_transaction() {
-        let mut tm = with_offsets_sent();
-        tm.next_request(true);
-        tm.on_answer(TxnAnswer::Error(None));
-        tm.next_request(true);
-        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
-        tm.next_request(true);
+        let mut tm = with_offset_commit_sent();
         tm.on_answer(TxnAnswer::Error(Some(ErrorCode::IllegalGeneration)));
         assert_eq!(tm.state(), TxnState::AbortableError);
         assert!(!tm.offsets_pending(), "the application stops waiting");
@@ -960,12 +967,7 @@ mod tests {
 
     #[test]
     fn a_fenced_offset_commit_is_fatal_and_a_lost_one_is_retried() {
-        let mut tm = with_offsets_sent();
-        tm.next_request(true);
-        tm.on_answer(TxnAnswer::Error(None));
-        tm.next_request(true);
-        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
-        tm.next_request(true);
+        let mut tm = with_offset_commit_sent();
         assert_eq!(tm.on_answer(TxnAnswer::Lost), Wait::RetryBackoff);
         assert_eq!(
             tm.next_request(true),
