@@ -177,6 +177,11 @@ counts! {
         /// to its last marker written: how long it held back the LSO of the partitions it
         /// wrote. A transaction never ended counts `hanging` instead.
         lso_stall_max: LsoStallMax,
+        /// Transactional batches a partition leader refused because the transaction
+        /// coordinator did not have the partition in the producer's ongoing transaction
+        /// (partition verification, KIP-890, Kafka 3.6): a produce that arrived after its
+        /// transaction ended, refused instead of opening a transaction nobody would end.
+        unverified: Unverified,
     }
     deliveries {
         /// Attempted ids with at least one copy in the final read.
@@ -210,7 +215,7 @@ mod tests {
              \"divergent\":0,\"offline\":0,\"false_failures\":0,\"under_replicated\":0,\"unreadable\":0,\"unprocessed\":0,\"reprocessed\":0,\
              \"aborted_reads\":0,\"torn\":0,\"hanging\":0,\"eos_duplicates\":0,\"eos_missing\":0,\
              \"elections\":0,\"unclean_elections\":0,\"isr_shrinks\":0,\
-             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"fenced\":0,\"txn_timeouts\":0,\"markers\":0,\"lso_stall_max\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
+             \"isr_expands\":0,\"truncated\":0,\"recoveries\":0,\"retries\":0,\"request_timeouts\":0,\"fenced\":0,\"txn_timeouts\":0,\"markers\":0,\"lso_stall_max\":0,\"unverified\":0,\"delivered\":0,\"missing\":0,\"unresolved\":0,\"out_of_order\":0}"
         );
     }
 
@@ -255,13 +260,14 @@ mod tests {
             txn_timeouts: 36,
             markers: 37,
             lso_stall_max: 38,
-            delivered: 39,
-            missing: 40,
-            unresolved: 41,
-            out_of_order: 42,
+            unverified: 39,
+            delivered: 40,
+            missing: 41,
+            unresolved: 42,
+            out_of_order: 43,
         };
         let got: Vec<u64> = Count::ALL.iter().map(|c| counts.get(*c)).collect();
-        assert_eq!(got, (1..=42).collect::<Vec<u64>>());
+        assert_eq!(got, (1..=43).collect::<Vec<u64>>());
         let names: Vec<&str> = ANOMALIES.iter().map(|c| count_name(*c)).collect();
         assert_eq!(
             names,

@@ -25,6 +25,9 @@ pub struct FinalIndex<'a> {
     by_offset: Vec<Vec<(Offset, Option<MessageId>)>>,
     /// (partition index, record index) of records that are no message's copy.
     corrupt: Vec<(usize, usize)>,
+    /// Copies in the records past a partition's LSO (`PartitionFinal::beyond_lso`), sorted
+    /// as `by_id`: there in the log, hidden from read_committed readers.
+    hidden: Vec<Located>,
     /// The size of every value sent (`[workload] value_bytes`).
     value_bytes: usize,
 }
@@ -58,14 +61,38 @@ impl<'a> FinalIndex<'a> {
             by_offset.push(here);
         }
         by_id.sort_unstable();
+        let mut hidden: Vec<Located> = partitions
+            .iter()
+            .enumerate()
+            .flat_map(|(part, p)| {
+                p.beyond_lso.iter().flatten().filter_map(move |record| {
+                    record.copy_of(value_bytes).map(|id| Located {
+                        id,
+                        part,
+                        offset: record.offset,
+                    })
+                })
+            })
+            .collect();
+        hidden.sort_unstable();
         FinalIndex {
             partitions,
             tp_index,
             by_id,
             by_offset,
             corrupt,
+            hidden,
             value_bytes,
         }
+    }
+
+    /// Whether `id` has a copy past the LSO of partition `part`, in the log but hidden
+    /// from read_committed readers by a transaction still open.
+    pub fn hidden(&self, id: MessageId, part: usize) -> bool {
+        let from = self.hidden.partition_point(|l| (l.id, l.part) < (id, part));
+        self.hidden
+            .get(from)
+            .is_some_and(|l| l.id == id && l.part == part)
     }
 
     pub fn value_bytes(&self) -> usize {

@@ -283,6 +283,7 @@ pub(crate) mod tests {
                     .map(|o| ReadRecord::new(Offset(o), &id(o).value(VALUE_BYTES)))
                     .collect(),
                 complete: true,
+                beyond_lso: None,
                 replicas: Vec::new(),
             }],
             facts: faults.into_iter().collect(),

@@ -275,9 +275,15 @@ impl<'a> Pass<'a> {
         let at_the_ack = copies
             .iter()
             .any(|c| Some(c.part) == part && c.offset == offset);
-        if !at_the_ack && index.partition_of(tp).is_some_and(|p| !p.complete) {
-            // The final read did not get all of that partition: where it is, is unknown.
-            return;
+        if let (false, Some(part)) = (at_the_ack, part) {
+            let partition = index.partition(part);
+            // The final read did not get all of that partition: where it is, is unknown,
+            // unless only an open transaction's LSO cut it short and the read past the LSO
+            // got the rest. Then a send found there is hidden, and one found nowhere lost.
+            let hidden_or_unknown = partition.beyond_lso.is_none() || index.hidden(send.id, part);
+            if !partition.complete && hidden_or_unknown {
+                return;
+            }
         }
         if copies.is_empty() {
             counts.lost += 1;
@@ -378,10 +384,11 @@ fn check_transactions(
         counts.hanging += 1;
         examples.add(Count::Hanging, || {
             format!(
-                "{}: the LSO stayed at {} below the HW {} when the heal phase ended: a transaction open there holds back every read_committed reader",
+                "{}: the LSO stayed at {} below the HW {} when the heal phase ended: a transaction open there{} holds back every read_committed reader",
                 partition.tp,
                 partition.last_stable_offset.map_or(-1, |o| o.0),
-                partition.high_watermark.0
+                partition.high_watermark.0,
+                txns.holding_lso(partition),
             )
         });
     }
@@ -418,6 +425,7 @@ fn count_facts(facts: &[FactEvent], counts: &mut Counts) {
                 counts.txn_timeouts += u64::from(timed_out);
             }
             Tally::Markers(partitions) => counts.markers += partitions,
+            Tally::Unverified => counts.unverified += 1,
         }
     }
 }

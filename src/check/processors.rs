@@ -128,6 +128,7 @@ mod tests {
             last_stable_offset: Some(Offset(read.len() as i64)),
             read,
             complete,
+            beyond_lso: None,
             replicas: Vec::new(),
         }
     }

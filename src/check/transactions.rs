@@ -122,6 +122,33 @@ pub fn range(txn: &Txn) -> String {
 }
 
 impl Txns {
+    /// Whose transaction holds a hanging partition's LSO, from the record at the LSO in
+    /// the read past it: ` (from producer-1:000051, of transaction producer-1:000050..000059,
+    /// which its producer aborted, yet no marker ended here)`; empty without that read.
+    pub fn holding_lso(&self, partition: &PartitionFinal) -> String {
+        let first = partition
+            .beyond_lso
+            .as_ref()
+            .and_then(|records| records.first())
+            .and_then(|record| record.id);
+        let Some(id) = first else {
+            return String::new();
+        };
+        match self.index_of(id).map(|i| &self.list[i]) {
+            Some(txn) => {
+                let told = match txn.outcome {
+                    TxnOutcome::Committed => {
+                        "which its producer committed, yet no marker ended here"
+                    }
+                    TxnOutcome::Aborted => "which its producer aborted, yet no marker ended here",
+                    TxnOutcome::Unknown => "whose end its producer never learned",
+                };
+                format!(" (from {id}, of transaction {}, {told})", range(txn))
+            }
+            None => format!(" (from {id})"),
+        }
+    }
+
     /// The example of a record of an aborted transaction in the final read.
     pub fn aborted_example(&self, id: MessageId, index: &FinalIndex, copy: &Located) -> String {
         let txn = self

@@ -65,6 +65,10 @@ pub struct Bugs {
     /// The partition leader answers a read_committed fetch or ListOffsets with its HW
     /// as the LSO: open transactions' records are read before they commit or abort.
     pub lso_is_hw: bool,
+    /// A partition leader appends a transactional batch that starts a transaction without
+    /// asking the coordinator, whatever `transaction.partition.verification.enable` says
+    /// (no KIP-890 part 1): a stray produce opens a transaction nobody ends.
+    pub skip_partition_verification: bool,
     /// A power loss keeps the page cache, as a process crash does.
     pub power_loss_keeps_page_cache: bool,
     /// ext4's journal never commits on its `commit=` timer, and an fsync makes durable

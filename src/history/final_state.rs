@@ -96,6 +96,12 @@ pub struct PartitionFinal {
     /// A read_committed read that stopped at an LSO below the HW did not.
     #[serde(default = "read_whole")]
     pub complete: bool,
+    /// With the LSO below the HW at the end: the records from the LSO to the HW, read a
+    /// second time as a read_uncommitted consumer reads them (aborted ones included), once
+    /// the read_committed read was whole. What the LSO hides: the checkers judge `lost`
+    /// there by it, and name the transaction holding the LSO. `None`: no such read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beyond_lso: Option<Vec<ReadRecord>>,
     pub replicas: Vec<ReplicaLog>,
 }
 

@@ -688,7 +688,7 @@ fn collect_final_state(
     let partitions: Vec<PartitionFinal> = partitions
         .iter()
         .map(|(tp, replicas)| {
-            let read = by_tp.remove(tp);
+            let mut read = by_tp.remove(tp);
             let replicas = replicas
                 .iter()
                 .filter_map(|&broker| logs.remove(&(broker, tp)))
@@ -708,6 +708,7 @@ fn collect_final_state(
                         && r.last_stable_offset
                             .is_none_or(|lso| lso >= r.high_watermark)
                 }),
+                beyond_lso: read.as_mut().and_then(|r| r.beyond_lso.take()),
                 read: read.map(|r| r.records).unwrap_or_default(),
                 replicas,
             }

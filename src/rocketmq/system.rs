@@ -292,6 +292,7 @@ impl System for RocketMq {
                     high_watermark: read.as_ref().map_or(Offset(0), |r| r.max_offset),
                     log_start_offset: read.as_ref().map_or(Offset(0), |r| r.min_offset),
                     last_stable_offset: None,
+                    beyond_lso: None,
                     complete: read.as_ref().is_some_and(|r| r.complete),
                     read: read.map(|r| r.records).unwrap_or_default(),
                     replicas: logs.remove(&queue.tp).into_iter().collect(),

@@ -119,6 +119,7 @@ fn acks_all_batch_is_in_all_three_logs_when_acknowledged() {
         builder.push(0, Some(b"key"), Some(b"first"));
         builder.push(0, Some(b"key"), Some(b"second"));
         let produce = Request::Produce(Produce {
+            transactional_id: None,
             tp: tp(),
             acks: Acks::All,
             timeout_ms: 30_000,
@@ -320,6 +321,7 @@ async fn produce(leader: BrokerId, acks: Acks, value: &[u8]) -> Option<ProduceRe
     let mut builder = BatchBuilder::new(0, ProducerId::NONE, -1, -1);
     builder.push(0, None, Some(value));
     let produce = Request::Produce(Produce {
+        transactional_id: None,
         tp: tp(),
         acks,
         timeout_ms: 30_000,
@@ -498,6 +500,7 @@ fn markers_end_a_transaction_on_every_replica() {
         call(
             "produce",
             Request::Produce(Produce {
+                transactional_id: None,
                 tp: tp(),
                 acks: Acks::All,
                 timeout_ms: 30_000,

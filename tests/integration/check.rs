@@ -1112,6 +1112,38 @@ fn a_committed_transaction_half_visible_is_torn_and_its_missing_half_lost() {
     );
 }
 
+/// The read past a hanging partition's LSO decides what the LSO hides: an acknowledged
+/// send there is hidden, not lost; one found nowhere is lost; and the record at the LSO
+/// names the transaction that holds it.
+#[test]
+fn the_read_past_the_lso_tells_hidden_from_lost_and_names_the_open_transaction() {
+    let a = orders(0);
+    let history = HistoryBuilder::new()
+        .transaction(id(1, 0), id(1, 0), TxnOutcome::Committed)
+        .send(id(1, 0), &a)
+        .acked_at(0)
+        .transaction(id(1, 1), id(1, 1), TxnOutcome::Aborted)
+        .send(id(1, 1), &a)
+        .failed("transaction aborted")
+        .send(id(2, 0), &a)
+        .acked_at(3)
+        .send(id(2, 1), &a)
+        .acked_at(4)
+        .build();
+    let state = final_state([partition(a, vec![record(0, id(1, 0))])
+        .high_watermark(5)
+        .last_stable_offset(2)
+        .beyond_lso(vec![record(2, id(1, 1)), record(3, id(2, 0))])]);
+    let verdict = check(&history, &state);
+    assert_eq!((verdict.counts.hanging, verdict.counts.unreadable), (1, 1));
+    assert_eq!(verdict.counts.lost, 1, "producer-2:000001 is nowhere");
+    assert_eq!(
+        examples(&verdict, Count::Hanging),
+        vec!["orders/0: the LSO stayed at 2 below the HW 5 when the heal phase ended: a transaction open there (from producer-1:000001, of transaction producer-1:000001..000001, which its producer aborted, yet no marker ended here) holds back every read_committed reader"]
+    );
+    assert!(examples(&verdict, Count::Lost)[0].starts_with("producer-2:000001"));
+}
+
 #[test]
 fn an_lso_below_the_hw_at_the_end_is_hanging_and_what_is_above_it_unknown_not_lost() {
     let (a, b) = (orders(0), orders(1));

@@ -220,6 +220,7 @@ async fn produce(txn: &TxnProducer, sequence: i32, value: &[u8]) -> Option<Error
         BatchBuilder::new(0, txn.producer_id, txn.producer_epoch, sequence).transactional();
     batch.push(0, None, Some(value));
     let request = Request::Produce(Produce {
+        transactional_id: Some(txn.transactional_id.clone()),
         tp: orders(),
         acks: Acks::All,
         timeout_ms: 30_000,

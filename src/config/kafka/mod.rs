@@ -127,6 +127,9 @@ pub struct BrokerConfig {
     pub transaction_max_timeout: Duration,
     /// How often the coordinator looks for transactions past their timeout, to abort them.
     pub transaction_abort_timed_out_transaction_cleanup_interval: Duration,
+    /// A leader asks the transaction coordinator before a transactional batch starts a
+    /// transaction on a partition (KIP-890 part 1, Kafka 3.6).
+    pub transaction_partition_verification_enable: bool,
     /// The release's rules that no key sets.
     pub rules: Rules,
 }
@@ -165,6 +168,7 @@ impl Default for BrokerConfig {
             transaction_state_log_min_isr: 2,
             transaction_max_timeout: ms(900_000),
             transaction_abort_timed_out_transaction_cleanup_interval: ms(10_000),
+            transaction_partition_verification_enable: true,
             rules: Rules {
                 strict_min_isr: true,
                 diverging_epoch_in_fetch: true,
@@ -467,6 +471,9 @@ pub struct LogConfig {
     /// The epoch checkpoint is fsynced after a truncation, not only after a new epoch (the
     /// release's `epoch_truncation_fsync`).
     pub epoch_truncation_fsync: bool,
+    /// A transactional batch that would start a transaction must have been verified with
+    /// the coordinator (`transaction.partition.verification.enable`, KIP-890 part 1).
+    pub transaction_verification: bool,
     /// Bugs a mutation test injected into the log (none in any real run).
     #[serde(skip)]
     pub bugs: Bugs,
@@ -495,6 +502,7 @@ impl LogConfig {
             flush_interval: topic.flush_interval.unwrap_or(broker.log_flush_interval),
             dir_fsync: broker.rules.dir_fsync,
             epoch_truncation_fsync: broker.rules.epoch_truncation_fsync,
+            transaction_verification: broker.transaction_partition_verification_enable,
             bugs: Bugs::default(),
         }
     }

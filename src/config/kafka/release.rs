@@ -278,6 +278,7 @@ impl Era {
                 broker_heartbeat_interval: ms(2_000),
                 group_initial_rebalance_delay: Duration::ZERO,
                 transaction_abort_timed_out_transaction_cleanup_interval: ms(60_000),
+                transaction_partition_verification_enable: false,
                 rules: Rules {
                     strict_min_isr: false,
                     diverging_epoch_in_fetch: false,
@@ -649,6 +650,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.isr_broker_epochs = true,
+    },
+    Step {
+        since: v(3, 6),
+        change: "Partition verification: before a transactional batch starts a transaction on a partition, its leader asks the transaction coordinator whether the partition is in the producer's ongoing transaction (AddPartitionsToTxn with VerifyOnly) and refuses the batch if not (INVALID_TXN_STATE), or if a marker was written while it asked; before, such a batch opened a transaction of its own: a produce delayed past its transaction's abort marker hung the partition's LSO, or was committed with the producer's next transaction",
+        source: "KIP-890 part 1, KAFKA-14402",
+        defaults: &["broker.transaction.partition.verification.enable"],
+        rule: false,
+        reach: Reach::Transactions,
+        apply: |era| era.broker.transaction_partition_verification_enable = true,
     },
     Step {
         since: v(3, 7),

@@ -111,6 +111,16 @@ pub enum Fact {
         epoch: i16,
         timed_out: bool,
     },
+    /// A partition leader refused a producer's transactional batch that would have started
+    /// a transaction there: its coordinator did not have the partition in the producer's
+    /// ongoing transaction (KIP-890 partition verification, Kafka 3.6). Typically a produce
+    /// delayed past its transaction's end.
+    TxnUnverified {
+        tp: TopicPartition,
+        broker: BrokerId,
+        transactional_id: String,
+        error: String,
+    },
     /// Every marker of a transaction the coordinator opened at `started` is written, on
     /// `partitions` partitions: none of them holds its LSO for it any longer.
     TxnMarked {
@@ -140,6 +150,7 @@ impl Fact {
                 timed_out: *timed_out,
             }),
             Fact::TxnMarked { partitions, .. } => Some(Tally::Markers(u64::from(*partitions))),
+            Fact::TxnUnverified { .. } => Some(Tally::Unverified),
             Fact::NoLeader { .. }
             | Fact::LogMissing { .. }
             | Fact::LogDirOffline { .. }

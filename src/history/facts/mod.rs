@@ -106,6 +106,8 @@ pub enum Tally {
     Fenced { timed_out: bool },
     /// A transaction's markers were written on this many partitions.
     Markers(u64),
+    /// A transactional batch refused by partition verification.
+    Unverified,
 }
 
 /// One fact and when it happened.

@@ -76,6 +76,7 @@ pub mod scheduler;
 pub mod server;
 pub mod truncation;
 pub mod txn;
+pub mod verification;
 
 use crate::config::bugs::Bugs;
 use crate::config::kafka::{BrokerConfig, TopicConfig};
@@ -153,10 +154,17 @@ pub async fn run(ctx: BrokerContext) -> turmoil::Result {
     {
         tokio::task::spawn_local(txn::run(rm.clone(), txns.clone()));
     }
+    let verifier = Rc::new(verification::Verifier::default());
     let server = rm.clone();
     tokio::task::spawn_local(async move {
         let handler = move |request, _peer| {
-            server::handle(server.clone(), groups.clone(), txns.clone(), request)
+            server::handle(
+                server.clone(),
+                groups.clone(),
+                txns.clone(),
+                verifier.clone(),
+                request,
+            )
         };
         if let Err(e) = crate::kafka::protocol::frame::serve(handler).await {
             tracing::error!(error = %e, "cannot listen");

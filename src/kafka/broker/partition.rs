@@ -18,6 +18,7 @@ use crate::history::facts::Facts;
 use crate::kafka::protocol::messages::PartitionState;
 use crate::kafka::record::{self, EndTxnMarker};
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
+use crate::kafka::storage::producer_state::VerificationGuard;
 use crate::kafka::types::{EpochEndOffset, Incarnation, PartitionEpoch, ProducerId};
 use crate::os::clock::SimTime;
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
@@ -419,7 +420,23 @@ impl Partition {
         batch: Vec<u8>,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
-        self.on_leader_append(|log, epoch| log.append_as_leader(batch, epoch, now))
+        self.on_verified_produce(batch, now, None)
+    }
+
+    /// Leader: a producer's batch that went through verification with `guard`.
+    pub fn on_verified_produce(
+        &mut self,
+        batch: Vec<u8>,
+        now: SimTime,
+        guard: Option<VerificationGuard>,
+    ) -> Result<AppendOutcome, StorageError> {
+        self.on_leader_append(|log, epoch| log.append_verified_as_leader(batch, epoch, now, guard))
+    }
+
+    /// Leader, verification on: the guard a transactional batch of `producer_id` needs to
+    /// start a transaction here, `None` if it continues one.
+    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
+        self.log.start_verification(producer_id)
     }
 
     /// Leader: a coordinator's own batch (its internal topic), appended like a produce.

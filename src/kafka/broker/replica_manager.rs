@@ -23,7 +23,8 @@ use crate::kafka::protocol::messages::{
 };
 use crate::kafka::record::EndTxnMarker;
 use crate::kafka::storage::log::{AppendOutcome, Log, StorageError};
-use crate::kafka::types::{Brokers, EpochEndOffset, Incarnation, PartitionEpoch};
+use crate::kafka::storage::producer_state::VerificationGuard;
+use crate::kafka::types::{Brokers, EpochEndOffset, Incarnation, PartitionEpoch, ProducerId};
 use crate::os::clock;
 use crate::os::disk::{Disk, DiskError};
 use crate::types::{BrokerId, Epoch, Offset, TopicPartition};
@@ -146,7 +147,7 @@ enum AfterShutdown {
 /// Who appends a batch as leader (Kafka's `AppendOrigin`, less REPLICATION, which is the
 /// follower's own path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AppendOrigin {
+enum AppendOrigin {
     Client,
     Coordinator,
 }
@@ -499,16 +500,29 @@ impl ReplicaManager {
         }
     }
 
-    pub async fn produce(self: &Rc<Self>, request: Produce) -> ProduceResponse {
-        self.produce_from(request, AppendOrigin::Client).await
+    /// A client's produce; `guard` is the verification its batch went through, if it
+    /// starts a transaction (see `verification`).
+    pub async fn produce(
+        self: &Rc<Self>,
+        request: Produce,
+        guard: Option<VerificationGuard>,
+    ) -> ProduceResponse {
+        self.produce_from(request, AppendOrigin::Client, guard)
+            .await
     }
 
-    /// A produce from a client, or a coordinator's own append to its internal topic
-    /// (Kafka's `AppendOrigin.COORDINATOR`: no sequence check).
-    pub async fn produce_from(
+    /// A coordinator's own append to its internal topic (Kafka's
+    /// `AppendOrigin.COORDINATOR`: no sequence check).
+    pub async fn coordinator_append(self: &Rc<Self>, request: Produce) -> ProduceResponse {
+        self.produce_from(request, AppendOrigin::Coordinator, None)
+            .await
+    }
+
+    async fn produce_from(
         self: &Rc<Self>,
         request: Produce,
         origin: AppendOrigin,
+        guard: Option<VerificationGuard>,
     ) -> ProduceResponse {
         let fail = |error: ErrorCode| ProduceResponse {
             error: Some(error),
@@ -519,10 +533,15 @@ impl ReplicaManager {
         let batch = request.batch;
         let appended = self
             .append(&request.tp, acks, |p| match origin {
-                AppendOrigin::Client => p.on_produce(batch, clock::now()),
+                AppendOrigin::Client => p.on_verified_produce(batch, clock::now(), guard),
                 AppendOrigin::Coordinator => p.on_coordinator_append(batch, clock::now()),
             })
             .await;
+        if guard.is_some() && appended.as_ref().err() == Some(&ErrorCode::InvalidTxnState) {
+            // Verified, but a marker came in while the coordinator was asked.
+            let id = request.transactional_id.as_deref().unwrap_or_default();
+            self.record_unverified(&request.tp, id, ErrorCode::InvalidTxnState);
+        }
         let (first_offset, last_offset, log_start, delayed) = match appended {
             Ok(appended) => appended,
             Err(e) => return fail(e),
@@ -543,6 +562,30 @@ impl ReplicaManager {
             }
             Some(error) => fail(error),
         }
+    }
+
+    /// Leader, KIP-890 part 1: the guard a transactional batch of `producer_id` needs to
+    /// start a transaction on `tp`, `None` if it continues one (`verification` asks the
+    /// coordinator meanwhile).
+    pub fn start_verification(
+        &self,
+        tp: &TopicPartition,
+        producer_id: ProducerId,
+    ) -> Result<Option<VerificationGuard>, ErrorCode> {
+        let mut partitions = self.partitions.borrow_mut();
+        let partition = self.leader_gate(partitions.get_mut(tp), AfterShutdown::Refuse)?;
+        Ok(partition.update(|p| p.start_verification(producer_id)))
+    }
+
+    /// A transactional batch refused because its transaction does not hold `tp`.
+    pub fn record_unverified(&self, tp: &TopicPartition, transactional_id: &str, error: ErrorCode) {
+        tracing::info!(broker = self.id.0, %tp, error = error.name(), "transactional produce refused: not in an ongoing transaction");
+        self.facts.record(Fact::TxnUnverified {
+            tp: tp.clone(),
+            broker: self.id,
+            transactional_id: transactional_id.to_owned(),
+            error: error.name().to_string(),
+        });
     }
 
     /// A leader's append, from a producer or a transaction coordinator: the min ISR check
@@ -1199,8 +1242,12 @@ mod tests {
             for pid in [5, 6] {
                 let mut batch = BatchBuilder::new(0, ProducerId(pid), 0, 0).transactional();
                 batch.push(0, None, Some(b"t"));
+                // Verified, as the coordinator would have answered (KIP-890).
                 partition
-                    .update(|p| p.on_produce(batch.build(), SimTime::ZERO))
+                    .update(|p| {
+                        let guard = p.start_verification(ProducerId(pid));
+                        p.on_verified_produce(batch.build(), SimTime::ZERO, guard)
+                    })
                     .expect("append");
             }
             let abort = EndTxnMarker {

@@ -4,6 +4,7 @@ use super::controller_link;
 use super::groups::{self, Groups};
 use super::replica_manager::ReplicaManager;
 use super::txn::{self, Txns};
+use super::verification::{self, Verifier};
 use crate::kafka::protocol::messages::{ErrorCode, Request, Response};
 use crate::kafka::types::ProducerId;
 use std::rc::Rc;
@@ -12,10 +13,13 @@ pub async fn handle(
     rm: Rc<ReplicaManager>,
     groups: Rc<Groups>,
     txns: Rc<Txns>,
+    verifier: Rc<Verifier>,
     request: Request,
 ) -> Response {
     match request {
-        Request::Produce(produce) => Response::Produce(rm.produce(produce).await),
+        Request::Produce(produce) => {
+            Response::Produce(verification::produce(&rm, &verifier, produce).await)
+        }
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
         Request::WriteTxnMarkers(markers) => {
             let answer = rm.write_txn_markers(&markers).await;
@@ -81,6 +85,7 @@ pub async fn handle(
         transactional @ (Request::FindTxnCoordinator { .. }
         | Request::InitTxnProducerId(_)
         | Request::AddPartitionsToTxn { .. }
+        | Request::VerifyPartitionsInTxn { .. }
         | Request::AddOffsetsToTxn { .. }
         | Request::EndTxn { .. }) => txn::handle(&rm, &txns, transactional).await,
     }

@@ -43,6 +43,11 @@ pub struct PartitionRead {
     pub records: Vec<ReadRecord>,
     /// Whether every record from the log start offset to the HW was read.
     pub complete: bool,
+    /// Under read_committed, with the LSO below the HW: the records from the LSO to the
+    /// HW as a read_uncommitted consumer reads them (aborted ones included), once the
+    /// read_committed read was whole. `None` if there was no such read or it did not
+    /// finish.
+    pub beyond_lso: Option<Vec<ReadRecord>>,
 }
 
 impl PartitionRead {
@@ -55,6 +60,7 @@ impl PartitionRead {
             last_stable_offset: None,
             records: Vec::new(),
             complete: false,
+            beyond_lso: None,
         }
     }
 }
@@ -179,10 +185,76 @@ async fn read_from_leader(
         }
     };
     let end = last_stable_offset.unwrap_or(high_watermark);
+    let partial = |records: Vec<ReadRecord>| {
+        Some(PartitionRead {
+            tp: tp.clone(),
+            leader: Some(leader),
+            log_start_offset: start,
+            high_watermark,
+            last_stable_offset,
+            records,
+            complete: false,
+            beyond_lso: None,
+        })
+    };
+    let records = match read_range(
+        &mut connection,
+        (tp, epoch),
+        (start, end),
+        reading,
+        &remaining,
+    )
+    .await
+    {
+        Ok(records) => records,
+        Err(records) => return Attempt::Failed(partial(records)),
+    };
+    // What the LSO hides, read as a read_uncommitted consumer would: whether acknowledged
+    // records are there or gone, and whose transaction holds the LSO.
+    let beyond_lso = match last_stable_offset {
+        Some(lso) if lso < high_watermark => {
+            let as_uncommitted = Reading {
+                isolation: uncommitted,
+                ..reading
+            };
+            read_range(
+                &mut connection,
+                (tp, epoch),
+                (lso, high_watermark),
+                as_uncommitted,
+                &remaining,
+            )
+            .await
+            .ok()
+        }
+        _ => None,
+    };
+    Attempt::Done(PartitionRead {
+        tp: tp.clone(),
+        leader: Some(leader),
+        log_start_offset: start,
+        high_watermark,
+        last_stable_offset,
+        records,
+        complete: true,
+        beyond_lso,
+    })
+}
+
+/// Fetch `[from, end)` of `tp` at the leader this connection reaches, in `epoch`, as
+/// `reading` says. `Err` with what was read when a fetch fails or the leader changed.
+async fn read_range(
+    connection: &mut Connection,
+    (tp, epoch): (&TopicPartition, Epoch),
+    (from, end): (Offset, Offset),
+    reading: Reading,
+    remaining: &impl Fn() -> Duration,
+) -> Result<Vec<ReadRecord>, Vec<ReadRecord>> {
+    let isolation = reading.isolation;
     // Every offset below the HW holds a record (unless compacted away): room for them all.
-    let expected = usize::try_from(end.0 - start.0).unwrap_or(0);
+    let expected = usize::try_from(end.0 - from.0).unwrap_or(0);
     let mut records = Vec::with_capacity(expected.min(1 << 24));
-    let mut position = FetchPosition::new(start);
+    let mut position = FetchPosition::new(from);
     while position.offset < end {
         let request = Request::Fetch(Fetch {
             replica: None,
@@ -201,22 +273,11 @@ async fn read_from_leader(
                 max_bytes: FETCH_MAX_BYTES,
             }],
         });
-        let partial = |records: Vec<ReadRecord>| {
-            Some(PartitionRead {
-                tp: tp.clone(),
-                leader: Some(leader),
-                log_start_offset: start,
-                high_watermark,
-                last_stable_offset,
-                records,
-                complete: false,
-            })
-        };
         let Ok(Response::Fetch(response)) = connection.call(&request, remaining()).await else {
-            return Attempt::Failed(partial(records));
+            return Err(records);
         };
         let Some(response) = response.partitions.first().filter(|p| p.tp == *tp) else {
-            return Attempt::Failed(partial(records));
+            return Err(records);
         };
         let unfiltered;
         let response = if reading.ignore_aborted {
@@ -233,22 +294,14 @@ async fn read_from_leader(
             FetchOutcome::Records {
                 records: fetched, ..
             } => records.extend(fetched.into_iter().filter(|r| r.offset < end)),
-            _ => return Attempt::Failed(partial(records)),
+            _ => return Err(records),
         }
         if position.offset <= before {
             // Nothing below the end came back: the leader changed under us; start over.
-            return Attempt::Failed(partial(records));
+            return Err(records);
         }
     }
-    Attempt::Done(PartitionRead {
-        tp: tp.clone(),
-        leader: Some(leader),
-        log_start_offset: start,
-        high_watermark,
-        last_stable_offset,
-        records,
-        complete: true,
-    })
+    Ok(records)
 }
 
 async fn list_offset(

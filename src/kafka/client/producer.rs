@@ -744,6 +744,7 @@ impl Producer {
         now: SimTime,
     ) -> bool {
         let request = Request::Produce(Produce {
+            transactional_id: self.transactional_id.clone(),
             tp: self.tp(batch.partition),
             acks: self.config.acks,
             timeout_ms: self.config.request_timeout.as_millis() as u64,

@@ -71,6 +71,9 @@ pub enum ErrorCode {
     /// OffsetFetch with RequireStable (KIP-447): an offset of the partition is pending in a
     /// transaction; ask again.
     UnstableOffsetCommit,
+    /// A request between brokers failed on the network (a partition leader's verification
+    /// with the transaction coordinator, KIP-890): retriable.
+    NetworkException,
 }
 
 impl ErrorCode {
@@ -101,6 +104,7 @@ impl ErrorCode {
             ErrorCode::InvalidProducerIdMapping => "INVALID_PRODUCER_ID_MAPPING",
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
+            ErrorCode::NetworkException => "NETWORK_EXCEPTION",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
@@ -129,6 +133,13 @@ impl ErrorCode {
                 | ErrorCode::UnknownMemberId
                 | ErrorCode::IllegalGeneration
                 | ErrorCode::RebalanceInProgress
+                // A transaction's refusals: the batch fails and the transaction aborts
+                // (Kafka's `TransactionManager.canRetry` retries only RetriableExceptions).
+                | ErrorCode::InvalidTxnState
+                | ErrorCode::InvalidProducerEpoch
+                | ErrorCode::ProducerFenced
+                | ErrorCode::TransactionCoordinatorFenced
+                | ErrorCode::InvalidProducerIdMapping
         )
     }
 }
@@ -273,6 +284,14 @@ pub enum Request {
     TxnOffsetCommit {
         txn: TxnProducer,
         commit: OffsetCommit,
+    },
+    // partition leaders -> a transaction coordinator (KIP-890 part 1, Kafka 3.6),
+    // appended so that the requests above keep their encoding.
+    /// AddPartitionsToTxn v4 with `VerifyOnly`: is each partition in the producer's
+    /// ongoing transaction? Answered, never written.
+    VerifyPartitionsInTxn {
+        txn: TxnProducer,
+        partitions: Vec<TopicPartition>,
     },
 }
 
@@ -468,6 +487,9 @@ pub struct AlterPartition {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Produce {
+    /// The producer's `transactional.id` (Produce v3+), which a leader verifying a
+    /// transaction asks its coordinator about; `None` for other producers.
+    pub transactional_id: Option<String>,
     pub tp: TopicPartition,
     pub acks: Acks,
     pub timeout_ms: u64,

@@ -46,6 +46,7 @@
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::mem;
 use std::time::Duration;
 
 use crate::config::kafka::LogConfig;
@@ -53,7 +54,7 @@ use crate::kafka::record::{self, BatchHeader, EndTxnMarker, Record, RecordView, 
 use crate::kafka::storage::checkpoint::{self, CheckpointError, LEADER_EPOCH};
 use crate::kafka::storage::epoch_cache::LeaderEpochCache;
 use crate::kafka::storage::producer_state::{
-    BatchSummary, CompletedTxn, MarkerCheck, ProducerStateManager, SequenceCheck,
+    BatchSummary, CompletedTxn, MarkerCheck, ProducerStateManager, SequenceCheck, VerificationGuard,
 };
 use crate::kafka::storage::recovery::{self, ScanMode, SegmentBounds, SegmentScan};
 use crate::kafka::storage::segment::{self, Indexing, Segment, INDEX_SUFFIX, TIME_INDEX_SUFFIX};
@@ -499,6 +500,18 @@ impl Log {
         epoch: Epoch,
         now: SimTime,
     ) -> Result<AppendOutcome, StorageError> {
+        self.append_verified_as_leader(batch, epoch, now, None)
+    }
+
+    /// [`Log::append_as_leader`] for a batch that may start a transaction under
+    /// verification: `guard` is what [`Log::start_verification`] handed out for it.
+    pub fn append_verified_as_leader(
+        &mut self,
+        batch: Vec<u8>,
+        epoch: Epoch,
+        now: SimTime,
+        guard: Option<VerificationGuard>,
+    ) -> Result<AppendOutcome, StorageError> {
         let header = one_batch(&batch)?;
         if header.is_control() {
             // Kafka's `LogValidator`: "Clients are not allowed to write control records".
@@ -511,6 +524,15 @@ impl Log {
         } else {
             self.producer_state.check(&header)
         };
+        // Kafka answers a retry with its offsets first, then refuses an unverified batch,
+        // then judges epoch and sequence.
+        if self.config.transaction_verification
+            && !self.config.bugs.skip_partition_verification
+            && !matches!(check, SequenceCheck::Duplicate { .. })
+            && !self.producer_state.verified(&header, guard)
+        {
+            return Err(StorageError::InvalidTxnState);
+        }
         match check {
             SequenceCheck::Accept => {}
             SequenceCheck::Duplicate {
@@ -527,6 +549,13 @@ impl Log {
             SequenceCheck::InvalidTxnState => return Err(StorageError::InvalidTxnState),
         }
         self.append_stamped(batch, header, None, epoch, now)
+    }
+
+    /// Leader, verification on: the guard a transactional batch of `producer_id` needs to
+    /// start a transaction here, or `None` if it continues one (KIP-890 part 1).
+    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
+        debug_assert!(self.config.transaction_verification);
+        self.producer_state.start_verification(producer_id)
     }
 
     /// Leader: a coordinator's own batch (origin COORDINATOR: the group coordinator's
@@ -830,7 +859,8 @@ impl Log {
         self.recovery_point = offset;
         self.epochs = LeaderEpochCache::default();
         self.write_epoch_checkpoint(Change::NewEpoch)?;
-        self.producer_state = ProducerStateManager::default();
+        self.producer_state = ProducerStateManager::default()
+            .with_verifications_of(mem::take(&mut self.producer_state));
         Ok(())
     }
 
@@ -851,7 +881,9 @@ impl Log {
         }
         // The aborts it completes are in the transaction indexes already, which truncation
         // cut where it cut the log.
-        self.producer_state = ProducerStateManager::rebuild(batches.iter()).0;
+        self.producer_state = ProducerStateManager::rebuild(batches.iter())
+            .0
+            .with_verifications_of(mem::take(&mut self.producer_state));
         Ok(())
     }
 

@@ -13,6 +13,15 @@
 //! it, which is why a stray batch landing after its transaction's marker can hang the LSO
 //! or be committed with the next transaction (KIP-890's motivation).
 //!
+//! ## Verification (KIP-890 part 1, Kafka 3.6)
+//! Before a transactional batch may *start* a transaction here, the leader asks the
+//! transaction coordinator whether the partition is in the producer's ongoing transaction
+//! (`transaction.partition.verification.enable`). It hands out a [`VerificationGuard`]
+//! while it asks; the batch is appended only if the guard is still the producer's then.
+//! Any transactional append of that producer (a batch or a marker) clears it, so a marker
+//! written while the question was out fails the append. Guards live in memory only, as
+//! Kafka's `VerificationStateEntry`: a new leader asks again.
+//!
 //! ## Model
 //! The state is derived from batch headers and markers only: `update` after each append,
 //! `rebuild` from the log (recovery, becoming leader, after truncation) — Kafka reaches
@@ -61,6 +70,11 @@ pub enum MarkerCheck {
     /// (TRANSACTION_COORDINATOR_FENCED): a zombie coordinator.
     CoordinatorFenced,
 }
+
+/// Kafka's `VerificationGuard`: the token a leader's verification of one producer's
+/// transaction hands out, valid until that producer's next transactional append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct VerificationGuard(u64);
 
 /// What producer state reads of a batch: its header, and the marker a control batch holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +156,10 @@ pub struct ProducerStateManager {
     /// Ended transactions whose marker is not yet below the HW, by first offset: the
     /// marker's offset (Kafka's `unreplicatedTxns`).
     unreplicated: BTreeMap<Offset, Offset>,
+    /// Producers whose transaction the leader is verifying (Kafka's `verificationStates`).
+    verifications: BTreeMap<ProducerId, VerificationGuard>,
+    /// The next guard handed out: each is new, so a cleared one never matches again.
+    next_guard: u64,
 }
 
 impl ProducerStateManager {
@@ -169,6 +187,35 @@ impl ProducerStateManager {
             return SequenceCheck::InvalidTxnState;
         }
         sequence
+    }
+
+    /// Kafka's `maybeStartTransactionVerification`: `None` when the producer has a
+    /// transaction open here (its batch continues it: nothing to verify), else its guard,
+    /// made if it has none (concurrent requests of one producer share one).
+    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
+        if self.has_ongoing_transaction(producer_id) {
+            return None;
+        }
+        let next = &mut self.next_guard;
+        Some(*self.verifications.entry(producer_id).or_insert_with(|| {
+            *next += 1;
+            VerificationGuard(*next)
+        }))
+    }
+
+    /// Kafka's check before a client's transactional batch is appended with verification
+    /// on: it continues a transaction open here, or carries the producer's current guard
+    /// ("Record was not part of an ongoing transaction" otherwise).
+    pub fn verified(&self, header: &BatchHeader, guard: Option<VerificationGuard>) -> bool {
+        !header.is_transactional()
+            || self.has_ongoing_transaction(header.producer_id)
+            || guard.is_some_and(|g| self.verifications.get(&header.producer_id) == Some(&g))
+    }
+
+    fn has_ongoing_transaction(&self, producer_id: ProducerId) -> bool {
+        self.producers
+            .get(&producer_id)
+            .is_some_and(|e| e.current_txn_first_offset.is_some())
     }
 
     /// A coordinator's own transactional batch (a TxnOffsetCommit's offsets, origin
@@ -258,6 +305,10 @@ impl ProducerStateManager {
         if !header.is_idempotent() {
             return None;
         }
+        if header.is_transactional() || header.is_control() {
+            // The transaction is now open here, or ended: either way verified no more.
+            self.verifications.remove(&header.producer_id);
+        }
         let entry = self
             .producers
             .entry(header.producer_id)
@@ -335,6 +386,15 @@ impl ProducerStateManager {
             .filter_map(|b| state.update(b))
             .collect();
         (state, completed)
+    }
+
+    /// This state, rebuilt from the log, with the verifications `old` had under way: they
+    /// are not in the log, and Kafka's reload after a truncation keeps them. Guards stay
+    /// new, so one handed out before never matches one handed out after.
+    pub fn with_verifications_of(mut self, old: ProducerStateManager) -> ProducerStateManager {
+        self.verifications = old.verifications;
+        self.next_guard = old.next_guard;
+        self
     }
 
     pub fn entry(&self, producer_id: ProducerId) -> Option<&ProducerStateEntry> {
@@ -628,6 +688,62 @@ mod tests {
             Offset(0),
             "the stray batch is committed with it"
         );
+    }
+
+    /// KIP-890 part 1: a batch may start a transaction only with the guard its
+    /// verification was handed; a batch continuing one needs none.
+    #[test]
+    fn only_a_verified_batch_starts_a_transaction() {
+        let mut s = ProducerStateManager::default();
+        let first = txn(1, 0, 0, 1, 0).header;
+        assert!(!s.verified(&first, None), "unverified");
+        let guard = s
+            .start_verification(ProducerId(1))
+            .expect("nothing open: verify");
+        assert_eq!(
+            s.start_verification(ProducerId(1)),
+            Some(guard),
+            "concurrent requests share the guard"
+        );
+        assert!(s.verified(&first, Some(guard)));
+        assert!(
+            s.verified(&header(1, 0, 0, 1, 0), None),
+            "a plain batch is not verified"
+        );
+        s.update(&plain(first));
+        assert_eq!(
+            s.start_verification(ProducerId(1)),
+            None,
+            "continues its transaction"
+        );
+        assert!(s.verified(&txn(1, 0, 1, 1, 1).header, None));
+    }
+
+    /// The race verification closes: the coordinator said yes, but the transaction's
+    /// marker landed before the batch; the marker cleared the guard, so the batch (now a
+    /// stray) is refused, and a new guard never equals the old one.
+    #[test]
+    fn a_marker_while_verifying_refuses_the_batch() {
+        let mut s = ProducerStateManager::default();
+        let guard = s.start_verification(ProducerId(1)).unwrap();
+        s.update(&txn(2, 0, 0, 1, 0));
+        assert!(
+            s.verified(&txn(1, 0, 0, 1, 1).header, Some(guard)),
+            "another producer's append keeps it"
+        );
+        s.update(&marker(1, 0, TxnResult::Abort, 0, 1));
+        let stray = txn(1, 0, 0, 1, 2).header;
+        assert!(!s.verified(&stray, Some(guard)));
+        let again = s.start_verification(ProducerId(1)).unwrap();
+        assert_ne!(again, guard);
+        let rebuilt = ProducerStateManager::rebuild([&txn(2, 0, 0, 1, 0)])
+            .0
+            .with_verifications_of(s);
+        assert!(
+            rebuilt.verified(&stray, Some(again)),
+            "a reload keeps verifications under way"
+        );
+        assert!(!rebuilt.verified(&stray, Some(guard)));
     }
 
     #[test]

@@ -467,8 +467,15 @@ pub fn unreadable(partition: &PartitionFinal) -> String {
     } else {
         " before time ran out".to_string()
     };
+    let beyond = match &partition.beyond_lso {
+        Some(records) => format!(
+            "; read past the LSO as read_uncommitted, the log holds {} records up to the HW: acknowledged sends among them are hidden, the others lost",
+            records.len()
+        ),
+        None => "; the acknowledged sends it did not reach are unknown, not lost".to_string(),
+    };
     format!(
-        "{}: the final read {got} of log start {} to HW {} ({leader}){why}; the acknowledged sends it did not reach are unknown, not lost",
+        "{}: the final read {got} of log start {} to HW {} ({leader}){why}{beyond}",
         partition.tp, partition.log_start_offset, partition.high_watermark
     )
 }

@@ -554,6 +554,19 @@ fn markers(t: &Timeline, facts: &FactLog) -> Vec<Marker> {
                     if *abort_deleted { ", deleting its abort file" } else { ", keeping its abort file (the next start is abnormal)" }
                 ),
             ),
+            Fact::Kafka(KafkaFact::TxnUnverified {
+                tp,
+                broker: leader,
+                transactional_id,
+                error,
+            }) => (
+                tp.to_string(),
+                "unverified",
+                format!(
+                    "{} refused a batch of {transactional_id} ({error}): its coordinator does not have {tp} in an ongoing transaction",
+                    broker(*leader)
+                ),
+            ),
             Fact::Kafka(KafkaFact::Appended { .. })
             | Fact::Kafka(KafkaFact::Acknowledged { .. })
             | Fact::Kafka(KafkaFact::TxnFenced { .. })

@@ -31,6 +31,7 @@
     "truncation-not-allowed": ["#d62728", "truncation not allowed: the broker exits"],
     "fetch-failed": ["#ff7f0e", "fetches failing"],
     "fetch-resumed": ["#2ca02c", "fetches resumed"],
+    "unverified": ["#9467bd", "transactional produce refused (partition verification)"],
   };
   const MARKERS_LISTED = 8;
   // Markers closer than this many pixels share one marker (they would hide each other).

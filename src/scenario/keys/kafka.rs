@@ -142,6 +142,8 @@ pub(crate) static BROKER: Section<BrokerConfig> = Section {
             "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above it)."),
         millis!("transaction.abort.timed.out.transaction.cleanup.interval.ms", transaction_abort_timed_out_transaction_cleanup_interval, 1, INT_MAX,
             "How often the transaction coordinator aborts (and fences) transactions open longer than their transaction.timeout.ms."),
+        boolean!("transaction.partition.verification.enable", transaction_partition_verification_enable,
+            "Before a transactional batch starts a transaction on a partition, its leader asks the transaction coordinator whether the partition is in the producer's ongoing transaction, and refuses it (INVALID_TXN_STATE) if not (KIP-890 part 1, Kafka 3.6): a produce delayed past its transaction's abort can no longer hang the partition or join the next transaction."),
     ],
 };
 

@@ -198,6 +198,7 @@ pub fn partition(tp: TopicPartition, read: Vec<ReadRecord>) -> PartitionBuilder 
         last_stable_offset: None,
         read,
         complete: true,
+        beyond_lso: None,
         replicas,
     })
 }
@@ -231,6 +232,12 @@ impl PartitionBuilder {
     pub fn last_stable_offset(mut self, offset: i64) -> Self {
         self.0.last_stable_offset = Some(Offset(offset));
         self.0.complete &= Offset(offset) >= self.0.high_watermark;
+        self
+    }
+
+    /// The read past the LSO, as read_uncommitted, up to the HW: `records`.
+    pub fn beyond_lso(mut self, records: Vec<ReadRecord>) -> Self {
+        self.0.beyond_lso = Some(records);
         self
     }
 

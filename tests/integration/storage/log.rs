@@ -29,6 +29,7 @@ fn small_config() -> LogConfig {
         flush_interval: hightide::config::kafka::FOREVER,
         dir_fsync: true,
         epoch_truncation_fsync: true,
+        transaction_verification: false,
         bugs: Default::default(),
     }
 }

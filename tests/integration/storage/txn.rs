@@ -55,9 +55,37 @@ fn end(log: &mut Log, pid: i64, result: TxnResult, coordinator_epoch: i32) -> Of
     }
 }
 
+/// A transactional batch, verified as its coordinator would have answered (KIP-890).
 fn write(log: &mut Log, pid: i64, sequence: i32) {
-    log.append_as_leader(txn_batch(pid, 0, sequence), Epoch(0), SimTime::ZERO)
+    let guard = log.start_verification(ProducerId(pid));
+    log.append_verified_as_leader(txn_batch(pid, 0, sequence), Epoch(0), SimTime::ZERO, guard)
         .expect("append");
+}
+
+/// KIP-890 part 1 at the log: a batch that would start a transaction needs the guard its
+/// verification was handed, and a marker written while the coordinator was asked (the
+/// transaction ended meanwhile) makes that guard worthless; a batch continuing an open
+/// transaction needs none.
+#[test]
+fn only_a_verified_batch_starts_a_transaction_and_a_marker_meanwhile_refuses_it() {
+    let disk = Disk::new(DiskConfig::default(), 1);
+    let mut log = open(&disk);
+    assert!(matches!(
+        log.append_as_leader(txn_batch(1, 0, 0), Epoch(0), SimTime::ZERO),
+        Err(StorageError::InvalidTxnState)
+    ));
+    let guard = log.start_verification(ProducerId(1));
+    assert!(guard.is_some());
+    end(&mut log, 1, TxnResult::Abort, 0);
+    assert!(matches!(
+        log.append_verified_as_leader(txn_batch(1, 0, 0), Epoch(0), SimTime::ZERO, guard),
+        Err(StorageError::InvalidTxnState)
+    ));
+    write(&mut log, 1, 0);
+    assert_eq!(log.start_verification(ProducerId(1)), None, "open: nothing to ask");
+    log.append_as_leader(txn_batch(1, 0, 1), Epoch(0), SimTime::ZERO)
+        .expect("continues the transaction");
+    assert_eq!(log.first_unstable_offset(), Some(Offset(1)));
 }
 
 /// The `.txnindex` files on disk, by segment base offset.

@@ -17,7 +17,7 @@ pub mod coordinator;
 pub mod group;
 pub mod offsets_record;
 
-use super::replica_manager::{AppendOrigin, ReplicaManager};
+use super::replica_manager::ReplicaManager;
 use crate::config::kafka::{Acks, BrokerConfig};
 use crate::kafka::protocol::messages::{
     ErrorCode, JoinGroupResponse, MarkerErrors, OffsetCommit, Produce, Request, Response,
@@ -537,15 +537,13 @@ async fn append_records(
         batch.push(now_ms, Some(key), Some(value));
     }
     let produced = rm
-        .produce_from(
-            Produce {
-                tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
-                acks: Acks::All,
-                timeout_ms: groups.commit_timeout.as_millis() as u64,
-                batch: batch.build(),
-            },
-            AppendOrigin::Coordinator,
-        )
+        .coordinator_append(Produce {
+            transactional_id: None,
+            tp: TopicPartition::new(OFFSETS_TOPIC, append.partition),
+            acks: Acks::All,
+            timeout_ms: groups.commit_timeout.as_millis() as u64,
+            batch: batch.build(),
+        })
         .await;
     match produced.error {
         Some(error) => Err(error),

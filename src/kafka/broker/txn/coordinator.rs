@@ -207,6 +207,21 @@ impl Coordinator {
         })
     }
 
+    /// Kafka's `handleVerifyPartitionsInTransaction`: a partition leader's question, answered
+    /// from the metadata alone.
+    pub fn verify_partitions(
+        &mut self,
+        txn: &TxnProducer,
+        partitions: &BTreeSet<TopicPartition>,
+    ) -> Result<(), ErrorCode> {
+        let (_, led) = self.led_for(&txn.transactional_id)?;
+        let meta = led
+            .txns
+            .get(&txn.transactional_id)
+            .ok_or(ErrorCode::InvalidProducerIdMapping)?;
+        decide::verify_partitions(meta, txn.producer_id, txn.producer_epoch, partitions)
+    }
+
     /// Kafka's `handleEndTransaction` from a client. `Ok(None)`: a retry of what already
     /// happened, answered at once.
     pub fn end_txn(

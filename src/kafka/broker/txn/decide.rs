@@ -81,6 +81,33 @@ pub fn add_partitions(
     Ok(Some(meta.prepare_add_partitions(partitions, now_ms)))
 }
 
+/// Kafka's `handleVerifyPartitionsInTransaction` (3.6, KIP-890 part 1): a partition
+/// leader asks whether `partitions` are in the producer's ongoing transaction before a
+/// batch starts a transaction on them. A read: nothing is written. Partitions join the
+/// transaction when their AddPartitionsToTxn is written and leave it with the end marker,
+/// so an ended transaction has none (INVALID_TXN_STATE).
+pub fn verify_partitions(
+    meta: &TxnMetadata,
+    producer_id: ProducerId,
+    producer_epoch: i16,
+    partitions: &BTreeSet<TopicPartition>,
+) -> Result<(), ErrorCode> {
+    if meta.producer_id != producer_id {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    if meta.producer_epoch != producer_epoch {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    if matches!(meta.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    if partitions.is_subset(&meta.partitions) {
+        Ok(())
+    } else {
+        Err(ErrorCode::InvalidTxnState)
+    }
+}
+
 /// What EndTxn does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndStep {
@@ -286,6 +313,51 @@ mod tests {
             panic!("bumped a second time")
         };
         assert_eq!(bump.producer_epoch, 2);
+    }
+
+    /// KIP-890 part 1: only the current epoch's ongoing transaction holding every
+    /// partition asked about says yes; an ended one holds none.
+    #[test]
+    fn verification_answers_from_the_ongoing_transaction() {
+        let mut meta = initialized();
+        let (pid, epoch) = (meta.producer_id, meta.producer_epoch);
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            Err(ErrorCode::InvalidTxnState),
+            "no transaction yet"
+        );
+        ongoing(&mut meta, 1_000);
+        assert_eq!(verify_partitions(&meta, pid, epoch, &parts(&[0])), Ok(()));
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch, &parts(&[0, 7])),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch - 1, &parts(&[0])),
+            Err(ErrorCode::ProducerFenced)
+        );
+        assert_eq!(
+            verify_partitions(&meta, ProducerId(99), epoch, &parts(&[0])),
+            Err(ErrorCode::InvalidProducerIdMapping)
+        );
+        let EndStep::Prepare(prepare) =
+            end_txn(&mut meta, pid, epoch, TxnResult::Abort, true, 2_000).unwrap()
+        else {
+            panic!("an ongoing transaction prepares");
+        };
+        meta.complete(prepare);
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            Err(ErrorCode::ConcurrentTransactions),
+            "markers on their way"
+        );
+        let complete = meta.prepare_complete(2_100);
+        meta.complete(complete);
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            Err(ErrorCode::InvalidTxnState),
+            "the stray batch of an aborted transaction"
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod metadata;
 
 use super::groups::coordinator::{LogEntry, OFFSETS_TOPIC};
 use super::groups::read_back;
-use super::replica_manager::{AppendOrigin, ReplicaManager, MARKER_TIMEOUT};
+use super::replica_manager::{ReplicaManager, MARKER_TIMEOUT};
 use crate::config::kafka::{Acks, BrokerConfig};
 use crate::history::facts::kafka::Fact;
 use crate::kafka::protocol::messages::{
@@ -246,15 +246,13 @@ async fn append(
     let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
     batch.push(now_ms, Some(&key), Some(&value));
     let produced = rm
-        .produce_from(
-            Produce {
-                tp: TopicPartition::new(TRANSACTION_STATE_TOPIC, write.partition),
-                acks: Acks::All,
-                timeout_ms: MARKER_TIMEOUT.as_millis() as u64,
-                batch: batch.build(),
-            },
-            AppendOrigin::Coordinator,
-        )
+        .coordinator_append(Produce {
+            transactional_id: None,
+            tp: TopicPartition::new(TRANSACTION_STATE_TOPIC, write.partition),
+            acks: Acks::All,
+            timeout_ms: MARKER_TIMEOUT.as_millis() as u64,
+            batch: batch.build(),
+        })
         .await;
     let appended = produced.error.map_or(Ok(()), Err);
     txns.coordinator.borrow_mut().appended(
@@ -301,6 +299,11 @@ pub async fn handle(rm: &Rc<ReplicaManager>, txns: &Rc<Txns>, request: Request) 
         Request::AddPartitionsToTxn { txn, partitions } => {
             answer(add_partitions(rm, txns, &txn, partitions.into_iter().collect(), now_ms).await)
         }
+        Request::VerifyPartitionsInTxn { txn, partitions } => answer(
+            txns.coordinator
+                .borrow_mut()
+                .verify_partitions(&txn, &partitions.into_iter().collect()),
+        ),
         Request::AddOffsetsToTxn { txn, group } => {
             let partition = coordinator_partition(&group, txns.offsets_partitions);
             let offsets = BTreeSet::from([TopicPartition::new(OFFSETS_TOPIC, partition)]);
