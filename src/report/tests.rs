@@ -4,7 +4,7 @@
 use super::*;
 use crate::check::{Comparison, Count, Expectation};
 use crate::check::{Counts, Example, Verdict};
-use crate::config::kafka::{Release, StepReach};
+use crate::config::kafka::{Reach, Release, StepReach};
 use crate::config::Modelled;
 use std::time::Duration;
 
@@ -651,7 +651,12 @@ fn release_row(kafka: &str, acks: &str, lost_per_run: &[u64]) -> SweepRow {
         .map(|step| StepReach {
             since: step.since,
             source: step.source,
-            missed: (step.source == "KIP-1030").then(|| "these runs set linger.ms".to_string()),
+            missed: if step.source == "KIP-1030" {
+                Some("these runs set linger.ms".to_string())
+            } else {
+                (step.reach == Reach::Transactions)
+                    .then(|| "these runs have no transactions".to_string())
+            },
         })
         .collect();
     row
@@ -700,8 +705,9 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
     );
     assert!(
         md.contains(
-            "Left out, as they cannot change these runs: KAFKA-15046 and KAFKA-16541 (3.8 \
-             undoes what 3.7 changed); KIP-1030 (these runs set linger.ms)."
+            "Left out, as they cannot change these runs: KIP-890 (TRANSACTION_ABORTABLE) \
+             (these runs have no transactions); KAFKA-15046 and KAFKA-16541 (3.8 undoes what \
+             3.7 changed); KIP-1030 (these runs set linger.ms)."
         ),
         "{md}"
     );

@@ -184,6 +184,7 @@ impl Default for BrokerConfig {
                 isr_broker_epochs: true,
                 dir_fsync: true,
                 epoch_truncation_fsync: true,
+                transaction_abortable: true,
             },
         }
     }

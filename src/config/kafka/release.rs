@@ -253,6 +253,10 @@ pub struct Rules {
     /// the fsync off the append path's lock; KAFKA-16541 restored it in 3.8, on the
     /// scheduler); a new epoch is fsynced at once in every release.
     pub epoch_truncation_fsync: bool,
+    /// Partition verification answers a partition not in the producer's transaction with
+    /// TRANSACTION_ABORTABLE (3.8, KIP-890: clients of Produce v11 and later get it; older
+    /// ones INVALID_TXN_STATE, as every client did in 3.6 and 3.7).
+    pub transaction_abortable: bool,
 }
 
 /// A release's defaults and rules: the broker's, the producer's and the consumer's.
@@ -294,6 +298,7 @@ impl Era {
                     isr_broker_epochs: false,
                     dir_fsync: false,
                     epoch_truncation_fsync: true,
+                    transaction_abortable: false,
                 },
                 ..BrokerConfig::default()
             },
@@ -686,6 +691,15 @@ pub static STEPS: &[Step] = &[
         rule: true,
         reach: Reach::Every,
         apply: |era| era.broker.rules.epoch_truncation_fsync = true,
+    },
+    Step {
+        since: v(3, 8),
+        change: "Partition verification refuses a batch whose partition is not in the producer's transaction with TRANSACTION_ABORTABLE, the error new clients abort on (an older client still gets INVALID_TXN_STATE); the producer aborts either way",
+        source: "KIP-890 (TRANSACTION_ABORTABLE)",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Transactions,
+        apply: |era| era.broker.rules.transaction_abortable = true,
     },
     Step {
         since: v(3, 9),

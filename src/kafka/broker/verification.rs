@@ -141,7 +141,8 @@ impl Verifier {
 /// The produce error a leader answers for the coordinator's answer (3.6's
 /// `AddPartitionsToTxnManager` and `ReplicaManager`): a coordinator that is busy or moving
 /// becomes NOT_ENOUGH_REPLICAS, which the producer retries; a fenced epoch becomes
-/// INVALID_PRODUCER_EPOCH; a partition not in the transaction stays INVALID_TXN_STATE.
+/// INVALID_PRODUCER_EPOCH; a partition not in the transaction stays INVALID_TXN_STATE
+/// (TRANSACTION_ABORTABLE from 3.8).
 pub fn produce_error(answer: ErrorCode) -> ErrorCode {
     match answer {
         ErrorCode::ConcurrentTransactions
@@ -159,6 +160,7 @@ pub fn refused(error: ErrorCode) -> bool {
     matches!(
         error,
         ErrorCode::InvalidTxnState
+            | ErrorCode::TransactionAbortable
             | ErrorCode::InvalidProducerEpoch
             | ErrorCode::InvalidProducerIdMapping
     )
@@ -185,6 +187,7 @@ mod tests {
         );
         assert!(refused(produce_error(ErrorCode::ProducerFenced)));
         assert!(refused(produce_error(ErrorCode::InvalidTxnState)));
+        assert!(refused(produce_error(ErrorCode::TransactionAbortable)));
         assert!(!refused(produce_error(ErrorCode::NetworkException)));
     }
 }

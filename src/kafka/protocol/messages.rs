@@ -74,6 +74,9 @@ pub enum ErrorCode {
     /// A request between brokers failed on the network (a partition leader's verification
     /// with the transaction coordinator, KIP-890): retriable.
     NetworkException,
+    /// Partition verification from 3.8 (KIP-890): the partition is not in the producer's
+    /// transaction; the producer aborts.
+    TransactionAbortable,
 }
 
 impl ErrorCode {
@@ -105,6 +108,7 @@ impl ErrorCode {
             ErrorCode::InvalidTransactionTimeout => "INVALID_TRANSACTION_TIMEOUT",
             ErrorCode::UnstableOffsetCommit => "UNSTABLE_OFFSET_COMMIT",
             ErrorCode::NetworkException => "NETWORK_EXCEPTION",
+            ErrorCode::TransactionAbortable => "TRANSACTION_ABORTABLE",
             ErrorCode::InvalidUpdateVersion => "INVALID_UPDATE_VERSION",
             ErrorCode::FencedInstanceId => "FENCED_INSTANCE_ID",
             ErrorCode::BrokerNotAvailable => "BROKER_NOT_AVAILABLE",
@@ -140,6 +144,7 @@ impl ErrorCode {
                 | ErrorCode::ProducerFenced
                 | ErrorCode::TransactionCoordinatorFenced
                 | ErrorCode::InvalidProducerIdMapping
+                | ErrorCode::TransactionAbortable
         )
     }
 }

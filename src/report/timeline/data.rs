@@ -234,16 +234,18 @@ fn host_lanes(t: &Timeline, end: u64) -> Vec<HostLane> {
         .collect()
 }
 
-/// The partitions in order, the workload's topics before the internal `__consumer_offsets`
-/// (which would otherwise sort first), each with its leadership split where its leader's
-/// host went down or came back.
+/// The partitions in order, the workload's topics before the internal ones
+/// (`__consumer_offsets`, `__transaction_state`, which would otherwise sort first), each
+/// with its leadership split where its leader's host went down or came back. An internal
+/// partition nothing was written to is left out: of the 50 a coordinator topic has, a run
+/// uses the one or two its group and transactional ids hash to.
 fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<PartitionLanes> {
     let t = input.timeline;
     let mut tps: Vec<&TopicPartition> = t.leadership.iter().map(|c| &c.tp).collect();
     tps.sort_by_key(|tp| (tp.topic.starts_with("__"), *tp));
     tps.dedup();
     tps.into_iter()
-        .map(|tp| {
+        .filter_map(|tp| {
             let changes: Vec<_> = t.leadership.iter().filter(|c| &c.tp == tp).collect();
             let mut leadership = Vec::new();
             for (i, change) in changes.iter().enumerate() {
@@ -273,14 +275,14 @@ fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<
                 SystemName::Kafka => offsets(input.facts, tp),
                 SystemName::RocketMq => queue_offsets(input.history, tp),
             };
-            PartitionLanes {
+            (!tp.topic.starts_with("__") || !leo.is_empty()).then(|| PartitionLanes {
                 tp: tp.to_string(),
                 replicas,
                 min_isr,
                 leadership,
                 leo,
                 hw,
-            }
+            })
         })
         .collect()
 }

@@ -146,6 +146,44 @@ fn build_with(timeline: &Timeline, history: &[Event], verdict: &Verdict) -> Pane
     })
 }
 
+/// Of a coordinator topic's partitions, only those written to get lanes: the one the
+/// run's transactional id hashes to, not the 49 idle ones.
+#[test]
+fn idle_internal_partitions_are_left_out() {
+    let mut timeline = timeline();
+    let state = |p| TopicPartition::new("__transaction_state", p);
+    for p in [0, 7] {
+        timeline.leadership.push(LeadershipChange {
+            tp: state(p),
+            ..leadership(0, Some(2), 0, &[2, 1])
+        });
+    }
+    let mut facts = facts();
+    facts.push(FactEvent {
+        time: at(50),
+        fact: Fact::Kafka(KafkaFact::Appended {
+            tp: state(7),
+            leader: BrokerId(2),
+            epoch: Epoch(0),
+            first: Offset(0),
+            last: Offset(0),
+        }),
+    });
+    let topics = BTreeMap::from([("orders".to_owned(), (2, 2))]);
+    let panel = panel(&PanelInput {
+        variant: "txn",
+        summary: "summary".to_owned(),
+        timeline: &timeline,
+        history: &[],
+        facts: &facts,
+        verdict: &Verdict::default(),
+        system: SystemName::Kafka,
+        topics: &topics,
+    });
+    let lanes: Vec<&str> = panel.partitions.iter().map(|p| p.tp.as_str()).collect();
+    assert_eq!(lanes, ["orders/0", "__transaction_state/7"]);
+}
+
 #[test]
 fn a_leader_the_controller_still_names_is_marked_down_while_its_host_is() {
     let panel = build(&[], &Verdict::default());

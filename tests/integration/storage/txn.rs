@@ -82,7 +82,11 @@ fn only_a_verified_batch_starts_a_transaction_and_a_marker_meanwhile_refuses_it(
         Err(StorageError::InvalidTxnState)
     ));
     write(&mut log, 1, 0);
-    assert_eq!(log.start_verification(ProducerId(1)), None, "open: nothing to ask");
+    assert_eq!(
+        log.start_verification(ProducerId(1)),
+        None,
+        "open: nothing to ask"
+    );
     log.append_as_leader(txn_batch(1, 0, 1), Epoch(0), SimTime::ZERO)
         .expect("continues the transaction");
     assert_eq!(log.first_unstable_offset(), Some(Offset(1)));

@@ -213,13 +213,20 @@ impl Coordinator {
         &mut self,
         txn: &TxnProducer,
         partitions: &BTreeSet<TopicPartition>,
+        abortable: bool,
     ) -> Result<(), ErrorCode> {
         let (_, led) = self.led_for(&txn.transactional_id)?;
         let meta = led
             .txns
             .get(&txn.transactional_id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
-        decide::verify_partitions(meta, txn.producer_id, txn.producer_epoch, partitions)
+        decide::verify_partitions(
+            meta,
+            txn.producer_id,
+            txn.producer_epoch,
+            partitions,
+            abortable,
+        )
     }
 
     /// Kafka's `handleEndTransaction` from a client. `Ok(None)`: a retry of what already

@@ -85,12 +85,14 @@ pub fn add_partitions(
 /// leader asks whether `partitions` are in the producer's ongoing transaction before a
 /// batch starts a transaction on them. A read: nothing is written. Partitions join the
 /// transaction when their AddPartitionsToTxn is written and leave it with the end marker,
-/// so an ended transaction has none (INVALID_TXN_STATE).
+/// so an ended transaction has none: INVALID_TXN_STATE, or from 3.8 TRANSACTION_ABORTABLE
+/// (`abortable`).
 pub fn verify_partitions(
     meta: &TxnMetadata,
     producer_id: ProducerId,
     producer_epoch: i16,
     partitions: &BTreeSet<TopicPartition>,
+    abortable: bool,
 ) -> Result<(), ErrorCode> {
     if meta.producer_id != producer_id {
         return Err(ErrorCode::InvalidProducerIdMapping);
@@ -103,6 +105,8 @@ pub fn verify_partitions(
     }
     if partitions.is_subset(&meta.partitions) {
         Ok(())
+    } else if abortable {
+        Err(ErrorCode::TransactionAbortable)
     } else {
         Err(ErrorCode::InvalidTxnState)
     }
@@ -322,22 +326,30 @@ mod tests {
         let mut meta = initialized();
         let (pid, epoch) = (meta.producer_id, meta.producer_epoch);
         assert_eq!(
-            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            verify_partitions(&meta, pid, epoch, &parts(&[0]), false),
             Err(ErrorCode::InvalidTxnState),
             "no transaction yet"
         );
         ongoing(&mut meta, 1_000);
-        assert_eq!(verify_partitions(&meta, pid, epoch, &parts(&[0])), Ok(()));
         assert_eq!(
-            verify_partitions(&meta, pid, epoch, &parts(&[0, 7])),
+            verify_partitions(&meta, pid, epoch, &parts(&[0]), false),
+            Ok(())
+        );
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch, &parts(&[0, 7]), false),
             Err(ErrorCode::InvalidTxnState)
         );
         assert_eq!(
-            verify_partitions(&meta, pid, epoch - 1, &parts(&[0])),
+            verify_partitions(&meta, pid, epoch, &parts(&[0, 7]), true),
+            Err(ErrorCode::TransactionAbortable),
+            "3.8"
+        );
+        assert_eq!(
+            verify_partitions(&meta, pid, epoch - 1, &parts(&[0]), false),
             Err(ErrorCode::ProducerFenced)
         );
         assert_eq!(
-            verify_partitions(&meta, ProducerId(99), epoch, &parts(&[0])),
+            verify_partitions(&meta, ProducerId(99), epoch, &parts(&[0]), false),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         let EndStep::Prepare(prepare) =
@@ -347,14 +359,14 @@ mod tests {
         };
         meta.complete(prepare);
         assert_eq!(
-            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            verify_partitions(&meta, pid, epoch, &parts(&[0]), false),
             Err(ErrorCode::ConcurrentTransactions),
             "markers on their way"
         );
         let complete = meta.prepare_complete(2_100);
         meta.complete(complete);
         assert_eq!(
-            verify_partitions(&meta, pid, epoch, &parts(&[0])),
+            verify_partitions(&meta, pid, epoch, &parts(&[0]), false),
             Err(ErrorCode::InvalidTxnState),
             "the stray batch of an aborted transaction"
         );

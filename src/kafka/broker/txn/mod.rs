@@ -299,11 +299,13 @@ pub async fn handle(rm: &Rc<ReplicaManager>, txns: &Rc<Txns>, request: Request) 
         Request::AddPartitionsToTxn { txn, partitions } => {
             answer(add_partitions(rm, txns, &txn, partitions.into_iter().collect(), now_ms).await)
         }
-        Request::VerifyPartitionsInTxn { txn, partitions } => answer(
-            txns.coordinator
-                .borrow_mut()
-                .verify_partitions(&txn, &partitions.into_iter().collect()),
-        ),
+        Request::VerifyPartitionsInTxn { txn, partitions } => {
+            answer(txns.coordinator.borrow_mut().verify_partitions(
+                &txn,
+                &partitions.into_iter().collect(),
+                rm.config.rules.transaction_abortable,
+            ))
+        }
         Request::AddOffsetsToTxn { txn, group } => {
             let partition = coordinator_partition(&group, txns.offsets_partitions);
             let offsets = BTreeSet::from([TopicPartition::new(OFFSETS_TOPIC, partition)]);
