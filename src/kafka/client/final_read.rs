@@ -185,17 +185,15 @@ async fn read_from_leader(
         }
     };
     let end = last_stable_offset.unwrap_or(high_watermark);
-    let partial = |records: Vec<ReadRecord>| {
-        Some(PartitionRead {
-            tp: tp.clone(),
-            leader: Some(leader),
-            log_start_offset: start,
-            high_watermark,
-            last_stable_offset,
-            records,
-            complete: false,
-            beyond_lso: None,
-        })
+    let read = |records, complete, beyond_lso| PartitionRead {
+        tp: tp.clone(),
+        leader: Some(leader),
+        log_start_offset: start,
+        high_watermark,
+        last_stable_offset,
+        records,
+        complete,
+        beyond_lso,
     };
     let records = match read_range(
         &mut connection,
@@ -207,7 +205,7 @@ async fn read_from_leader(
     .await
     {
         Ok(records) => records,
-        Err(records) => return Attempt::Failed(partial(records)),
+        Err(records) => return Attempt::Failed(Some(read(records, false, None))),
     };
     // What the LSO hides, read as a read_uncommitted consumer would: whether acknowledged
     // records are there or gone, and whose transaction holds the LSO.
@@ -229,16 +227,7 @@ async fn read_from_leader(
         }
         _ => None,
     };
-    Attempt::Done(PartitionRead {
-        tp: tp.clone(),
-        leader: Some(leader),
-        log_start_offset: start,
-        high_watermark,
-        last_stable_offset,
-        records,
-        complete: true,
-        beyond_lso,
-    })
+    Attempt::Done(read(records, true, beyond_lso))
 }
 
 /// Fetch `[from, end)` of `tp` at the leader this connection reaches, in `epoch`, as
