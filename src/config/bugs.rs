@@ -59,6 +59,10 @@ pub struct Bugs {
     /// A new transaction coordinator starts without reading back its `__transaction_state`
     /// partition: the transactions its predecessor left open are never finished.
     pub txn_coordinator_skips_load: bool,
+    /// The transaction coordinator aborts a timed-out transaction at its producer's own
+    /// epoch, without fencing it (KAFKA-6119, 0.11.0.0): the producer's late batches are
+    /// still current and open a transaction nobody ends.
+    pub timeout_abort_skips_fence: bool,
     /// The group coordinator takes a TxnOffsetCommit without checking its member and
     /// generation, as before KIP-447: a zombie processor's offsets count.
     pub txn_offsets_skip_generation: bool,

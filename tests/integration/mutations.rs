@@ -263,6 +263,22 @@ fn a_controller_that_takes_a_restart_within_the_session_ends_the_outage_early() 
 /// The expectations `cargo test` checks of `file` (every variant on its `test_seeds`)
 /// that fail with `bugs` injected, each with its seed and variant: empty if the file
 /// passes.
+/// KAFKA-6119: without the fence, the paused producer's late batches open a transaction
+/// that its next transaction's COMMIT marker ends, with the records of the one the
+/// coordinator aborted (before 3.6, nothing else refuses them).
+#[test]
+fn a_timeout_abort_that_does_not_fence_tears_the_transaction() {
+    let bugs = Bugs {
+        timeout_abort_skips_fence: true,
+        ..Bugs::default()
+    };
+    caught(
+        &variant("read-committed-lso-stall.toml", "paused-past-timeout-3-5"),
+        bugs,
+        &[Count::Torn],
+    );
+}
+
 fn file_failures(file: &str, bugs: Bugs) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios")

@@ -182,7 +182,7 @@ impl Coordinator {
         match decide::init_producer_id(meta, timeout_ms, expected, now_ms)? {
             InitStep::Bump(transit) => Ok(Init::Bump(write(transit))),
             InitStep::FenceAndAbort(fence) => {
-                let abort = fence_and_abort(meta, fence, now_ms);
+                let abort = abort_at(meta, fence.producer_epoch, now_ms);
                 Ok(Init::Abort(write(abort)))
             }
         }
@@ -276,19 +276,25 @@ impl Coordinator {
 
     /// Kafka's `abortTimedOutTransactions`: every ongoing transaction past its timeout,
     /// with nothing pending, is fenced and aborted; the PrepareAbort writes to make.
-    pub fn abort_timed_out(&mut self, now_ms: i64) -> Vec<Write> {
+    /// `fence` false aborts at the producer's own epoch, as 0.11.0.0 did (KAFKA-6119): a
+    /// bug to inject, since the fence is what refuses the timed-out producer's late batches.
+    pub fn abort_timed_out(&mut self, now_ms: i64, fence: bool) -> Vec<Write> {
         let mut writes = Vec::new();
         for (&partition, led) in &mut self.led {
             for (id, meta) in &mut led.txns {
                 if !decide::timed_out(meta, now_ms) {
                     continue;
                 }
-                let fence = meta.prepare_fence_epoch();
+                let epoch = if fence {
+                    meta.prepare_fence_epoch().producer_epoch
+                } else {
+                    meta.producer_epoch
+                };
                 writes.push(Write {
                     transactional_id: id.clone(),
                     partition,
                     coordinator_epoch: led.coordinator_epoch,
-                    transit: fence_and_abort(meta, fence, now_ms),
+                    transit: abort_at(meta, epoch, now_ms),
                 });
             }
         }
@@ -361,17 +367,11 @@ fn append_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
-/// A fence followed at once by the coordinator's own abort (no request comes between):
-/// the PrepareAbort, at the fenced epoch.
-fn fence_and_abort(meta: &mut TxnMetadata, fence: TxnTransit, now_ms: i64) -> TxnTransit {
-    let step = decide::end_txn(
-        meta,
-        fence.producer_id,
-        fence.producer_epoch,
-        TxnResult::Abort,
-        false,
-        now_ms,
-    );
+/// The coordinator's own abort of an ongoing transaction, at `epoch` (the fenced one, no
+/// request coming between the fence and the abort): the PrepareAbort.
+fn abort_at(meta: &mut TxnMetadata, epoch: i16, now_ms: i64) -> TxnTransit {
+    let producer_id = meta.producer_id;
+    let step = decide::end_txn(meta, producer_id, epoch, TxnResult::Abort, false, now_ms);
     match step {
         Ok(EndStep::Prepare(abort)) => abort,
         other => unreachable!("an ongoing transaction's fence always aborts: {other:?}"),
@@ -575,16 +575,19 @@ mod tests {
         let mut c = leading(0);
         ongoing(&mut c);
         assert!(
-            c.abort_timed_out(6_000).is_empty(),
+            c.abort_timed_out(6_000, true).is_empty(),
             "1 000 + 5 000 is not past"
         );
-        let writes = c.abort_timed_out(6_001);
+        let writes = c.abort_timed_out(6_001, true);
         assert_eq!(writes.len(), 1);
         assert_eq!(
             (writes[0].transit.state, writes[0].transit.producer_epoch),
             (TxnState::PrepareAbort, 1)
         );
-        assert!(c.abort_timed_out(60_000).is_empty(), "one abort at a time");
+        assert!(
+            c.abort_timed_out(60_000, true).is_empty(),
+            "one abort at a time"
+        );
     }
 
     /// What a coordinator reads back: a PrepareCommit left by its predecessor is completed

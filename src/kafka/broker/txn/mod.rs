@@ -83,7 +83,7 @@ pub async fn run(rm: Rc<ReplicaManager>, txns: Rc<Txns>) {
             let writes = txns
                 .coordinator
                 .borrow_mut()
-                .abort_timed_out(now.timestamp_ms());
+                .abort_timed_out(now.timestamp_ms(), !rm.bugs.timeout_abort_skips_fence);
             for write in writes {
                 tracing::info!(broker = rm.id.0, transactional_id = %write.transactional_id, epoch = write.transit.producer_epoch, "transaction timed out: fenced and aborted");
                 tokio::task::spawn_local(fence(rm.clone(), txns.clone(), write, true));
