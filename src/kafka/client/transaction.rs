@@ -129,8 +129,9 @@ pub struct TransactionManager {
     /// Whether a partition was added (Kafka's `transactionStarted`): only then is there a
     /// transaction for EndTxn to end.
     started: bool,
-    /// Whether an EndTxn(COMMIT) of the open transaction was sent: after it, the
-    /// transaction may have committed whatever follows.
+    /// Whether an EndTxn(COMMIT) of the transaction was sent and no EndTxn answer ended
+    /// it: the transaction may have committed, whatever follows (an abort that skips
+    /// EndTxn, for a producer id the coordinator no longer knows, confirms nothing).
     commit_sent: bool,
     error: Option<TxnError>,
     /// The coordinator does not know the held producer id (INVALID_PRODUCER_ID_MAPPING):
@@ -215,6 +216,7 @@ impl TransactionManager {
             "beginTransaction outside READY"
         );
         debug_assert!(self.partitions.is_empty() && self.pending.is_empty() && !self.started);
+        self.commit_sent = false;
         self.transition(TxnState::InTransaction);
     }
 
@@ -434,6 +436,8 @@ impl TransactionManager {
                 self.txn_offset_commit_failed(error)
             }
             (TxnRequest::EndTxn(_), TxnAnswer::Error(None)) => {
+                // The coordinator says how it ended: an abort it answered did abort.
+                self.commit_sent = false;
                 self.complete_transaction();
                 Wait::None
             }
@@ -588,7 +592,6 @@ impl TransactionManager {
         self.partitions.clear();
         self.pending.clear();
         self.started = false;
-        self.commit_sent = false;
         self.error = None;
         self.unknown_producer_id = false;
         self.offsets = None;
@@ -838,6 +841,10 @@ mod tests {
                 expected: Some((ProducerId(7), 0))
             }),
             "no EndTxn the coordinator would refuse again"
+        );
+        assert!(
+            tm.commit_sent(),
+            "ended without an answer: the commit may have happened at a coordinator that lost the id"
         );
     }
 
