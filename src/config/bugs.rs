@@ -66,6 +66,10 @@ pub struct Bugs {
     /// The group coordinator takes a TxnOffsetCommit without checking its member and
     /// generation, as before KIP-447: a zombie processor's offsets count.
     pub txn_offsets_skip_generation: bool,
+    /// The group coordinator answers an OffsetFetch that asks for stable offsets
+    /// (KIP-447's RequireStable) with the committed ones, though a transaction's offsets
+    /// for the partition wait for its marker: the partition's new owner resumes behind them.
+    pub offset_fetch_ignores_require_stable: bool,
     /// The partition leader answers a read_committed fetch or ListOffsets with its HW
     /// as the LSO: open transactions' records are read before they commit or abort.
     pub lso_is_hw: bool,

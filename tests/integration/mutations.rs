@@ -360,6 +360,7 @@ lessons! {
     lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
     lesson_of_timeouts_are_not_failures: "timeouts-are-not-failures.toml" => timeout_proves_not_written,
     lesson_of_txn_coordinator_failover: "txn-coordinator-failover.toml" => txn_coordinator_skips_load,
+    lesson_of_txn_stable_offsets: "txn-stable-offsets.toml" => offset_fetch_ignores_require_stable,
     lesson_of_txn_stray_produce: "txn-stray-produce.toml" => skip_partition_verification,
     lesson_of_txn_zombie_fencing: "txn-zombie-fencing.toml" => txn_offsets_skip_generation,
     lesson_of_unclean_election: "unclean-election.toml" => clean_election_outside_isr,

@@ -416,6 +416,7 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
             ref partitions,
             require_stable,
         } => {
+            let require_stable = require_stable && !rm.bugs.offset_fetch_ignores_require_stable;
             let fetched = groups
                 .coordinator
                 .borrow_mut()
