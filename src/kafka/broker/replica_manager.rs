@@ -291,6 +291,16 @@ impl ReplicaManager {
     }
 
     /// Wake every waiting fetch and produce, to answer them before the broker halts.
+    /// The leader of `tp` as this broker's metadata has it: where a coordinator's
+    /// partition lives, for FindCoordinator and the questions brokers ask coordinators.
+    pub fn leader_of(&self, tp: &TopicPartition) -> Option<BrokerId> {
+        self.metadata
+            .borrow()
+            .partitions
+            .get(tp)
+            .and_then(|state| state.leader)
+    }
+
     /// The partitions of an internal `topic` this broker leads, with their leader
     /// epochs (none once it has shut down): what its coordinators answer for.
     pub fn led_partitions(&self, topic: &str) -> BTreeMap<u32, Epoch> {

@@ -71,12 +71,7 @@ async fn verify(
             rm.config.transaction_state_log_num_partitions,
         ),
     );
-    let coordinator = rm
-        .metadata
-        .borrow()
-        .partitions
-        .get(&state)
-        .and_then(|s| s.leader);
+    let coordinator = rm.leader_of(&state);
     let txn = TxnProducer {
         transactional_id: transactional_id.clone(),
         producer_id: header.producer_id,

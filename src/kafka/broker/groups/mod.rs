@@ -275,12 +275,7 @@ pub async fn handle(rm: &Rc<ReplicaManager>, groups: &Groups, request: Request) 
         Request::FindCoordinator { ref group } => {
             let partition = groups.coordinator.borrow().partition_of(group);
             let tp = TopicPartition::new(OFFSETS_TOPIC, partition);
-            let leader = rm
-                .metadata
-                .borrow()
-                .partitions
-                .get(&tp)
-                .and_then(|state| state.leader);
+            let leader = rm.leader_of(&tp);
             match leader {
                 Some(broker) => Response::FindCoordinator {
                     error: None,

@@ -271,12 +271,7 @@ pub async fn handle(rm: &Rc<ReplicaManager>, txns: &Rc<Txns>, request: Request) 
         Request::FindTxnCoordinator { transactional_id } => {
             let partition = txns.coordinator.borrow().partition_of(&transactional_id);
             let tp = TopicPartition::new(TRANSACTION_STATE_TOPIC, partition);
-            let leader = rm
-                .metadata
-                .borrow()
-                .partitions
-                .get(&tp)
-                .and_then(|state| state.leader);
+            let leader = rm.leader_of(&tp);
             Response::FindCoordinator {
                 error: leader
                     .is_none()
