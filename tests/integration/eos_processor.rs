@@ -175,3 +175,31 @@ fn a_processor_run_replays_exactly() {
     assert_eq!(first.trace_hash, again.trace_hash);
     assert_eq!(first.verdict.counts, again.verdict.counts);
 }
+
+/// A processor paused past its session and its transaction's timeout (Kafka 2.5: the
+/// timeout fences its epoch) wakes up and sends its poll's outputs into a transaction that
+/// already failed: the sends fail at once, as Kafka's `send` does, its commit fails, and it
+/// starts a new instance. Seed 10 of the catalog file's `processor-pause` sends in that
+/// state (found by `sweeps/transactions.toml`, where it once stopped the simulation).
+#[test]
+fn a_zombie_that_sends_into_its_fenced_transaction_fails_the_sends_and_goes_on() {
+    let sets = [
+        "cluster.kafka=2.5".to_owned(),
+        "faults=processor-pause".to_owned(),
+    ];
+    let overrides = hightide::scenario::Overrides::parse(&sets).unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/eos-processor.toml");
+    let scenario = hightide::scenario::load_with(&file, &overrides).unwrap();
+    let report = hightide::run(&scenario, "exactly-once", 10).expect("runs to its end");
+    let counts = &report.counts;
+    assert_eq!(
+        (counts.fenced, counts.txn_timeouts),
+        (1, 1),
+        "the timeout fenced the paused processor"
+    );
+    assert_eq!(
+        (counts.eos_duplicates, counts.eos_missing, counts.lost),
+        (0, 0, 0)
+    );
+    assert!(report.passed(), "{:?}", report.failures);
+}

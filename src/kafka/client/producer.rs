@@ -341,12 +341,14 @@ impl Producer {
         }
     }
 
-    /// The application's `send`: partition the message, record the invoke, accumulate.
+    /// The application's `send`: partition the message, record the invoke, accumulate. In
+    /// a transaction that already failed the send fails at once, nothing written.
     fn send(&self, id: MessageId) {
         let now = clock::now();
         let key = message_key(u64::from(id.seq), self.keys);
         let mut guard = self.state.borrow_mut();
         let state = &mut *guard;
+        let refused = state.transaction.as_ref().and_then(|t| t.send_error());
         let partition = match &key {
             Some(key) => partition_for_key(key, self.partitions),
             None => {
@@ -376,7 +378,16 @@ impl Producer {
                     tp: self.tp(partition),
                 },
             );
-        } else {
+        }
+        if let Some(error) = refused {
+            tracing::debug!(producer = %self.name, %id, ?error, "send in a failed transaction");
+            if self.records_sends {
+                let error = format!("transaction failed before the send: {}", error.reason);
+                self.history.record(&self.name, Op::Fail { id, error });
+            }
+            return;
+        }
+        if !self.records_sends {
             state.outputs.unresolved += 1;
         }
         let record = PendingRecord {

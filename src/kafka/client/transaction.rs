@@ -220,6 +220,14 @@ impl TransactionManager {
         self.transition(TxnState::InTransaction);
     }
 
+    /// Why a send must fail at once, without reaching the accumulator: the transaction
+    /// already failed (Kafka's `maybeFailWithError`, which `send` calls first). The
+    /// application learns it from the send, and again from its commit or abort.
+    pub fn send_error(&self) -> Option<TxnError> {
+        matches!(self.state, TxnState::AbortableError | TxnState::FatalError)
+            .then(|| self.failure())
+    }
+
     /// A send to `tp` inside the open transaction (Kafka's `maybeAddPartition`).
     pub fn add_partition(&mut self, tp: &TopicPartition) {
         assert_eq!(
@@ -764,6 +772,28 @@ mod tests {
         tm.on_answer(TxnAnswer::ProducerId(ProducerId(7), 1));
         assert_eq!(tm.state(), TxnState::Ready);
         assert_eq!(tm.identity(), Some((ProducerId(7), 1)));
+    }
+
+    #[test]
+    fn a_send_in_a_failed_transaction_fails_at_once_with_its_error() {
+        let mut tm = ready(KAFKA_2_4);
+        tm.begin();
+        assert_eq!(tm.send_error(), None, "an open transaction takes sends");
+        tm.add_partition(&tp(0));
+        tm.next_request(true);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.on_batch_failed(
+            BatchFailure::Refused(Some(ErrorCode::NotEnoughReplicas)),
+            "refused",
+        );
+        let abortable = tm.send_error().expect("an abortable error fails sends");
+        assert!(!abortable.fatal);
+        tm.begin_abort().unwrap();
+        tm.next_request(false);
+        tm.on_answer(TxnAnswer::Error(None));
+        tm.begin();
+        tm.on_batch_failed(BatchFailure::Unknown, "unknown");
+        assert!(tm.send_error().expect("a fatal error fails sends").fatal);
     }
 
     #[test]
