@@ -168,6 +168,8 @@ fn rows(scenario: &scenario::model::Scenario) -> Vec<SweepRow> {
                     idempotence: settings.producer.idempotent(),
                     retries: settings.producer.retries,
                     steps: scenario::release_steps(settings, &paths),
+                    transactional: settings.transactional(),
+                    processors: settings.workload.output.is_some(),
                 },
                 SystemName::RocketMq => RowContext {
                     system,
@@ -176,6 +178,8 @@ fn rows(scenario: &scenario::model::Scenario) -> Vec<SweepRow> {
                     idempotence: false,
                     retries: settings.rocketmq.producer.retry_times_when_send_failed,
                     steps: Vec::new(),
+                    transactional: false,
+                    processors: false,
                 },
             };
             let mut row = SweepRow::new(swept);

@@ -9,6 +9,9 @@ use crate::config::kafka::{Release, StepReach};
 use crate::scenario::model::SystemName;
 use std::fmt::Write;
 
+mod transactions;
+pub use transactions::TxnTally;
+
 /// Scenario sections: a sweep key `broker.min.insync.replicas` is shown as the Kafka name.
 const SECTIONS: [&str; 8] = [
     "producer", "broker", "consumer", "workload", "disk", "network", "cluster", "topic",
@@ -45,6 +48,8 @@ pub struct SweepRow {
     throughput_sum: f64,
     /// Ack latencies of every run, pooled.
     pub latency: LatencyHistogram,
+    /// What transactions and stream processors did, for the transactions section.
+    pub txn: TxnTally,
     pub context: RowContext,
 }
 
@@ -61,6 +66,10 @@ pub struct RowContext {
     pub retries: u32,
     /// The steps of its release, each with whether it can change these runs.
     pub steps: Vec<StepReach>,
+    /// Transactional producers or exactly-once processors.
+    pub transactional: bool,
+    /// Stream processors: consumers that write an output per input.
+    pub processors: bool,
 }
 
 impl SweepRow {
@@ -95,6 +104,7 @@ impl SweepRow {
         self.request_timeouts += counts.request_timeouts;
         self.throughput_sum += report.stats.throughput_per_s;
         self.latency.merge(&report.stats.histogram);
+        self.txn.add(counts);
     }
 
     fn per_run(&self, total: u64) -> f64 {
@@ -275,6 +285,10 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow], set: &[String]) -> String {
     findings.extend(acks_0_sentence(rows));
     findings.push(duplicates_sentence(rows));
     findings.push(unresolved_sentence(rows));
+    let transactions = transactions::applies(rows);
+    if transactions {
+        findings.extend(transactions::findings(rows));
+    }
     for finding in findings {
         let _ = writeln!(md, "- {finding}");
     }
@@ -286,6 +300,9 @@ pub fn sweep_markdown(name: &str, rows: &[SweepRow], set: &[String]) -> String {
         release_section(&mut md, &releases);
     }
     configuration_section(&mut md, rows, &keys);
+    if transactions {
+        transactions::section(&mut md, rows, &keys);
+    }
     let [lost_chart, latency_chart] = chart_file_names(name);
     let _ = write!(
         md,
