@@ -63,6 +63,10 @@ pub struct Bugs {
     /// epoch, without fencing it (KAFKA-6119, 0.11.0.0): the producer's late batches are
     /// still current and open a transaction nobody ends.
     pub timeout_abort_skips_fence: bool,
+    /// The transaction coordinator writes a PrepareCommit or PrepareAbort with acks=1, so
+    /// it answers EndTxn once its own log has the record: a coordinator cut off from its
+    /// followers promises a commit that its successor never hears of.
+    pub end_txn_before_prepare_replicated: bool,
     /// The group coordinator takes a TxnOffsetCommit without checking its member and
     /// generation, as before KIP-447: a zombie processor's offsets count.
     pub txn_offsets_skip_generation: bool,

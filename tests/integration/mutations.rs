@@ -359,6 +359,7 @@ lessons! {
     lesson_of_rocketmq_transient_store_pool: "rocketmq-transient-store-pool.toml" => pool_commits_at_append,
     lesson_of_shrunk_unsafe_nemesis: "shrunk-unsafe-nemesis.toml" => retries_enqueue_at_back,
     lesson_of_timeouts_are_not_failures: "timeouts-are-not-failures.toml" => timeout_proves_not_written,
+    lesson_of_txn_coordinator_cut_off: "txn-coordinator-cut-off.toml" => end_txn_before_prepare_replicated,
     lesson_of_txn_coordinator_failover: "txn-coordinator-failover.toml" => txn_coordinator_skips_load,
     lesson_of_txn_stable_offsets: "txn-stable-offsets.toml" => offset_fetch_ignores_require_stable,
     lesson_of_txn_stray_produce: "txn-stray-produce.toml" => skip_partition_verification,

@@ -34,6 +34,7 @@ use crate::os::clock::{self, SimTime};
 use crate::types::{Epoch, TopicPartition};
 use coordinator::{Completion, Coordinator, Init, Write, TRANSACTION_STATE_TOPIC};
 use markers::Next;
+use metadata::TxnState;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -249,7 +250,15 @@ async fn append(
         .coordinator_append(Produce {
             transactional_id: None,
             tp: TopicPartition::new(TRANSACTION_STATE_TOPIC, write.partition),
-            acks: Acks::All,
+            acks: if rm.bugs.end_txn_before_prepare_replicated
+                && matches!(
+                    write.transit.state,
+                    TxnState::PrepareCommit | TxnState::PrepareAbort
+                ) {
+                Acks::Leader
+            } else {
+                Acks::All
+            },
             timeout_ms: MARKER_TIMEOUT.as_millis() as u64,
             batch: batch.build(),
         })
