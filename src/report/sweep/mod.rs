@@ -396,9 +396,15 @@ struct Comparison<'a> {
 /// Each swept setting but the release and the fault set (conditions, not choices), from
 /// each of its values to the next, over the pairs of configurations equal in all else.
 fn one_at_a_time(rows: &[SweepRow]) -> Vec<Comparison<'_>> {
+    comparisons(rows, &[RELEASE_KEY, "faults"])
+}
+
+/// Each swept setting but those in `skip`, from each of its values to the next, over the
+/// pairs of configurations equal in all else.
+fn comparisons<'a>(rows: &'a [SweepRow], skip: &[&str]) -> Vec<Comparison<'a>> {
     let mut comparisons = Vec::new();
     for key in setting_keys(rows) {
-        if key == RELEASE_KEY || key == "faults" {
+        if skip.contains(&key) {
             continue;
         }
         let mut values: Vec<&str> = Vec::new();

@@ -3,7 +3,7 @@
 //! reader exactly once, what the transactions cost the readers (the LSO held back), and how
 //! one setting at a time moves both.
 
-use super::{kafka_name, list, median, pairs, rules, setting_keys, value_of, value_text, SweepRow};
+use super::{comparisons, kafka_name, list, median, rules, value_of, value_text, SweepRow};
 use crate::check::Counts;
 use crate::config::kafka::Release;
 use std::fmt::Write;
@@ -187,7 +187,8 @@ pub fn section(md: &mut String, rows: &[SweepRow], keys: &[&str]) {
          held back read_committed readers of its partitions: the median run's and the \
          worst.\n"
     );
-    let steps = steps(rows);
+    // The release too: it is where the protocol changed.
+    let steps = comparisons(rows, &["faults"]);
     if !steps.is_empty() {
         let _ = writeln!(
             md,
@@ -298,40 +299,4 @@ pub fn section(md: &mut String, rows: &[SweepRow], keys: &[&str]) {
              commit beside its successor's.\n\n",
         );
     }
-}
-
-/// One swept setting from one of its values to the next, everything else equal.
-struct Step<'a> {
-    key: &'a str,
-    from: &'a str,
-    to: &'a str,
-    pairs: Vec<(&'a SweepRow, &'a SweepRow)>,
-}
-
-/// Every swept setting but the fault set, the release included, value to next value.
-fn steps(rows: &[SweepRow]) -> Vec<Step<'_>> {
-    let mut steps = Vec::new();
-    for key in setting_keys(rows) {
-        if key == "faults" {
-            continue;
-        }
-        let mut values: Vec<&str> = Vec::new();
-        for value in rows.iter().filter_map(|r| value_of(r, key)) {
-            if !values.contains(&value) {
-                values.push(value);
-            }
-        }
-        for step in values.windows(2) {
-            let pairs = pairs(rows, key, step[0], step[1]);
-            if !pairs.is_empty() {
-                steps.push(Step {
-                    key,
-                    from: step[0],
-                    to: step[1],
-                    pairs,
-                });
-            }
-        }
-    }
-    steps
 }
