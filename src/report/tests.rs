@@ -706,7 +706,7 @@ fn a_sweep_over_releases_says_what_changed_between_each_pair() {
     assert!(
         md.contains(
             "Left out, as they cannot change these runs: KIP-890 (TRANSACTION_ABORTABLE) \
-             (these runs have no transactions); KAFKA-15046 and KAFKA-16541 (3.8 undoes what \
+             and KIP-890 part 2, KAFKA-14562, KAFKA-14563 (these runs have no transactions); KAFKA-15046 and KAFKA-16541 (3.8 undoes what \
              3.7 changed); KIP-1030 (these runs set linger.ms)."
         ),
         "{md}"

@@ -35,15 +35,17 @@ fn orders() -> TopicPartition {
 /// `orders/0` is led by broker 2 (replicas 2, 3, 1); `__transaction_state/0`, the only
 /// partition, by broker 1 with broker 3 (min ISR 2): the coordinator and the data leader
 /// are different brokers, and broker 2 holds no transaction state. The group coordinator
-/// (`__consumer_offsets/0`) is broker 3.
-fn cluster(seed: u64) -> turmoil::Sim<'static> {
-    let config = BrokerConfig {
+/// (`__consumer_offsets/0`) is broker 3. `v2`: transaction protocol v2 (4.0); without it
+/// the brokers follow 3.9's rules, the protocol the requests here speak.
+fn cluster(seed: u64, v2: bool) -> turmoil::Sim<'static> {
+    let mut config = BrokerConfig {
         min_insync_replicas: 2,
         transaction_state_log_num_partitions: 1,
         offsets_topic_num_partitions: 1,
         transaction_abort_timed_out_transaction_cleanup_interval: Duration::from_secs(1),
         ..BrokerConfig::default()
     };
+    config.rules.transaction_version_2 = v2;
     let mut sim = turmoil::Builder::new()
         .simulation_duration(Duration::from_secs(120))
         .rng_seed(seed)
@@ -140,7 +142,9 @@ async fn to_coordinator(request: Request, stop_on_concurrent: bool) -> Response 
         if let Some(c) = coordinator {
             if let Some(response) = call(c, &request).await {
                 let error = match &response {
-                    Response::InitProducerId { error, .. } | Response::Txn { error } => *error,
+                    Response::InitProducerId { error, .. }
+                    | Response::Txn { error }
+                    | Response::EndTxn { error, .. } => *error,
                     other => panic!("{other:?}"),
                 };
                 let retry = matches!(
@@ -277,18 +281,97 @@ async fn committed_records_at(lso: i64) -> usize {
 
 /// Every marker in `orders/0`, read_uncommitted: (result, coordinator epoch).
 async fn markers() -> Vec<(TxnResult, i32)> {
+    marker_batches()
+        .await
+        .into_iter()
+        .map(|(result, coordinator_epoch, _)| (result, coordinator_epoch))
+        .collect()
+}
+
+/// Every marker in `orders/0`: (result, coordinator epoch, producer epoch).
+async fn marker_batches() -> Vec<(TxnResult, i32, i16)> {
     let fetched = fetch(IsolationLevel::ReadUncommitted).await;
     record::batches(&fetched.records)
         .filter_map(|batch| {
-            let (_, _, batch) = batch.expect("sound");
-            EndTxnMarker::of(batch).expect("a sound marker")
+            let (_, header, batch) = batch.expect("sound");
+            let marker = EndTxnMarker::of(batch).expect("a sound marker")?;
+            Some((
+                marker.result,
+                marker.coordinator_epoch,
+                header.producer_epoch,
+            ))
         })
-        .map(|m| (m.result, m.coordinator_epoch))
         .collect()
 }
 
 fn run(sim: &mut turmoil::Sim<'_>) {
     while !crate::support::step(sim).unwrap_or_else(|e| panic!("simulation failed: {e}")) {}
+}
+
+/// Transaction protocol v2 (4.0): the producer sends no AddPartitionsToTxn, the leader of
+/// `orders/0` adds the partition on the transaction's first batch; EndTxn answers the
+/// epoch it bumped to, which the COMMIT marker carries; a batch at the old epoch is then
+/// refused, and a retry of the commit at the old epoch is answered NONE with the new one.
+#[test]
+fn under_v2_the_leader_adds_the_partition_and_the_end_bumps_the_epoch() {
+    let mut sim = cluster(1, true);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let out = seen.clone();
+    sim.client("producer", async move {
+        let first = init(None, 60_000).await;
+        assert_eq!(first.producer_epoch, 0);
+        assert_eq!(
+            produce(&first, 0, b"committed").await,
+            None,
+            "added by the leader"
+        );
+        let commit = Request::EndTxn {
+            txn: first.clone(),
+            result: TxnResult::Commit,
+        };
+        let answer = to_coordinator(commit.clone(), false).await;
+        let Response::EndTxn {
+            error: None,
+            producer_id,
+            producer_epoch,
+        } = answer
+        else {
+            panic!("{answer:?}")
+        };
+        assert_eq!((producer_id, producer_epoch), (first.producer_id, 1));
+        let n = committed_records_at(2).await;
+        out.borrow_mut().push(("after commit", n));
+        assert_eq!(marker_batches().await, [(TxnResult::Commit, 0, 1)]);
+        assert_eq!(
+            produce(&first, 1, b"stray").await,
+            Some(ErrorCode::InvalidProducerEpoch),
+            "the old epoch, fenced by the marker"
+        );
+        let retry = to_coordinator(commit, false).await;
+        assert!(
+            matches!(
+                retry,
+                Response::EndTxn {
+                    error: None,
+                    producer_epoch: 1,
+                    ..
+                }
+            ),
+            "{retry:?}"
+        );
+        let second = TxnProducer {
+            producer_epoch: 1,
+            ..first
+        };
+        assert_eq!(
+            produce(&second, 0, b"next").await,
+            None,
+            "sequences restart"
+        );
+        Ok(())
+    });
+    run(&mut sim);
+    assert_eq!(*seen.borrow(), [("after commit", 1)]);
 }
 
 /// A commit becomes visible to read_committed once its marker is written; a second
@@ -297,7 +380,7 @@ fn run(sim: &mut turmoil::Sim<'_>) {
 /// skips; the fenced instance can no longer commit.
 #[test]
 fn a_commit_is_read_and_a_new_instance_fences_and_aborts_the_old() {
-    let mut sim = cluster(1);
+    let mut sim = cluster(1, false);
     let seen = Rc::new(RefCell::new(Vec::new()));
     let out = seen.clone();
     sim.client("producer", async move {
@@ -357,7 +440,7 @@ fn a_commit_is_read_and_a_new_instance_fences_and_aborts_the_old() {
 /// and read_committed skips what it wrote.
 #[test]
 fn a_transaction_past_its_timeout_is_fenced_and_aborted() {
-    let mut sim = cluster(2);
+    let mut sim = cluster(2, false);
     sim.client("producer", async move {
         let txn = init(None, 2_000).await;
         assert_eq!(add(&txn).await, None);
@@ -403,7 +486,7 @@ fn a_new_coordinator_finishes_a_commit_its_predecessor_began() {
         Restart,
         Done,
     }
-    let mut sim = cluster(3);
+    let mut sim = cluster(3, false);
     let stage = Rc::new(Cell::new(Stage::Producing));
     let seen = Rc::new(RefCell::new(Vec::new()));
     let (client_stage, out) = (stage.clone(), seen.clone());
@@ -484,7 +567,7 @@ async fn stable_offset() -> Result<Option<i64>, ErrorCode> {
 /// or dropped by an ABORT.
 #[test]
 fn offsets_sent_to_a_transaction_count_only_if_it_commits() {
-    let mut sim = cluster(4);
+    let mut sim = cluster(4, false);
     let seen = Rc::new(RefCell::new(Vec::new()));
     let out = seen.clone();
     sim.client("processor", async move {

@@ -185,6 +185,7 @@ impl Default for BrokerConfig {
                 dir_fsync: true,
                 epoch_truncation_fsync: true,
                 transaction_abortable: true,
+                transaction_version_2: true,
             },
         }
     }
@@ -240,6 +241,11 @@ pub struct ProducerConfig {
     /// KIP-588 (2.7): a produce's INVALID_PRODUCER_EPOCH is abortable; before, it was
     /// `ProducerFencedException`, fatal. Not a key: it follows the release.
     pub invalid_epoch_abortable: bool,
+    /// Transaction protocol v2 (KIP-890 part 2, 4.0): the cluster's finalized
+    /// `transaction.version` feature is 2, which a client learns from ApiVersions. Every
+    /// client here runs the cluster's release, so it follows the release; see
+    /// [`Rules::transaction_version_2`].
+    pub transaction_version_2: bool,
 }
 
 impl Default for ProducerConfig {
@@ -261,6 +267,7 @@ impl Default for ProducerConfig {
             transaction_timeout: ms(60_000),
             transaction_epoch_bump: true,
             invalid_epoch_abortable: true,
+            transaction_version_2: true,
         }
     }
 }
@@ -475,6 +482,12 @@ pub struct LogConfig {
     /// A transactional batch that would start a transaction must have been verified with
     /// the coordinator (`transaction.partition.verification.enable`, KIP-890 part 1).
     pub transaction_verification: bool,
+    /// Transaction protocol v2 (the release's `transaction_version_2`, 4.0): every
+    /// transactional batch that starts a transaction here went through its leader's add,
+    /// a transaction open here is the batch's only at the batch's epoch, and a marker at
+    /// the epoch of a verification under way leaves it standing (it ended the transaction
+    /// before).
+    pub transaction_version_2: bool,
     /// Bugs a mutation test injected into the log (none in any real run).
     #[serde(skip)]
     pub bugs: Bugs,
@@ -504,6 +517,7 @@ impl LogConfig {
             dir_fsync: broker.rules.dir_fsync,
             epoch_truncation_fsync: broker.rules.epoch_truncation_fsync,
             transaction_verification: broker.transaction_partition_verification_enable,
+            transaction_version_2: broker.rules.transaction_version_2,
             bugs: Bugs::default(),
         }
     }

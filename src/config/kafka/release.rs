@@ -257,6 +257,13 @@ pub struct Rules {
     /// TRANSACTION_ABORTABLE (3.8, KIP-890: clients of Produce v11 and later get it; older
     /// ones INVALID_TXN_STATE, as every client did in 3.6 and 3.7).
     pub transaction_abortable: bool,
+    /// Transaction protocol v2 (KIP-890 part 2; the `transaction.version` feature at 2,
+    /// the default of a cluster formatted by 4.0): the coordinator bumps the producer
+    /// epoch when a transaction ends, so its markers carry the next epoch and nothing the
+    /// ended transaction's producer sends later is taken; partitions join a transaction
+    /// when their leader adds them, not by the client's AddPartitionsToTxn; and
+    /// `__transaction_state` values are written in version 1.
+    pub transaction_version_2: bool,
 }
 
 /// A release's defaults and rules: the broker's, the producer's and the consumer's.
@@ -299,6 +306,7 @@ impl Era {
                     dir_fsync: false,
                     epoch_truncation_fsync: true,
                     transaction_abortable: false,
+                    transaction_version_2: false,
                 },
                 ..BrokerConfig::default()
             },
@@ -312,6 +320,7 @@ impl Era {
                 expire_in_accumulator: true,
                 transaction_epoch_bump: false,
                 invalid_epoch_abortable: false,
+                transaction_version_2: false,
                 ..ProducerConfig::default()
             },
             consumer: ConsumerConfig {
@@ -720,6 +729,18 @@ pub static STEPS: &[Step] = &[
         apply: |era| era.producer.linger = ms(5),
     },
     Step {
+        since: v(4, 0),
+        change: "Transaction protocol v2 (`transaction.version` 2, on by default for a new cluster): ending a transaction bumps the producer epoch, so the markers carry the next epoch and fence whatever the ended transaction's producer still had in flight (a late batch gets INVALID_PRODUCER_EPOCH); EndTxn v5 answers with the new epoch and the producer restarts its sequences; a partition joins the transaction when its leader adds it on the transaction's first batch there (the client sends no AddPartitionsToTxn, even with `transaction.partition.verification.enable` off), and the group's offsets partition when the group coordinator adds it on TxnOffsetCommit v5 (no AddOffsetsToTxn); after an abortable error the abort's own bump replaces the client's InitProducerId; `__transaction_state` values are written in version 1",
+        source: "KIP-890 part 2, KAFKA-14562, KAFKA-14563",
+        defaults: &[],
+        rule: true,
+        reach: Reach::Transactions,
+        apply: |era| {
+            era.broker.rules.transaction_version_2 = true;
+            era.producer.transaction_version_2 = true;
+        },
+    },
+    Step {
         since: v(4, 1),
         change: "Eligible leader replicas (KIP-966 part 1) on by default for new clusters: who leaves the ISR while it is below `min.insync.replicas` stays eligible to lead an empty ISR, unless it restarts without a clean shutdown",
         source: "KIP-966",
@@ -814,6 +835,11 @@ mod tests {
         assert_eq!(era(3, 9).producer.linger, Duration::ZERO);
         assert_eq!(era(4, 0).producer.linger, ms(5));
         assert!(!era(4, 0).broker.rules.eligible_leader_replicas);
+        assert!(!era(3, 9).broker.rules.transaction_version_2);
+        assert!(era(4, 0).broker.rules.transaction_version_2);
+        assert!(
+            !era(3, 9).producer.transaction_version_2 && era(4, 0).producer.transaction_version_2
+        );
         assert!(era(4, 1).broker.rules.eligible_leader_replicas);
         let rules = |major, minor| era(major, minor).broker.rules;
         assert!(!rules(1, 1).truncate_at_every_epoch && rules(2, 0).truncate_at_every_epoch);

@@ -435,8 +435,12 @@ impl Partition {
 
     /// Leader, verification on: the guard a transactional batch of `producer_id` needs to
     /// start a transaction here, `None` if it continues one.
-    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
-        self.log.start_verification(producer_id)
+    pub fn start_verification(
+        &mut self,
+        producer_id: ProducerId,
+        epoch: i16,
+    ) -> Option<VerificationGuard> {
+        self.log.start_verification(producer_id, epoch)
     }
 
     /// Leader: a coordinator's own batch (its internal topic), appended like a produce.

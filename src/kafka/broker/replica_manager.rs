@@ -574,17 +574,18 @@ impl ReplicaManager {
         }
     }
 
-    /// Leader, KIP-890 part 1: the guard a transactional batch of `producer_id` needs to
-    /// start a transaction on `tp`, `None` if it continues one (`verification` asks the
+    /// Leader, KIP-890: the guard a transactional batch of `producer_id` at `epoch` needs
+    /// to start a transaction on `tp`, `None` if it continues one (`verification` asks the
     /// coordinator meanwhile).
     pub fn start_verification(
         &self,
         tp: &TopicPartition,
         producer_id: ProducerId,
+        epoch: i16,
     ) -> Result<Option<VerificationGuard>, ErrorCode> {
         let mut partitions = self.partitions.borrow_mut();
         let partition = self.leader_gate(partitions.get_mut(tp), AfterShutdown::Refuse)?;
-        Ok(partition.update(|p| p.start_verification(producer_id)))
+        Ok(partition.update(|p| p.start_verification(producer_id, epoch)))
     }
 
     /// A transactional batch refused because its transaction does not hold `tp`.
@@ -1255,7 +1256,7 @@ mod tests {
                 // Verified, as the coordinator would have answered (KIP-890).
                 partition
                     .update(|p| {
-                        let guard = p.start_verification(ProducerId(pid));
+                        let guard = p.start_verification(ProducerId(pid), 0);
                         p.on_verified_produce(batch.build(), SimTime::ZERO, guard)
                     })
                     .expect("append");

@@ -1,12 +1,14 @@
 //! Request dispatch: what this broker answers to each request kind.
 
 use super::controller_link;
+use super::groups::coordinator::OFFSETS_TOPIC;
 use super::groups::{self, Groups};
 use super::replica_manager::ReplicaManager;
 use super::txn::{self, Txns};
 use super::verification::{self, Verifier};
 use crate::kafka::protocol::messages::{ErrorCode, Request, Response};
-use crate::kafka::types::ProducerId;
+use crate::kafka::types::{coordinator_partition, ProducerId};
+use crate::types::TopicPartition;
 use std::rc::Rc;
 
 pub async fn handle(
@@ -21,6 +23,19 @@ pub async fn handle(
             Response::Produce(verification::produce(&rm, &verifier, produce).await)
         }
         Request::Fetch(fetch) => Response::Fetch(rm.fetch(fetch).await),
+        Request::TxnOffsetCommit {
+            ref txn,
+            ref commit,
+        } if rm.config.rules.transaction_version_2 => {
+            let offsets = TopicPartition::new(
+                OFFSETS_TOPIC,
+                coordinator_partition(&commit.group, rm.config.offsets_topic_num_partitions),
+            );
+            match verification::add_offsets_partition(&rm, &verifier, txn, &offsets).await {
+                Ok(()) => groups::handle(&rm, &groups, request).await,
+                Err(error) => Response::OffsetCommit { error: Some(error) },
+            }
+        }
         Request::WriteTxnMarkers(markers) => {
             let answer = rm.write_txn_markers(&markers).await;
             if let Response::WriteTxnMarkers { markers: errors } = &answer {

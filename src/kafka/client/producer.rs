@@ -286,6 +286,7 @@ impl Producer {
         let rules = TxnRules {
             bump_epoch: config.transaction_epoch_bump,
             invalid_epoch_abortable: config.invalid_epoch_abortable,
+            v2: config.transaction_version_2,
         };
         Producer {
             name: match ctx.application {
@@ -1288,6 +1289,14 @@ async fn transaction_loop(producer: Rc<Producer>) {
             Some(Response::InitProducerId {
                 error: Some(error), ..
             }) => TxnAnswer::Error(Some(error)),
+            Some(Response::EndTxn {
+                error: None,
+                producer_id,
+                producer_epoch,
+            }) => TxnAnswer::ProducerId(producer_id, producer_epoch),
+            Some(Response::EndTxn {
+                error: Some(error), ..
+            }) => TxnAnswer::Error(Some(error)),
             Some(Response::Txn { error }) | Some(Response::OffsetCommit { error }) => {
                 TxnAnswer::Error(error)
             }
@@ -1303,6 +1312,7 @@ async fn transaction_loop(producer: Rc<Producer>) {
             let Some(transaction) = state.transaction.as_mut() else {
                 return;
             };
+            let held = transaction.identity();
             let wait = transaction.on_answer(answer);
             if let (Some(identity), Some(idempotence)) =
                 (transaction.identity(), state.idempotence.as_mut())
@@ -1312,6 +1322,10 @@ async fn transaction_loop(producer: Rc<Producer>) {
                 {
                     idempotence.set_producer_id(identity.0, identity.1);
                     tracing::info!(producer = %producer.name, producer_id = identity.0 .0, epoch = identity.1, "transactional producer id acquired");
+                } else if matches!(request, TxnRequest::EndTxn(_)) && held != Some(identity) {
+                    // v2: the end bumped the epoch; every partition's sequence restarts.
+                    idempotence.set_producer_id(identity.0, identity.1);
+                    tracing::debug!(producer = %producer.name, epoch = identity.1, "epoch bumped by the transaction's end");
                 }
             }
             wait

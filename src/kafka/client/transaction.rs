@@ -14,7 +14,11 @@
 //! every partition's sequence; before, a batch whose outcome is unknown is fatal ("the client
 //! hasn't received acknowledgment for some previously sent messages and can no longer retry
 //! them"). From 2.7 (KIP-588) INVALID_PRODUCER_EPOCH on a produce is abortable; before, it
-//! was `ProducerFencedException`, fatal.
+//! was `ProducerFencedException`, fatal. Under transaction protocol v2 (4.0, KIP-890 part
+//! 2) the client sends no AddPartitionsToTxn (a partition's leader adds it) and no
+//! AddOffsetsToTxn (the group coordinator adds its partition), every EndTxn answer
+//! carries the epoch the end bumped to, which restarts every partition's sequence, and
+//! an abortable error needs no InitProducerId after the abort: the abort bumps the epoch.
 
 use crate::kafka::protocol::messages::ErrorCode;
 use crate::kafka::record::TxnResult;
@@ -43,6 +47,21 @@ pub struct TxnRules {
     pub bump_epoch: bool,
     /// KIP-588 (2.7): a produce's INVALID_PRODUCER_EPOCH is abortable, not fatal.
     pub invalid_epoch_abortable: bool,
+    /// Transaction protocol v2 (4.0): the cluster's `transaction.version` is 2.
+    pub v2: bool,
+}
+
+impl TxnRules {
+    /// Kafka's `canHandleAbortableError`: an abortable error can be recovered from by an
+    /// epoch bump, the client's (2.5) or the abort's own (v2).
+    fn can_handle_abortable(self) -> bool {
+        self.bump_epoch || self.v2
+    }
+
+    /// Kafka's `needToTriggerEpochBumpFromClient`: the bump is the client's InitProducerId.
+    fn bump_from_client(self) -> bool {
+        self.bump_epoch && !self.v2
+    }
 }
 
 /// A request the transaction manager wants sent, in Kafka's priority order.
@@ -228,14 +247,18 @@ impl TransactionManager {
             .then(|| self.failure())
     }
 
-    /// A send to `tp` inside the open transaction (Kafka's `maybeAddPartition`).
+    /// A send to `tp` inside the open transaction (Kafka's `maybeAddPartition`). Under v2
+    /// the partition is in the transaction at once: its leader adds it.
     pub fn add_partition(&mut self, tp: &TopicPartition) {
         assert_eq!(
             self.state,
             TxnState::InTransaction,
             "a transactional send outside a transaction"
         );
-        if !self.partitions.contains(tp) {
+        if self.rules.v2 {
+            self.partitions.insert(tp.clone());
+            self.started = true;
+        } else if !self.partitions.contains(tp) {
             self.pending.insert(tp.clone());
         }
     }
@@ -249,11 +272,13 @@ impl TransactionManager {
             "sendOffsetsToTransaction outside a transaction"
         );
         assert!(self.offsets.is_none(), "offsets already on their way");
+        // Under v2 the TxnOffsetCommit goes first: the group coordinator adds its partition.
         self.offsets = Some(PendingOffsets {
             group: group.to_owned(),
-            added: false,
+            added: self.rules.v2,
             group_coordinator: None,
         });
+        self.started |= self.rules.v2;
     }
 
     /// Whether offsets sent to the transaction still wait for TxnOffsetCommit's answer
@@ -449,6 +474,20 @@ impl TransactionManager {
                 self.complete_transaction();
                 Wait::None
             }
+            (TxnRequest::EndTxn(_), TxnAnswer::ProducerId(id, epoch)) => {
+                // v2: the end bumped the epoch; the next transaction runs at it.
+                assert!(self.rules.v2, "EndTxn answered an epoch before v2");
+                if let Some((held, old)) = self.identity {
+                    assert!(
+                        held == id && epoch > old,
+                        "an end of {held:?}/{old} answered {id:?}/{epoch}"
+                    );
+                }
+                self.identity = Some((id, epoch));
+                self.commit_sent = false;
+                self.complete_transaction();
+                Wait::None
+            }
             (_, TxnAnswer::Error(error)) => self.on_error(&request, error),
             (request, answer) => panic!("{answer:?} does not answer {request:?}"),
         };
@@ -479,7 +518,7 @@ impl TransactionManager {
                 self.fail_request(error.name(), true);
                 Wait::None
             }
-            ErrorCode::InvalidProducerIdMapping if self.rules.bump_epoch => {
+            ErrorCode::InvalidProducerIdMapping if self.rules.bump_from_client() => {
                 self.epoch_bump_required = true;
                 self.unknown_producer_id = true;
                 self.fail_request(error.name(), false);
@@ -509,9 +548,12 @@ impl TransactionManager {
                 self.forget_group_coordinator();
                 Wait::RetryBackoff
             }
-            ErrorCode::CoordinatorLoadInProgress | ErrorCode::UnknownTopicOrPartition => {
-                Wait::RetryBackoff
-            }
+            // Kafka's other RetriableExceptions; the last two come from a v2 group
+            // coordinator adding its partition to a transaction being ended.
+            ErrorCode::CoordinatorLoadInProgress
+            | ErrorCode::UnknownTopicOrPartition
+            | ErrorCode::ConcurrentTransactions
+            | ErrorCode::NotEnoughReplicas => Wait::RetryBackoff,
             ErrorCode::UnknownMemberId | ErrorCode::IllegalGeneration => {
                 let reason = format!(
                     "CommitFailedException: transaction offset commit failed due to consumer group metadata mismatch: {}",
@@ -546,7 +588,7 @@ impl TransactionManager {
             BatchFailure::Refused(Some(ErrorCode::InvalidProducerEpoch)) => {
                 !self.rules.invalid_epoch_abortable
             }
-            BatchFailure::Unknown => !self.rules.bump_epoch,
+            BatchFailure::Unknown => !self.rules.can_handle_abortable(),
             BatchFailure::Refused(_) => false,
         };
         let reason = match failure {
@@ -555,7 +597,7 @@ impl TransactionManager {
             ),
             _ => reason.to_owned(),
         };
-        if !fatal && self.rules.bump_epoch && self.state != TxnState::AbortingTransaction {
+        if !fatal && self.rules.bump_from_client() && self.state != TxnState::AbortingTransaction {
             self.epoch_bump_required = true;
         }
         self.fail(&reason, fatal);
@@ -638,13 +680,19 @@ impl TransactionManager {
 mod tests {
     use super::*;
 
-    const NEWEST: TxnRules = TxnRules {
+    const KAFKA_3_9: TxnRules = TxnRules {
         bump_epoch: true,
         invalid_epoch_abortable: true,
+        v2: false,
+    };
+    const KAFKA_4_0: TxnRules = TxnRules {
+        v2: true,
+        ..KAFKA_3_9
     };
     const KAFKA_2_4: TxnRules = TxnRules {
         bump_epoch: false,
         invalid_epoch_abortable: false,
+        v2: false,
     };
 
     fn tp(partition: u32) -> TopicPartition {
@@ -668,7 +716,7 @@ mod tests {
 
     #[test]
     fn a_commit_adds_the_partitions_then_ends_once_the_batches_resolve() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.add_partition(&tp(1));
@@ -694,9 +742,77 @@ mod tests {
         assert!(!tm.commit_sent() && !tm.may_send_to(&tp(0)));
     }
 
+    /// Transaction protocol v2: no AddPartitionsToTxn (the leader adds the partition), and
+    /// the EndTxn answer's epoch is the next transaction's.
+    #[test]
+    fn under_v2_a_send_needs_no_add_and_the_end_bumps_the_epoch() {
+        let mut tm = ready(KAFKA_4_0);
+        tm.begin();
+        tm.add_partition(&tp(0));
+        assert!(tm.may_send_to(&tp(0)), "sent at once");
+        assert_eq!(tm.next_request(true), None, "nothing to add");
+        tm.begin_commit().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::EndTxn(TxnResult::Commit))
+        );
+        tm.on_answer(TxnAnswer::ProducerId(ProducerId(7), 1));
+        assert_eq!(tm.state(), TxnState::Ready);
+        assert_eq!(tm.identity(), Some((ProducerId(7), 1)));
+        assert!(!tm.may_send_to(&tp(0)), "the next transaction starts empty");
+    }
+
+    /// Under v2 an abortable error, even a batch whose outcome is unknown, is recovered by
+    /// the abort's own epoch bump: no InitProducerId follows.
+    #[test]
+    fn under_v2_an_abort_is_the_epoch_bump() {
+        let mut tm = ready(KAFKA_4_0);
+        tm.begin();
+        tm.add_partition(&tp(0));
+        tm.on_batch_failed(BatchFailure::Unknown, "expired");
+        assert_eq!(tm.state(), TxnState::AbortableError);
+        tm.begin_abort().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::EndTxn(TxnResult::Abort))
+        );
+        tm.on_answer(TxnAnswer::ProducerId(ProducerId(7), 1));
+        assert_eq!(tm.state(), TxnState::Ready, "not Initializing");
+        assert_eq!(tm.identity(), Some((ProducerId(7), 1)));
+    }
+
+    /// Under v2 the offsets go to the group's coordinator without AddOffsetsToTxn; a
+    /// transaction being ended there is retried.
+    #[test]
+    fn under_v2_offsets_go_straight_to_the_group_coordinator() {
+        let mut tm = ready(KAFKA_4_0);
+        tm.begin();
+        tm.send_offsets("g");
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::FindGroupCoordinator("g".to_owned()))
+        );
+        tm.on_answer(TxnAnswer::Coordinator(BrokerId(3)));
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::TxnOffsetCommit(BrokerId(3)))
+        );
+        let wait = tm.on_answer(TxnAnswer::Error(Some(ErrorCode::ConcurrentTransactions)));
+        assert_eq!(wait, Wait::RetryBackoff);
+        tm.next_request(false);
+        tm.on_answer(TxnAnswer::Error(None));
+        assert!(!tm.offsets_pending());
+        tm.begin_commit().unwrap();
+        assert_eq!(
+            tm.next_request(false),
+            Some(TxnRequest::EndTxn(TxnResult::Commit)),
+            "offsets alone began the transaction"
+        );
+    }
+
     #[test]
     fn a_transaction_that_wrote_nothing_ends_without_end_txn() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.begin_commit().unwrap();
         assert_eq!(tm.next_request(false), None);
@@ -705,7 +821,7 @@ mod tests {
 
     #[test]
     fn a_lost_answer_or_not_coordinator_looks_the_coordinator_up_again() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -726,7 +842,7 @@ mod tests {
 
     #[test]
     fn concurrent_transactions_on_the_first_add_retries_after_20_ms() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -742,7 +858,7 @@ mod tests {
 
     #[test]
     fn from_2_5_a_failed_batch_aborts_then_bumps_the_epoch() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -820,7 +936,7 @@ mod tests {
 
     #[test]
     fn invalid_producer_epoch_on_a_produce_is_fatal_before_2_7_and_abortable_after() {
-        for (rules, fatal) in [(KAFKA_2_4, true), (NEWEST, false)] {
+        for (rules, fatal) in [(KAFKA_2_4, true), (KAFKA_3_9, false)] {
             let mut tm = ready(rules);
             tm.begin();
             tm.on_batch_failed(
@@ -829,7 +945,7 @@ mod tests {
             );
             assert_eq!(tm.error().unwrap().fatal, fatal, "{rules:?}");
         }
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.on_batch_failed(
             BatchFailure::Refused(Some(ErrorCode::ProducerFenced)),
@@ -840,7 +956,7 @@ mod tests {
 
     #[test]
     fn a_fenced_end_txn_is_fatal_and_remembers_the_commit_was_sent() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -855,7 +971,7 @@ mod tests {
 
     #[test]
     fn an_unknown_producer_id_skips_the_abort_s_end_txn_and_bumps() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -880,7 +996,7 @@ mod tests {
 
     #[test]
     fn an_abortable_answer_to_an_abort_s_end_txn_is_fatal_not_retried() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -895,7 +1011,7 @@ mod tests {
 
     #[test]
     fn an_abort_drops_partitions_not_yet_added() {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         tm.next_request(true);
@@ -910,7 +1026,7 @@ mod tests {
 
     /// A transaction with a partition added and offsets sent for group `etl`.
     fn with_offsets_sent() -> TransactionManager {
-        let mut tm = ready(NEWEST);
+        let mut tm = ready(KAFKA_3_9);
         tm.begin();
         tm.add_partition(&tp(0));
         assert_eq!(

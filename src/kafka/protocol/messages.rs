@@ -389,6 +389,14 @@ pub enum Response {
     Txn {
         error: Option<ErrorCode>,
     },
+    /// EndTxn v5's answer (transaction protocol v2, 4.0): the producer id and the epoch
+    /// the end bumped to, which the producer takes for its next transaction; -1 with an
+    /// error. Appended so that the responses above keep their encoding.
+    EndTxn {
+        error: Option<ErrorCode>,
+        producer_id: ProducerId,
+        producer_epoch: i16,
+    },
 }
 
 impl Request {

@@ -526,10 +526,11 @@ impl Log {
         };
         // Kafka answers a retry with its offsets first, then refuses an unverified batch,
         // then judges epoch and sequence.
-        if self.config.transaction_verification
+        let v2 = self.config.transaction_version_2;
+        if (self.config.transaction_verification || v2)
             && !self.config.bugs.skip_partition_verification
             && !matches!(check, SequenceCheck::Duplicate { .. })
-            && !self.producer_state.verified(&header, guard)
+            && !self.producer_state.verified(&header, guard, v2)
         {
             return Err(StorageError::InvalidTxnState);
         }
@@ -551,11 +552,17 @@ impl Log {
         self.append_stamped(batch, header, None, epoch, now)
     }
 
-    /// Leader, verification on: the guard a transactional batch of `producer_id` needs to
-    /// start a transaction here, or `None` if it continues one (KIP-890 part 1).
-    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
-        debug_assert!(self.config.transaction_verification);
-        self.producer_state.start_verification(producer_id)
+    /// Leader, verification on: the guard a transactional batch of `producer_id` at
+    /// `epoch` needs to start a transaction here, or `None` if it continues one (KIP-890).
+    pub fn start_verification(
+        &mut self,
+        producer_id: ProducerId,
+        epoch: i16,
+    ) -> Option<VerificationGuard> {
+        let v2 = self.config.transaction_version_2;
+        debug_assert!(self.config.transaction_verification || v2);
+        self.producer_state
+            .start_verification(producer_id, v2.then_some(epoch))
     }
 
     /// Leader: a coordinator's own batch (origin COORDINATOR: the group coordinator's

@@ -157,9 +157,18 @@ pub struct ProducerStateManager {
     /// marker's offset (Kafka's `unreplicatedTxns`).
     unreplicated: BTreeMap<Offset, Offset>,
     /// Producers whose transaction the leader is verifying (Kafka's `verificationStates`).
-    verifications: BTreeMap<ProducerId, VerificationGuard>,
+    verifications: BTreeMap<ProducerId, Verification>,
     /// The next guard handed out: each is new, so a cleared one never matches again.
     next_guard: u64,
+}
+
+/// A verification under way (Kafka's `VerificationStateEntry`, less the lowest sequence).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Verification {
+    guard: VerificationGuard,
+    /// Under transaction protocol v2, the highest epoch verified for: a marker at this
+    /// epoch ended the producer's previous transaction, so the guard stands.
+    v2_epoch: Option<i16>,
 }
 
 impl ProducerStateManager {
@@ -191,31 +200,53 @@ impl ProducerStateManager {
 
     /// Kafka's `maybeStartTransactionVerification`: `None` when the producer has a
     /// transaction open here (its batch continues it: nothing to verify), else its guard,
-    /// made if it has none (concurrent requests of one producer share one).
-    pub fn start_verification(&mut self, producer_id: ProducerId) -> Option<VerificationGuard> {
-        if self.has_ongoing_transaction(producer_id) {
+    /// made if it has none (concurrent requests of one producer share one). `v2_epoch`:
+    /// the batch's epoch under transaction protocol v2 (4.0), where a transaction open
+    /// at an older epoch is the previous one, whose marker is on its way.
+    pub fn start_verification(
+        &mut self,
+        producer_id: ProducerId,
+        v2_epoch: Option<i16>,
+    ) -> Option<VerificationGuard> {
+        if self.has_ongoing_transaction(producer_id, v2_epoch) {
             return None;
         }
         let next = &mut self.next_guard;
-        Some(*self.verifications.entry(producer_id).or_insert_with(|| {
+        let verification = self.verifications.entry(producer_id).or_insert_with(|| {
             *next += 1;
-            VerificationGuard(*next)
-        }))
+            Verification {
+                guard: VerificationGuard(*next),
+                v2_epoch,
+            }
+        });
+        verification.v2_epoch = verification.v2_epoch.max(v2_epoch);
+        Some(verification.guard)
     }
 
     /// Kafka's check before a client's transactional batch is appended with verification
     /// on: it continues a transaction open here, or carries the producer's current guard
     /// ("Record was not part of an ongoing transaction" otherwise).
-    pub fn verified(&self, header: &BatchHeader, guard: Option<VerificationGuard>) -> bool {
+    pub fn verified(
+        &self,
+        header: &BatchHeader,
+        guard: Option<VerificationGuard>,
+        v2: bool,
+    ) -> bool {
         !header.is_transactional()
-            || self.has_ongoing_transaction(header.producer_id)
-            || guard.is_some_and(|g| self.verifications.get(&header.producer_id) == Some(&g))
+            || self.has_ongoing_transaction(header.producer_id, v2.then_some(header.producer_epoch))
+            || guard.is_some_and(|g| {
+                self.verifications
+                    .get(&header.producer_id)
+                    .is_some_and(|v| v.guard == g)
+            })
     }
 
-    fn has_ongoing_transaction(&self, producer_id: ProducerId) -> bool {
-        self.producers
-            .get(&producer_id)
-            .is_some_and(|e| e.current_txn_first_offset.is_some())
+    /// Whether `producer_id` has a transaction open here (at `epoch`, under v2).
+    fn has_ongoing_transaction(&self, producer_id: ProducerId, epoch: Option<i16>) -> bool {
+        self.producers.get(&producer_id).is_some_and(|e| {
+            e.current_txn_first_offset.is_some()
+                && epoch.is_none_or(|epoch| e.producer_epoch == epoch)
+        })
     }
 
     /// A coordinator's own transactional batch (a TxnOffsetCommit's offsets, origin
@@ -305,8 +336,13 @@ impl ProducerStateManager {
         if !header.is_idempotent() {
             return None;
         }
-        if header.is_transactional() || header.is_control() {
-            // The transaction is now open here, or ended: either way verified no more.
+        // The transaction is now open here, or ended: either way verified no more; except
+        // under v2, where the marker at a verification's epoch ended the transaction before.
+        let next_started = self
+            .verifications
+            .get(&header.producer_id)
+            .is_some_and(|v| header.is_control() && v.v2_epoch == Some(header.producer_epoch));
+        if (header.is_transactional() || header.is_control()) && !next_started {
             self.verifications.remove(&header.producer_id);
         }
         let entry = self
@@ -696,27 +732,27 @@ mod tests {
     fn only_a_verified_batch_starts_a_transaction() {
         let mut s = ProducerStateManager::default();
         let first = txn(1, 0, 0, 1, 0).header;
-        assert!(!s.verified(&first, None), "unverified");
+        assert!(!s.verified(&first, None, false), "unverified");
         let guard = s
-            .start_verification(ProducerId(1))
+            .start_verification(ProducerId(1), None)
             .expect("nothing open: verify");
         assert_eq!(
-            s.start_verification(ProducerId(1)),
+            s.start_verification(ProducerId(1), None),
             Some(guard),
             "concurrent requests share the guard"
         );
-        assert!(s.verified(&first, Some(guard)));
+        assert!(s.verified(&first, Some(guard), false));
         assert!(
-            s.verified(&header(1, 0, 0, 1, 0), None),
+            s.verified(&header(1, 0, 0, 1, 0), None, false),
             "a plain batch is not verified"
         );
         s.update(&plain(first));
         assert_eq!(
-            s.start_verification(ProducerId(1)),
+            s.start_verification(ProducerId(1), None),
             None,
             "continues its transaction"
         );
-        assert!(s.verified(&txn(1, 0, 1, 1, 1).header, None));
+        assert!(s.verified(&txn(1, 0, 1, 1, 1).header, None, false));
     }
 
     /// The race verification closes: the coordinator said yes, but the transaction's
@@ -725,25 +761,68 @@ mod tests {
     #[test]
     fn a_marker_while_verifying_refuses_the_batch() {
         let mut s = ProducerStateManager::default();
-        let guard = s.start_verification(ProducerId(1)).unwrap();
+        let guard = s.start_verification(ProducerId(1), None).unwrap();
         s.update(&txn(2, 0, 0, 1, 0));
         assert!(
-            s.verified(&txn(1, 0, 0, 1, 1).header, Some(guard)),
+            s.verified(&txn(1, 0, 0, 1, 1).header, Some(guard), false),
             "another producer's append keeps it"
         );
         s.update(&marker(1, 0, TxnResult::Abort, 0, 1));
         let stray = txn(1, 0, 0, 1, 2).header;
-        assert!(!s.verified(&stray, Some(guard)));
-        let again = s.start_verification(ProducerId(1)).unwrap();
+        assert!(!s.verified(&stray, Some(guard), false));
+        let again = s.start_verification(ProducerId(1), None).unwrap();
         assert_ne!(again, guard);
         let rebuilt = ProducerStateManager::rebuild([&txn(2, 0, 0, 1, 0)])
             .0
             .with_verifications_of(s);
         assert!(
-            rebuilt.verified(&stray, Some(again)),
+            rebuilt.verified(&stray, Some(again), false),
             "a reload keeps verifications under way"
         );
-        assert!(!rebuilt.verified(&stray, Some(guard)));
+        assert!(!rebuilt.verified(&stray, Some(guard), false));
+    }
+
+    /// Transaction protocol v2: the next transaction's batch, at the epoch the previous
+    /// one's marker will carry, is verified even while that transaction is still open
+    /// here, and the marker (at its epoch) leaves the verification standing.
+    #[test]
+    fn under_v2_the_next_transaction_is_verified_past_the_previous_marker() {
+        let mut s = ProducerStateManager::default();
+        s.update(&txn(1, 0, 0, 1, 0));
+        assert_eq!(
+            s.start_verification(ProducerId(1), None),
+            None,
+            "before v2: continues it"
+        );
+        let guard = s
+            .start_verification(ProducerId(1), Some(1))
+            .expect("a new transaction");
+        let next = txn(1, 1, 0, 1, 2).header;
+        assert!(
+            !s.verified(&next, None, true),
+            "the open transaction is epoch 0's"
+        );
+        s.update(&marker(1, 1, TxnResult::Commit, 0, 1));
+        assert!(
+            s.verified(&next, Some(guard), true),
+            "the marker at epoch 1 ended the previous"
+        );
+        s.update(&txn(1, 1, 0, 1, 2));
+        assert!(
+            s.verified(&next, None, true),
+            "continues its own open transaction"
+        );
+        assert_eq!(
+            s.start_verification(ProducerId(1), Some(1)),
+            None,
+            "open at its epoch now"
+        );
+        let stale = s.start_verification(ProducerId(1), Some(2)).unwrap();
+        s.update(&marker(1, 3, TxnResult::Abort, 0, 3));
+        assert!(
+            !s.verified(&txn(1, 2, 0, 1, 4).header, Some(stale), true),
+            "a marker of another epoch clears it"
+        );
     }
 
     #[test]

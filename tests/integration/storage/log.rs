@@ -30,6 +30,7 @@ fn small_config() -> LogConfig {
         dir_fsync: true,
         epoch_truncation_fsync: true,
         transaction_verification: false,
+        transaction_version_2: false,
         bugs: Default::default(),
     }
 }

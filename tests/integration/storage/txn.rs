@@ -12,11 +12,14 @@ use hightide::os::clock::SimTime;
 use hightide::os::disk::{Disk, DiskConfig};
 use hightide::types::{Epoch, Offset, TopicPartition};
 
-/// Segments of about five small batches, so that transactions span segments.
+/// Segments of about five small batches, so that transactions span segments; the rules
+/// of 3.6 to 3.9 (transaction protocol v2's verification is `producer_state`'s to test).
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 400,
         roll: Duration::from_secs(3600),
+        transaction_verification: true,
+        transaction_version_2: false,
         ..LogConfig::default()
     }
 }
@@ -57,7 +60,7 @@ fn end(log: &mut Log, pid: i64, result: TxnResult, coordinator_epoch: i32) -> Of
 
 /// A transactional batch, verified as its coordinator would have answered (KIP-890).
 fn write(log: &mut Log, pid: i64, sequence: i32) {
-    let guard = log.start_verification(ProducerId(pid));
+    let guard = log.start_verification(ProducerId(pid), 0);
     log.append_verified_as_leader(txn_batch(pid, 0, sequence), Epoch(0), SimTime::ZERO, guard)
         .expect("append");
 }
@@ -74,7 +77,7 @@ fn only_a_verified_batch_starts_a_transaction_and_a_marker_meanwhile_refuses_it(
         log.append_as_leader(txn_batch(1, 0, 0), Epoch(0), SimTime::ZERO),
         Err(StorageError::InvalidTxnState)
     ));
-    let guard = log.start_verification(ProducerId(1));
+    let guard = log.start_verification(ProducerId(1), 0);
     assert!(guard.is_some());
     end(&mut log, 1, TxnResult::Abort, 0);
     assert!(matches!(
@@ -83,7 +86,7 @@ fn only_a_verified_batch_starts_a_transaction_and_a_marker_meanwhile_refuses_it(
     ));
     write(&mut log, 1, 0);
     assert_eq!(
-        log.start_verification(ProducerId(1)),
+        log.start_verification(ProducerId(1), 0),
         None,
         "open: nothing to ask"
     );

@@ -36,6 +36,9 @@ pub struct Coordinator {
     partitions: u32,
     /// KAFKA-9666 (2.7): a fence whose abort could not be written is reused by the next.
     remember_failed_fence: bool,
+    /// The transaction protocol: 2 (4.0) bumps the epoch at every end. The cluster's
+    /// `transaction.version`; every client here speaks its cluster's.
+    version: i16,
     led: BTreeMap<u32, Led>,
 }
 
@@ -49,11 +52,12 @@ pub struct Write {
 }
 
 impl Write {
-    /// The `__transaction_state` record: key and value bytes.
-    pub fn record(&self) -> (Vec<u8>, Vec<u8>) {
+    /// The `__transaction_state` record: key and value bytes, the value in the version
+    /// the cluster's `transaction.version` writes.
+    pub fn record(&self, transaction_version: i16) -> (Vec<u8>, Vec<u8>) {
         (
             log_record::encode_key(&self.transactional_id),
-            log_record::encode_value(&self.transit),
+            log_record::encode_value(&self.transit, transaction_version),
         )
     }
 }
@@ -77,12 +81,18 @@ pub enum Init {
 }
 
 impl Coordinator {
-    pub fn new(partitions: u32, remember_failed_fence: bool) -> Self {
+    pub fn new(partitions: u32, remember_failed_fence: bool, version: i16) -> Self {
         Coordinator {
             partitions,
             remember_failed_fence,
+            version,
             led: BTreeMap::new(),
         }
+    }
+
+    /// The cluster's `transaction.version`, which the records are written in.
+    pub fn version(&self) -> i16 {
+        self.version
     }
 
     pub fn partition_of(&self, transactional_id: &str) -> u32 {
@@ -163,6 +173,7 @@ impl Coordinator {
         new_producer_id: Option<ProducerId>,
         now_ms: i64,
     ) -> Result<Init, ErrorCode> {
+        let version = self.version;
         let (partition, led) = self.led_for(transactional_id)?;
         let coordinator_epoch = led.coordinator_epoch;
         if !led.txns.contains_key(transactional_id) {
@@ -182,7 +193,7 @@ impl Coordinator {
         match decide::init_producer_id(meta, timeout_ms, expected, now_ms)? {
             InitStep::Bump(transit) => Ok(Init::Bump(write(transit))),
             InitStep::FenceAndAbort(fence) => {
-                let abort = abort_at(meta, fence.producer_epoch, now_ms);
+                let abort = abort_at(meta, fence.producer_epoch, version, now_ms);
                 Ok(Init::Abort(write(abort)))
             }
         }
@@ -196,12 +207,14 @@ impl Coordinator {
         partitions: &BTreeSet<TopicPartition>,
         now_ms: i64,
     ) -> Result<Option<Write>, ErrorCode> {
+        let version = self.version;
         self.decide_for(txn, |meta| {
             decide::add_partitions(
                 meta,
                 txn.producer_id,
                 txn.producer_epoch,
                 partitions,
+                version,
                 now_ms,
             )
         })
@@ -237,6 +250,7 @@ impl Coordinator {
         result: TxnResult,
         now_ms: i64,
     ) -> Result<Option<Write>, ErrorCode> {
+        let version = self.version;
         self.decide_for(txn, |meta| {
             let step = decide::end_txn(
                 meta,
@@ -244,6 +258,7 @@ impl Coordinator {
                 txn.producer_epoch,
                 result,
                 true,
+                version,
                 now_ms,
             )?;
             Ok(match step {
@@ -279,6 +294,7 @@ impl Coordinator {
     /// `fence` false aborts at the producer's own epoch, as 0.11.0.0 did (KAFKA-6119): a
     /// bug to inject, since the fence is what refuses the timed-out producer's late batches.
     pub fn abort_timed_out(&mut self, now_ms: i64, fence: bool) -> Vec<Write> {
+        let version = self.version;
         let mut writes = Vec::new();
         for (&partition, led) in &mut self.led {
             for (id, meta) in &mut led.txns {
@@ -294,7 +310,7 @@ impl Coordinator {
                     transactional_id: id.clone(),
                     partition,
                     coordinator_epoch: led.coordinator_epoch,
-                    transit: abort_at(meta, epoch, now_ms),
+                    transit: abort_at(meta, epoch, version, now_ms),
                 });
             }
         }
@@ -369,9 +385,17 @@ fn append_error(error: ErrorCode) -> ErrorCode {
 
 /// The coordinator's own abort of an ongoing transaction, at `epoch` (the fenced one, no
 /// request coming between the fence and the abort): the PrepareAbort.
-fn abort_at(meta: &mut TxnMetadata, epoch: i16, now_ms: i64) -> TxnTransit {
+fn abort_at(meta: &mut TxnMetadata, epoch: i16, version: i16, now_ms: i64) -> TxnTransit {
     let producer_id = meta.producer_id;
-    let step = decide::end_txn(meta, producer_id, epoch, TxnResult::Abort, false, now_ms);
+    let step = decide::end_txn(
+        meta,
+        producer_id,
+        epoch,
+        TxnResult::Abort,
+        false,
+        version,
+        now_ms,
+    );
     match step {
         Ok(EndStep::Prepare(abort)) => abort,
         other => unreachable!("an ongoing transaction's fence always aborts: {other:?}"),
@@ -427,7 +451,7 @@ mod tests {
 
     /// A coordinator leading the id's partition in `epoch`, with nothing loaded.
     fn leading(epoch: i32) -> Coordinator {
-        let mut c = Coordinator::new(1, true);
+        let mut c = Coordinator::new(1, true, 0);
         assert!(c.lead(0, epoch, Loaded::default()).is_empty());
         c
     }
@@ -600,9 +624,9 @@ mod tests {
             .end_txn(&producer(0), TxnResult::Commit, 2_000)
             .unwrap()
             .unwrap();
-        let (key, value) = prepare.record();
+        let (key, value) = prepare.record(0);
         let loaded = load::load([(key.as_slice(), Some(value.as_slice()))], 9_000).unwrap();
-        let mut new = Coordinator::new(1, true);
+        let mut new = Coordinator::new(1, true, 0);
         let completions = new.lead(0, 1, loaded);
         assert_eq!(completions.len(), 1);
         assert_eq!(completions[0].marker.coordinator_epoch, 1);

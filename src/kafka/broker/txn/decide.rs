@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::metadata::{TxnMetadata, TxnState, TxnTransit};
+use super::metadata::{TxnMetadata, TxnState, TxnTransit, TRANSACTION_VERSION_2};
 use crate::kafka::protocol::messages::ErrorCode;
 use crate::kafka::record::TxnResult;
 use crate::kafka::types::ProducerId;
@@ -55,13 +55,15 @@ pub fn init_producer_id(
 }
 
 /// Kafka's `handleAddPartitionsToTransaction`; AddOffsetsToTxn adds the group's
-/// `__consumer_offsets` partition the same way. `Ok(None)`: already in the transaction,
-/// answered at once.
+/// `__consumer_offsets` partition the same way, and under transaction protocol v2
+/// (`version` 2) a partition's leader or the group coordinator adds the partition.
+/// `Ok(None)`: already in the transaction, answered at once.
 pub fn add_partitions(
     meta: &mut TxnMetadata,
     producer_id: ProducerId,
     producer_epoch: i16,
     partitions: &BTreeSet<TopicPartition>,
+    version: i16,
     now_ms: i64,
 ) -> Result<Option<TxnTransit>, ErrorCode> {
     if meta.producer_id != producer_id {
@@ -78,7 +80,9 @@ pub fn add_partitions(
     if meta.state == TxnState::Ongoing && partitions.is_subset(&meta.partitions) {
         return Ok(None);
     }
-    Ok(Some(meta.prepare_add_partitions(partitions, now_ms)))
+    Ok(Some(
+        meta.prepare_add_partitions(partitions, version, now_ms),
+    ))
 }
 
 /// Kafka's `handleVerifyPartitionsInTransaction` (3.6, KIP-890 part 1): a partition
@@ -122,16 +126,27 @@ pub enum EndStep {
 }
 
 /// Kafka's `endTransaction`. `from_client` is false for the coordinator's own aborts (a
-/// fence or a timeout), whose epoch may be above the current one. `fence` is the pending
-/// fence such an abort follows.
+/// fence or a timeout), whose epoch may be above the current one. `version` is the
+/// transaction protocol: 2 ([`end_txn_v2`]) bumps the epoch at every end.
 pub fn end_txn(
     meta: &mut TxnMetadata,
     producer_id: ProducerId,
     producer_epoch: i16,
     result: TxnResult,
     from_client: bool,
+    version: i16,
     now_ms: i64,
 ) -> Result<EndStep, ErrorCode> {
+    if version >= TRANSACTION_VERSION_2 {
+        return end_txn_v2(
+            meta,
+            producer_id,
+            producer_epoch,
+            result,
+            from_client,
+            now_ms,
+        );
+    }
     if meta.producer_id != producer_id {
         return Err(ErrorCode::InvalidProducerIdMapping);
     }
@@ -166,9 +181,11 @@ pub fn end_txn(
                 TxnResult::Abort => TxnState::PrepareAbort,
             };
             if next == TxnState::PrepareAbort && fencing {
-                meta.take_fence(producer_epoch);
+                meta.take_fence(producer_epoch, version);
             }
-            Ok(EndStep::Prepare(meta.prepare_abort_or_commit(next, now_ms)))
+            Ok(EndStep::Prepare(
+                meta.prepare_abort_or_commit(next, version, now_ms),
+            ))
         }
         s @ (TxnState::CompleteCommit | TxnState::CompleteAbort) if same(s) => Ok(EndStep::Done),
         s @ (TxnState::PrepareCommit | TxnState::PrepareAbort) if same(s) => {
@@ -182,6 +199,84 @@ pub fn end_txn(
         TxnState::Dead | TxnState::PrepareEpochFence => {
             unreachable!("{} is never current", meta.state.name())
         }
+    }
+}
+
+/// `endTransaction` under transaction protocol v2 (4.0, KIP-890 part 2). The end bumps
+/// the epoch, so a client's request at the current epoch always means the transaction
+/// it is in, and one at the epoch just below means a retry of the end that bumped it:
+///
+/// | state          | abort, retry | abort, current | commit, retry | commit, current |
+/// |----------------|--------------|----------------|---------------|-----------------|
+/// | Empty          | fenced       | bump           | fenced        | invalid         |
+/// | Ongoing        | fenced       | PrepareAbort   | fenced        | PrepareCommit   |
+/// | CompleteAbort  | NONE         | bump           | invalid       | invalid         |
+/// | CompleteCommit | invalid      | bump           | NONE          | invalid         |
+/// | PrepareCommit  | invalid      | fenced         | CONCURRENT    | fenced          |
+/// | PrepareAbort   | CONCURRENT   | fenced         | invalid       | fenced          |
+///
+/// "bump" is an abort of a transaction that never began, which the client sends when it
+/// cannot tell: a PrepareAbort with no partitions, completed at once. Producer id
+/// rotation at an exhausted epoch is not modelled ([`TxnMetadata::prepare_abort_or_commit`]
+/// asserts it never comes).
+fn end_txn_v2(
+    meta: &mut TxnMetadata,
+    producer_id: ProducerId,
+    producer_epoch: i16,
+    result: TxnResult,
+    from_client: bool,
+    now_ms: i64,
+) -> Result<EndStep, ErrorCode> {
+    let fencing = meta.pending == Some(TxnState::PrepareEpochFence);
+    let retry = !fencing && i32::from(meta.producer_epoch) == i32::from(producer_epoch) + 1;
+    let current = producer_epoch == meta.producer_epoch;
+    let valid = if fencing {
+        (!from_client || current) && producer_epoch >= meta.producer_epoch
+    } else {
+        match meta.state {
+            TxnState::Ongoing | TxnState::Empty => current,
+            TxnState::PrepareCommit | TxnState::PrepareAbort => retry,
+            TxnState::CompleteCommit | TxnState::CompleteAbort => retry || current,
+            TxnState::Dead | TxnState::PrepareEpochFence => {
+                unreachable!("{} is never current", meta.state.name())
+            }
+        }
+    };
+    if meta.pending_transition_in_progress() && (!fencing || from_client) {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    if meta.producer_id != producer_id {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    if !valid {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    let prepare = |meta: &mut TxnMetadata, next: TxnState| {
+        if fencing {
+            meta.take_fence(producer_epoch, TRANSACTION_VERSION_2);
+        }
+        Ok(EndStep::Prepare(meta.prepare_abort_or_commit(
+            next,
+            TRANSACTION_VERSION_2,
+            now_ms,
+        )))
+    };
+    match (meta.state, result) {
+        (TxnState::Ongoing, TxnResult::Commit) => prepare(meta, TxnState::PrepareCommit),
+        (TxnState::Ongoing, TxnResult::Abort) => prepare(meta, TxnState::PrepareAbort),
+        (TxnState::CompleteCommit, TxnResult::Commit)
+        | (TxnState::CompleteAbort, TxnResult::Abort)
+            if retry =>
+        {
+            Ok(EndStep::Done)
+        }
+        (
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort,
+            TxnResult::Abort,
+        ) if !retry => prepare(meta, TxnState::PrepareAbort),
+        (TxnState::PrepareCommit, TxnResult::Commit)
+        | (TxnState::PrepareAbort, TxnResult::Abort) => Err(ErrorCode::ConcurrentTransactions),
+        _ => Err(ErrorCode::InvalidTxnState),
     }
 }
 
@@ -217,7 +312,7 @@ mod tests {
 
     fn ongoing(meta: &mut TxnMetadata, now_ms: i64) {
         let epoch = meta.producer_epoch;
-        let transit = add_partitions(meta, ProducerId(7), epoch, &parts(&[0, 1]), now_ms)
+        let transit = add_partitions(meta, ProducerId(7), epoch, &parts(&[0, 1]), 0, now_ms)
             .unwrap()
             .unwrap();
         meta.complete(transit);
@@ -230,28 +325,28 @@ mod tests {
         ongoing(&mut meta, 10);
         assert_eq!((meta.state, meta.start_ms), (TxnState::Ongoing, 10));
         assert_eq!(
-            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[1]), 20),
+            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[1]), 0, 20),
             Ok(None),
             "a partition already in is answered at once"
         );
         let Ok(EndStep::Prepare(prepare)) =
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 30)
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 0, 30)
         else {
             panic!("commit prepares")
         };
         assert_eq!(
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 31),
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 0, 31),
             Err(ErrorCode::ConcurrentTransactions),
             "while the PrepareCommit append is in flight"
         );
         meta.complete(prepare);
         assert_eq!(
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 32),
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 0, 32),
             Err(ErrorCode::ConcurrentTransactions),
             "markers in flight"
         );
         assert_eq!(
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Abort, true, 32),
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Abort, true, 0, 32),
             Err(ErrorCode::InvalidTxnState)
         );
         let complete = meta.prepare_complete(40);
@@ -259,7 +354,7 @@ mod tests {
         meta.complete(complete);
         assert_eq!(meta.state, TxnState::CompleteCommit);
         assert_eq!(
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 50),
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 0, 50),
             Ok(EndStep::Done),
             "a retried commit is answered NONE"
         );
@@ -288,6 +383,7 @@ mod tests {
             fence.producer_epoch,
             TxnResult::Abort,
             false,
+            0,
             20,
         ) else {
             panic!("the coordinator's abort prepares")
@@ -298,12 +394,12 @@ mod tests {
         );
         meta.complete(abort);
         assert_eq!(
-            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 21),
+            end_txn(&mut meta, ProducerId(7), 0, TxnResult::Commit, true, 0, 21),
             Err(ErrorCode::ProducerFenced),
             "the zombie's commit"
         );
         assert_eq!(
-            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[2]), 21),
+            add_partitions(&mut meta, ProducerId(7), 0, &parts(&[2]), 0, 21),
             Err(ErrorCode::ProducerFenced)
         );
         assert_eq!(
@@ -353,7 +449,7 @@ mod tests {
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         let EndStep::Prepare(prepare) =
-            end_txn(&mut meta, pid, epoch, TxnResult::Abort, true, 2_000).unwrap()
+            end_txn(&mut meta, pid, epoch, TxnResult::Abort, true, 0, 2_000).unwrap()
         else {
             panic!("an ongoing transaction prepares");
         };
@@ -426,6 +522,7 @@ mod tests {
                 TxnResult::Abort,
                 false,
                 0,
+                0,
             ) else {
                 panic!("the abort prepares")
             };
@@ -433,6 +530,146 @@ mod tests {
             assert_eq!(meta.state, TxnState::Ongoing);
             assert_eq!(meta.prepare_fence_epoch().producer_epoch, expected);
         }
+    }
+
+    /// Transaction protocol v2: the end bumps the epoch, the markers carry it, and the
+    /// EndTxn table of `end_txn_v2` row by row.
+    #[test]
+    fn under_v2_every_end_bumps_the_epoch_and_a_retry_is_the_epoch_below() {
+        let v2 = TRANSACTION_VERSION_2;
+        let mut meta = initialized();
+        let end = |meta: &mut TxnMetadata, epoch, result| {
+            end_txn(meta, ProducerId(7), epoch, result, true, v2, 0)
+        };
+        ongoing(&mut meta, 10);
+        let Ok(EndStep::Prepare(commit)) = end(&mut meta, 0, TxnResult::Commit) else {
+            panic!("commit prepares")
+        };
+        assert_eq!(
+            (
+                commit.producer_epoch,
+                commit.last_producer_epoch,
+                commit.client_transaction_version
+            ),
+            (1, 0, 2),
+            "PrepareCommit, and so its markers, at the next epoch"
+        );
+        meta.complete(commit);
+        assert_eq!(
+            end(&mut meta, 0, TxnResult::Commit),
+            Err(ErrorCode::ConcurrentTransactions),
+            "a retry while the markers go"
+        );
+        assert_eq!(
+            end(&mut meta, 1, TxnResult::Commit),
+            Err(ErrorCode::ProducerFenced),
+            "PrepareCommit, current epoch"
+        );
+        assert_eq!(
+            end(&mut meta, 0, TxnResult::Abort),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        let complete = meta.prepare_complete(20);
+        meta.complete(complete);
+        assert_eq!(
+            (meta.state, meta.producer_epoch),
+            (TxnState::CompleteCommit, 1)
+        );
+        assert_eq!(
+            end(&mut meta, 0, TxnResult::Commit),
+            Ok(EndStep::Done),
+            "the retry, answered NONE"
+        );
+        assert_eq!(
+            end(&mut meta, 0, TxnResult::Abort),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        assert_eq!(
+            end(&mut meta, 1, TxnResult::Commit),
+            Err(ErrorCode::InvalidTxnState),
+            "an empty commit"
+        );
+        assert_eq!(
+            end(&mut meta, 2, TxnResult::Abort),
+            Err(ErrorCode::ProducerFenced)
+        );
+        let Ok(EndStep::Prepare(abort)) = end(&mut meta, 1, TxnResult::Abort) else {
+            panic!("an abort of a transaction that never began bumps the epoch")
+        };
+        assert_eq!(
+            (abort.state, abort.producer_epoch, abort.start_ms),
+            (TxnState::PrepareAbort, 2, 0)
+        );
+        assert!(abort.partitions.is_empty());
+        meta.complete(abort);
+        let complete = meta.prepare_complete(30);
+        meta.complete(complete);
+        assert_eq!(end(&mut meta, 1, TxnResult::Abort), Ok(EndStep::Done));
+        assert_eq!(
+            end(&mut meta, 1, TxnResult::Commit),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        assert_eq!(
+            end(&mut meta, 0, TxnResult::Abort),
+            Err(ErrorCode::ProducerFenced),
+            "two below"
+        );
+    }
+
+    /// Under v2 the coordinator's own abort (a timeout, a new instance) bumps the epoch once
+    /// (4.0.1, KAFKA-19367), and the timed-out producer's own abort then learns that epoch.
+    #[test]
+    fn under_v2_a_fencing_abort_bumps_once() {
+        let v2 = TRANSACTION_VERSION_2;
+        let mut meta = initialized();
+        ongoing(&mut meta, 0);
+        let fence = meta.prepare_fence_epoch();
+        assert_eq!(fence.producer_epoch, 1);
+        let Ok(EndStep::Prepare(abort)) = end_txn(
+            &mut meta,
+            ProducerId(7),
+            1,
+            TxnResult::Abort,
+            false,
+            v2,
+            70_000,
+        ) else {
+            panic!("the coordinator's abort prepares")
+        };
+        assert_eq!(
+            (abort.state, abort.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
+        meta.complete(abort);
+        let complete = meta.prepare_complete(70_010);
+        meta.complete(complete);
+        assert_eq!(
+            end_txn(
+                &mut meta,
+                ProducerId(7),
+                0,
+                TxnResult::Commit,
+                true,
+                v2,
+                70_020
+            ),
+            Err(ErrorCode::InvalidTxnState),
+            "the timed-out producer's commit"
+        );
+        assert_eq!(
+            end_txn(
+                &mut meta,
+                ProducerId(7),
+                0,
+                TxnResult::Abort,
+                true,
+                v2,
+                70_020
+            ),
+            Ok(EndStep::Done),
+            "its abort: answered with epoch 1"
+        );
+        assert_eq!(meta.producer_epoch, 1);
     }
 
     #[derive(Clone, Debug)]
@@ -463,9 +700,13 @@ mod tests {
         /// Two instances of one transactional id race through any interleaving of requests,
         /// timeouts and append outcomes. Only one epoch is live: no commit prepares for an
         /// instance whose epoch was superseded, the epoch never goes back, and each
-        /// instance's epoch is one the coordinator gave out.
+        /// instance's epoch is one the coordinator gave out. Under transaction protocol v2
+        /// an instance also learns an epoch from each EndTxn answered.
         #[test]
-        fn no_two_live_epochs_of_one_transactional_id_commit(ops in proptest::collection::vec(op(), 1..60)) {
+        fn no_two_live_epochs_of_one_transactional_id_commit(
+            ops in proptest::collection::vec(op(), 1..60),
+            version in prop_oneof![Just(0i16), Just(TRANSACTION_VERSION_2)],
+        ) {
             let mut meta = initialized();
             let mut epochs = [Some(0i16), None];
             let mut pending: Option<(TxnTransit, Option<usize>)> = None;
@@ -479,7 +720,7 @@ mod tests {
                         match init_producer_id(&mut meta, 5_000, None, now) {
                             Ok(InitStep::Bump(t)) => pending = Some((t, Some(i))),
                             Ok(InitStep::FenceAndAbort(f)) => {
-                                let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, now);
+                                let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, version, now);
                                 let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
                                 pending = Some((t, None));
                             }
@@ -488,7 +729,7 @@ mod tests {
                     }
                     Op::Add(i) if pending.is_none() => {
                         if let Some(epoch) = epochs[i] {
-                            if let Ok(Some(t)) = add_partitions(&mut meta, ProducerId(7), epoch, &parts(&[0]), now) {
+                            if let Ok(Some(t)) = add_partitions(&mut meta, ProducerId(7), epoch, &parts(&[0]), version, now) {
                                 pending = Some((t, None));
                             }
                         }
@@ -496,17 +737,24 @@ mod tests {
                     Op::End(i, commit) if pending.is_none() => {
                         if let Some(epoch) = epochs[i] {
                             let result = if commit { TxnResult::Commit } else { TxnResult::Abort };
-                            if let Ok(EndStep::Prepare(t)) = end_txn(&mut meta, ProducerId(7), epoch, result, true, now) {
-                                prop_assert_eq!(epoch, meta.producer_epoch);
-                                prop_assert!(epochs.iter().flatten().all(|e| *e <= epoch),
-                                    "instance {} at epoch {} ended a transaction after a newer epoch was given", i, epoch);
-                                pending = Some((t, None));
+                            match end_txn(&mut meta, ProducerId(7), epoch, result, true, version, now) {
+                                Ok(EndStep::Prepare(t)) => {
+                                    prop_assert_eq!(epoch, meta.producer_epoch);
+                                    prop_assert!(epochs.iter().flatten().all(|e| *e <= epoch),
+                                        "instance {} at epoch {} ended a transaction after a newer epoch was given", i, epoch);
+                                    let learns = (version == TRANSACTION_VERSION_2).then_some(i);
+                                    pending = Some((t, learns));
+                                }
+                                Ok(EndStep::Done) if version == TRANSACTION_VERSION_2 => {
+                                    epochs[i] = Some(meta.producer_epoch);
+                                }
+                                _ => {}
                             }
                         }
                     }
                     Op::Timeout if pending.is_none() && timed_out(&meta, now) => {
                         let f = meta.prepare_fence_epoch();
-                        let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, now);
+                        let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, version, now);
                         let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
                         pending = Some((t, None));
                     }

@@ -79,6 +79,7 @@ mod tests {
                 .collect(),
             start_ms: 5,
             last_update_ms: 6,
+            client_transaction_version: 0,
         }
     }
 
@@ -103,7 +104,7 @@ mod tests {
         ];
         let bytes: Vec<(Vec<u8>, Option<Vec<u8>>)> = records
             .iter()
-            .map(|(id, value)| (encode_key(id), value.as_ref().map(encode_value)))
+            .map(|(id, value)| (encode_key(id), value.as_ref().map(|v| encode_value(v, 0))))
             .collect();
         let mut newer_key = encode_key("z");
         newer_key[1] = 1;

@@ -276,6 +276,7 @@ mod tests {
                     partitions: BTreeSet::new(),
                     start_ms: 0,
                     last_update_ms: 0,
+                    client_transaction_version: 0,
                 },
             },
         }

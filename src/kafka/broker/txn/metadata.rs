@@ -81,7 +81,12 @@ impl TxnState {
             Empty => matches!(previous, Empty | CompleteCommit | CompleteAbort),
             Ongoing => matches!(previous, Ongoing | Empty | CompleteCommit | CompleteAbort),
             PrepareCommit => previous == Ongoing,
-            PrepareAbort => matches!(previous, Ongoing | PrepareEpochFence),
+            // 4.0 adds the ended states: a transaction protocol v2 client aborts when it
+            // cannot tell whether its transaction began, and the abort bumps the epoch.
+            PrepareAbort => matches!(
+                previous,
+                Ongoing | PrepareEpochFence | Empty | CompleteCommit | CompleteAbort
+            ),
             CompleteCommit => previous == PrepareCommit,
             CompleteAbort => previous == PrepareAbort,
             Dead => matches!(previous, Empty | CompleteCommit | CompleteAbort),
@@ -111,7 +116,13 @@ pub struct TxnTransit {
     pub partitions: BTreeSet<TopicPartition>,
     pub start_ms: i64,
     pub last_update_ms: i64,
+    /// The transaction protocol the transition was made under: 0, or 2 for v2
+    /// (`ClientTransactionVersion`; the epoch is bumped when a transaction ends).
+    pub client_transaction_version: i16,
 }
+
+/// `ClientTransactionVersion` of a transaction protocol v2 transition (KIP-890 part 2).
+pub const TRANSACTION_VERSION_2: i16 = 2;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TxnMetadata {
@@ -131,6 +142,8 @@ pub struct TxnMetadata {
     /// from here. -1 when there is none.
     pub start_ms: i64,
     pub last_update_ms: i64,
+    /// The protocol of the last transition: 2 when its epoch bumps at every end.
+    pub client_transaction_version: i16,
     /// A transition appended but not yet replicated.
     pub pending: Option<TxnState>,
     /// The fencing append of a timed-out or superseded transaction failed: the next fence
@@ -159,6 +172,7 @@ impl TxnMetadata {
             partitions: BTreeSet::new(),
             start_ms: -1,
             last_update_ms: now_ms,
+            client_transaction_version: 0,
         };
         TxnMetadata::loaded(transactional_id, &empty)
     }
@@ -176,6 +190,7 @@ impl TxnMetadata {
             partitions: record.partitions.clone(),
             start_ms: record.start_ms,
             last_update_ms: record.last_update_ms,
+            client_transaction_version: record.client_transaction_version,
             pending: None,
             has_failed_epoch_fence: false,
             fencing_abort: false,
@@ -197,6 +212,7 @@ impl TxnMetadata {
             partitions: self.partitions.clone(),
             start_ms: self.start_ms,
             last_update_ms: self.last_update_ms,
+            client_transaction_version: self.client_transaction_version,
         }
     }
 
@@ -279,6 +295,7 @@ impl TxnMetadata {
     pub fn prepare_add_partitions(
         &mut self,
         added: &BTreeSet<TopicPartition>,
+        version: i16,
         now_ms: i64,
     ) -> TxnTransit {
         let start_ms = if self.state.is_complete() {
@@ -293,19 +310,52 @@ impl TxnMetadata {
             partitions,
             start_ms,
             last_update_ms: now_ms,
+            client_transaction_version: version,
             ..self.transit()
         })
     }
 
     /// EndTxn: PrepareCommit or PrepareAbort, with the partitions the markers go to.
-    pub fn prepare_abort_or_commit(&mut self, state: TxnState, now_ms: i64) -> TxnTransit {
+    /// Under transaction protocol v2 (`version` 2) the epoch moves on here, so the markers
+    /// carry the next epoch; an abort with no partition added (v2 only) starts its clock
+    /// now. Kafka's `prepareAbortOrCommit`.
+    pub fn prepare_abort_or_commit(
+        &mut self,
+        state: TxnState,
+        version: i16,
+        now_ms: i64,
+    ) -> TxnTransit {
         debug_assert!(matches!(
             state,
             TxnState::PrepareCommit | TxnState::PrepareAbort
         ));
+        let (producer_epoch, last_producer_epoch) = if version >= TRANSACTION_VERSION_2 {
+            assert!(
+                self.producer_epoch < i16::MAX - 1,
+                "{}: the producer epoch is exhausted",
+                self.transactional_id
+            );
+            (self.producer_epoch + 1, self.producer_epoch)
+        } else {
+            (self.producer_epoch, self.last_producer_epoch)
+        };
+        let no_partition_added = self.state.is_complete();
+        assert!(
+            !no_partition_added || version >= TRANSACTION_VERSION_2,
+            "{}: only a v2 abort ends a transaction that never began",
+            self.transactional_id
+        );
         self.prepare(TxnTransit {
             state,
+            producer_epoch,
+            last_producer_epoch,
+            start_ms: if no_partition_added {
+                now_ms
+            } else {
+                self.start_ms
+            },
             last_update_ms: now_ms,
+            client_transaction_version: version,
             ..self.transit()
         })
     }
@@ -331,8 +381,9 @@ impl TxnMetadata {
 
     /// The fence that precedes a coordinator's own abort takes effect in memory at once:
     /// the abort's PrepareAbort record carries the bumped epoch (Kafka's `endTransaction`
-    /// clearing the pending PrepareEpochFence).
-    pub fn take_fence(&mut self, epoch: i16) {
+    /// clearing the pending PrepareEpochFence). Under transaction protocol v2 the abort
+    /// makes the bump, once.
+    pub fn take_fence(&mut self, epoch: i16, version: i16) {
         assert_eq!(
             self.pending,
             Some(TxnState::PrepareEpochFence),
@@ -344,9 +395,14 @@ impl TxnMetadata {
             "a fence never lowers the epoch"
         );
         self.pending = None;
+        self.fencing_abort = true;
+        if version >= TRANSACTION_VERSION_2 {
+            // The abort bumps the epoch itself (KAFKA-19367: 4.0.0 also set it here, and
+            // its markers carried the epoch twice bumped; fixed in 4.0.1).
+            return;
+        }
         self.producer_epoch = epoch;
         self.last_producer_epoch = NO_PRODUCER_EPOCH;
-        self.fencing_abort = true;
     }
 
     /// The append of `transit` is replicated: it is the state now (Kafka's
@@ -422,7 +478,7 @@ mod tests {
 
     /// Kafka's `validPreviousStates`, as a table: which state may follow which.
     #[test]
-    fn the_state_graph_is_kafkas() {
+    fn the_state_graph_is_kafka_4_0_s() {
         use TxnState::*;
         let edges: Vec<(TxnState, TxnState)> = TxnState::ALL
             .iter()
@@ -440,6 +496,9 @@ mod tests {
             (Ongoing, PrepareCommit),
             (Ongoing, PrepareAbort),
             (PrepareEpochFence, PrepareAbort),
+            (Empty, PrepareAbort),
+            (CompleteCommit, PrepareAbort),
+            (CompleteAbort, PrepareAbort),
             (PrepareCommit, CompleteCommit),
             (PrepareAbort, CompleteAbort),
             (Empty, Dead),
@@ -465,6 +524,13 @@ mod tests {
     #[should_panic(expected = "may not follow")]
     fn transitions_follow_the_graph() {
         let mut meta = TxnMetadata::new("t", ProducerId(1), 1_000, 0);
-        meta.prepare_abort_or_commit(TxnState::PrepareCommit, 0);
+        meta.prepare_abort_or_commit(TxnState::PrepareCommit, TRANSACTION_VERSION_2, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "only a v2 abort")]
+    fn before_v2_nothing_ends_a_transaction_that_never_began() {
+        let mut meta = TxnMetadata::new("t", ProducerId(1), 1_000, 0);
+        meta.prepare_abort_or_commit(TxnState::PrepareAbort, 0, 0);
     }
 }

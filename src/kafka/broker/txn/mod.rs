@@ -34,7 +34,7 @@ use crate::os::clock::{self, SimTime};
 use crate::types::{Epoch, TopicPartition};
 use coordinator::{Completion, Coordinator, Init, Write, TRANSACTION_STATE_TOPIC};
 use markers::Next;
-use metadata::TxnState;
+use metadata::{TxnState, NO_PRODUCER_EPOCH};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -62,6 +62,11 @@ impl Txns {
             coordinator: RefCell::new(Coordinator::new(
                 config.transaction_state_log_num_partitions,
                 true,
+                if config.rules.transaction_version_2 {
+                    metadata::TRANSACTION_VERSION_2
+                } else {
+                    0
+                },
             )),
             loaded: RefCell::default(),
             markers: markers::Channel::default(),
@@ -243,7 +248,7 @@ async fn append(
     retry_unavailable: bool,
 ) -> Result<Option<Completion>, ErrorCode> {
     let now_ms = clock::now().timestamp_ms();
-    let (key, value) = write.record();
+    let (key, value) = write.record(txns.coordinator.borrow().version());
     let mut batch = BatchBuilder::new(now_ms, ProducerId::NONE, -1, -1);
     batch.push(now_ms, Some(&key), Some(&value));
     let produced = rm
@@ -317,11 +322,33 @@ pub async fn handle(rm: &Rc<ReplicaManager>, txns: &Rc<Txns>, request: Request) 
         }
         Request::EndTxn { txn, result } => {
             let decided = txns.coordinator.borrow_mut().end_txn(&txn, result, now_ms);
-            answer(match decided {
-                Ok(None) => Ok(()),
-                Ok(Some(write)) => end(rm.clone(), txns.clone(), write).await,
+            let ended = match decided {
+                // A retry: the id's producer id and epoch as they stand.
+                Ok(None) => Ok(txns
+                    .coordinator
+                    .borrow()
+                    .metadata(&txn.transactional_id)
+                    .map(|meta| (meta.producer_id, meta.producer_epoch))),
+                Ok(Some(write)) => {
+                    let bumped = (write.transit.producer_id, write.transit.producer_epoch);
+                    end(rm.clone(), txns.clone(), write)
+                        .await
+                        .map(|()| Some(bumped))
+                }
                 Err(error) => Err(error),
-            })
+            };
+            if txns.coordinator.borrow().version() < metadata::TRANSACTION_VERSION_2 {
+                return answer(ended.map(|_| ()));
+            }
+            let (error, (producer_id, producer_epoch)) = match ended {
+                Ok(identity) => (None, identity.expect("a retry of a known id")),
+                Err(error) => (Some(error), (ProducerId::NONE, NO_PRODUCER_EPOCH)),
+            };
+            Response::EndTxn {
+                error,
+                producer_id,
+                producer_epoch,
+            }
         }
         other => unreachable!("not a transactional request: {other:?}"),
     }
