@@ -49,6 +49,8 @@ pub enum Fact {
         first: Offset,
         last: Offset,
         high_watermark: Offset,
+        /// The last stable offset then: below the HW while a transaction is open.
+        last_stable_offset: Offset,
         followers: Box<[(BrokerId, Offset)]>,
     },
     /// The controller committed a smaller ISR.
@@ -220,6 +222,7 @@ struct AckRow {
     time: SimTime,
     first: Offset,
     high_watermark: Offset,
+    last_stable_offset: Offset,
     last_delta: u32,
     partition: u32,
     leader: BrokerId,
@@ -251,6 +254,7 @@ pub struct AckFact<'a> {
     pub first: Offset,
     pub last: Offset,
     pub high_watermark: Offset,
+    pub last_stable_offset: Offset,
     pub followers: &'a [(BrokerId, Offset)],
 }
 
@@ -287,6 +291,7 @@ impl Rows {
                 first,
                 last,
                 high_watermark,
+                last_stable_offset,
                 followers,
             } => {
                 let partition = self.intern(tp);
@@ -297,6 +302,7 @@ impl Rows {
                     time,
                     first,
                     high_watermark,
+                    last_stable_offset,
                     last_delta: last_delta(first, last),
                     partition,
                     leader,
@@ -347,6 +353,7 @@ impl Rows {
                 first: row.first,
                 last: Offset(row.first.0 + i64::from(row.last_delta)),
                 high_watermark: row.high_watermark,
+                last_stable_offset: row.last_stable_offset,
                 followers: &self.followers[start..start + usize::from(row.followers_count)],
             }
         })
@@ -395,6 +402,7 @@ mod tests {
                     first: Offset(10),
                     last: Offset(12),
                     high_watermark: Offset(13),
+                    last_stable_offset: Offset(11),
                     followers: Box::new(followers),
                 },
             ),

@@ -715,6 +715,7 @@ impl ReplicaManager {
             first,
             last,
             high_watermark: partition.hw(),
+            last_stable_offset: self.last_stable_offset(partition),
             followers: partition.follower_leos().into_boxed_slice(),
         });
     }

@@ -373,6 +373,7 @@ mod tests {
             first: Offset(first),
             last: Offset(last),
             high_watermark: Offset(first - 2),
+            last_stable_offset: Offset(first - 2),
             followers: Box::new([
                 (BrokerId(2), Offset(first - 1)),
                 (BrokerId(3), Offset::NONE),

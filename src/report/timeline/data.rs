@@ -79,6 +79,9 @@ pub struct PartitionLanes {
     /// Kafka: the high watermark the leader saw at each acknowledgement; RocketMQ: the
     /// offset after the last message the group consumed. At most one per bucket.
     pub hw: Series,
+    /// Kafka: the last stable offset at each acknowledgement, where an open transaction
+    /// held it below the HW at least once (empty otherwise: it is the HW).
+    pub lso: Series,
 }
 
 /// A RocketMQ master's CommitLog over time, from its flush service's passes.
@@ -271,9 +274,12 @@ fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<
                 .get(&*tp.topic)
                 .copied()
                 .unwrap_or((changes.first().map_or(1, |c| c.isr.len() as u32), 1));
-            let (leo, hw) = match input.system {
+            let (leo, hw, lso) = match input.system {
                 SystemName::Kafka => offsets(input.facts, tp),
-                SystemName::RocketMq => queue_offsets(input.history, tp),
+                SystemName::RocketMq => {
+                    let (acked, consumed) = queue_offsets(input.history, tp);
+                    (acked, consumed, Vec::new())
+                }
             };
             (!tp.topic.starts_with("__") || !leo.is_empty()).then(|| PartitionLanes {
                 tp: tp.to_string(),
@@ -282,6 +288,7 @@ fn partition_lanes(input: &PanelInput<'_>, hosts: &[HostLane], end: u64) -> Vec<
                 leadership,
                 leo,
                 hw,
+                lso,
             })
         })
         .collect()
@@ -335,17 +342,24 @@ fn keep(series: &mut Series, at: u64, value: Offset) {
     }
 }
 
-/// The leader's LEO after each append and the HW at each acknowledgement.
-fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series) {
+/// The leader's LEO after each append, and the HW and the LSO at each acknowledgement
+/// (the LSO only where it ever fell below the HW).
+fn offsets(facts: &FactLog, tp: &TopicPartition) -> (Series, Series, Series) {
     let mut leo = Vec::new();
     for append in facts.kafka().appends().filter(|a| a.tp == tp) {
         keep(&mut leo, ms(append.time), Offset(append.last.0 + 1));
     }
-    let mut hw = Vec::new();
+    let (mut hw, mut lso) = (Vec::new(), Vec::new());
+    let mut held = false;
     for ack in facts.kafka().acknowledgements().filter(|a| a.tp == tp) {
         keep(&mut hw, ms(ack.time), ack.high_watermark);
+        keep(&mut lso, ms(ack.time), ack.last_stable_offset);
+        held |= ack.last_stable_offset < ack.high_watermark;
     }
-    (leo, hw)
+    if !held {
+        lso.clear();
+    }
+    (leo, hw, lso)
 }
 
 /// A RocketMQ queue's end as its acknowledgements showed it (the highest acknowledged

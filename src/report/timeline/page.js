@@ -72,7 +72,8 @@
       rows.push({ kind: "leader", y, h: LANE, part }); y += LANE;
       // RocketMQ's queues have no ISR: a group's master alone holds them.
       if (kafka) { rows.push({ kind: "isr", y, h: ISR_H, part }); y += ISR_H + 2; }
-      rows.push({ kind: "offsets", y, h: OFF_H, lane: part.tp, name: kafka ? "LEO / HW" : "acked / consumed", a: part.leo, b: part.hw });
+      const lso = part.lso && part.lso.length ? part.lso : null;
+      rows.push({ kind: "offsets", y, h: OFF_H, lane: part.tp, name: kafka ? (lso ? "LEO / HW / LSO" : "LEO / HW") : "acked / consumed", a: part.leo, b: part.hw, c: lso });
       y += OFF_H + GAP;
     }
     rows.push({ kind: "faults", y, h: LANE }); y += LANE + GAP;
@@ -190,10 +191,12 @@
   }
 
   /// Two step lines of offsets: a partition's LEO and HW (Kafka), a queue's acknowledged
-  /// end and consumed offset, or a master's CommitLog end and flushed position (RocketMQ).
+  /// end and consumed offset, or a master's CommitLog end and flushed position (RocketMQ);
+  /// a third, the LSO, where a transaction held it below a partition's HW.
   function offsetsRow(P, row) {
     const leo = visiblePoints(row.a), hw = visiblePoints(row.b);
-    const all = leo.concat(hw).map((p) => p[1]);
+    const lso = row.c ? visiblePoints(row.c) : [];
+    const all = leo.concat(hw, lso).map((p) => p[1]);
     let s = label(row.y, row.h, row.name);
     s += `<g data-lane="offsets:${esc(row.lane)}">`;
     if (!all.length) return s + "</g>";
@@ -204,6 +207,7 @@
     s += `<text class="faint" x="${LABEL - 6}" y="${row.y + row.h - 2}" text-anchor="end">${fmt(lo)}</text>`;
     s += `<path d="${path(leo)}" fill="none" stroke="#4e79a7" stroke-width="1.5" pointer-events="none"/>`;
     s += `<path d="${path(hw)}" fill="none" stroke="#59a14f" stroke-width="1.5" stroke-dasharray="5,2" pointer-events="none"/>`;
+    if (lso.length) s += `<path data-line="lso" d="${path(lso)}" fill="none" stroke="#e15759" stroke-width="1.5" stroke-dasharray="1,2" pointer-events="none"/>`;
     return s + "</g>";
   }
 
@@ -379,6 +383,7 @@
       if (kafka.some((p) => p.partitions.some((t) => t.leadership.some((s) => s.isr.length < t.min_isr)))) sw("#f4a3a3", "ISR below min.insync.replicas");
       sw("#4e79a7", "leader LEO");
       sw("#59a14f", "high watermark");
+      if (kafka.some((p) => p.partitions.some((t) => t.lso && t.lso.length))) sw("#e15759", "last stable offset (held by an open transaction)");
     }
     if (rocketmq.length) {
       sw("#4e79a7", "CommitLog end; a queue's acknowledged end");
@@ -425,7 +430,7 @@
     const value = (series) => { const pt = at(series, t); return pt ? fmt(pt[1]) : "–"; };
     const logs = p.logs.map((log) => `${log.host} CommitLog: end ${value(log.max)}, flushed ${value(log.flushed)}`);
     return logs.concat(p.partitions.map((part) => p.system === "kafka"
-      ? `${part.tp}: LEO ${value(part.leo)}, HW ${value(part.hw)}`
+      ? `${part.tp}: LEO ${value(part.leo)}, HW ${value(part.hw)}` + (part.lso && part.lso.length ? `, LSO ${value(part.lso)}` : "")
       : `${part.tp}: acknowledged end ${value(part.leo)}, consumed ${value(part.hw)}`));
   }
 

@@ -78,9 +78,16 @@ fn event(ms: u64, op: Op) -> Event {
 }
 
 fn facts() -> FactLog {
+    facts_with_lso_held(false)
+}
+
+/// Three appends and their acknowledgements on one partition, then an unclean election and
+/// a truncation; `held`: a transaction holds the LSO at 5 at the second acknowledgement.
+fn facts_with_lso_held(held: bool) -> FactLog {
     let mut log = FactLog::default();
     let mut push = |ms: u64, fact: Fact| log.push(FactEvent { time: at(ms), fact });
     for (ms, first, last, hw) in [(100, 0, 9, 0), (104, 10, 19, 10), (130, 20, 29, 20)] {
+        let lso = if held && ms == 104 { 5 } else { hw };
         push(
             ms,
             Fact::Kafka(KafkaFact::Appended {
@@ -101,6 +108,7 @@ fn facts() -> FactLog {
                 first: Offset(first),
                 last: Offset(last),
                 high_watermark: Offset(hw),
+                last_stable_offset: Offset(lso),
                 followers: Box::new([(BrokerId(2), Offset(hw))]),
             }),
         );
@@ -132,14 +140,26 @@ fn build(history: &[Event], verdict: &Verdict) -> Panel {
 }
 
 fn build_with(timeline: &Timeline, history: &[Event], verdict: &Verdict) -> Panel {
-    let facts = facts();
+    build_from_facts(timeline, history, verdict, &facts())
+}
+
+fn build_from(history: &[Event], verdict: &Verdict, facts: &FactLog) -> Panel {
+    build_from_facts(&timeline(), history, verdict, facts)
+}
+
+fn build_from_facts(
+    timeline: &Timeline,
+    history: &[Event],
+    verdict: &Verdict,
+    facts: &FactLog,
+) -> Panel {
     let topics = BTreeMap::from([("orders".to_owned(), (2, 2))]);
     panel(&PanelInput {
         variant: "acks-1",
         summary: "summary".to_owned(),
         timeline,
         history,
-        facts: &facts,
+        facts,
         verdict,
         system: SystemName::Kafka,
         topics: &topics,
@@ -323,6 +343,19 @@ fn offsets_keep_the_last_value_of_each_bucket() {
     // Appends at 100 and 104 ms share a bucket: the later LEO stands for it.
     assert_eq!(panel.partitions[0].leo, [(104, 20), (130, 30)]);
     assert_eq!(panel.partitions[0].hw, [(105, 10), (131, 20)]);
+    assert!(
+        panel.partitions[0].lso.is_empty(),
+        "the LSO never left the HW"
+    );
+}
+
+/// The LSO gets a line of its own only where a transaction held it below the HW.
+#[test]
+fn the_lso_is_drawn_where_a_transaction_held_it_below_the_hw() {
+    let input = facts_with_lso_held(true);
+    let panel = build_from(&[], &Verdict::default(), &input);
+    assert_eq!(panel.partitions[0].hw, [(105, 10), (131, 20)]);
+    assert_eq!(panel.partitions[0].lso, [(105, 5), (131, 20)]);
 }
 
 #[test]
