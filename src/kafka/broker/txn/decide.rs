@@ -127,7 +127,7 @@ pub enum EndStep {
 
 /// Kafka's `endTransaction`. `from_client` is false for the coordinator's own aborts (a
 /// fence or a timeout), whose epoch may be above the current one. `version` is the
-/// transaction protocol: 2 ([`end_txn_v2`]) bumps the epoch at every end.
+/// transaction protocol: 2 (`end_txn_v2`) bumps the epoch at every end.
 pub fn end_txn(
     meta: &mut TxnMetadata,
     producer_id: ProducerId,
