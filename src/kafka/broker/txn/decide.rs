@@ -318,6 +318,23 @@ mod tests {
         meta.complete(transit);
     }
 
+    /// The coordinator's own abort after a fence (a timeout, a new instance) at `epoch`,
+    /// under transaction protocol `version`: its PrepareAbort.
+    fn fencing_abort(meta: &mut TxnMetadata, epoch: i16, version: i16, now_ms: i64) -> TxnTransit {
+        match end_txn(
+            meta,
+            ProducerId(7),
+            epoch,
+            TxnResult::Abort,
+            false,
+            version,
+            now_ms,
+        ) {
+            Ok(EndStep::Prepare(abort)) => abort,
+            other => panic!("the coordinator's abort prepares: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_transaction_runs_from_empty_to_complete_commit() {
         let mut meta = initialized();
@@ -377,17 +394,7 @@ mod tests {
             panic!("an ongoing transaction is fenced first")
         };
         assert_eq!(fence.producer_epoch, 1);
-        let Ok(EndStep::Prepare(abort)) = end_txn(
-            &mut meta,
-            ProducerId(7),
-            fence.producer_epoch,
-            TxnResult::Abort,
-            false,
-            0,
-            20,
-        ) else {
-            panic!("the coordinator's abort prepares")
-        };
+        let abort = fencing_abort(&mut meta, fence.producer_epoch, 0, 20);
         assert_eq!(
             (abort.state, abort.producer_epoch),
             (TxnState::PrepareAbort, 1)
@@ -515,17 +522,7 @@ mod tests {
             let mut meta = initialized();
             ongoing(&mut meta, 0);
             let fence = meta.prepare_fence_epoch();
-            let Ok(EndStep::Prepare(_)) = end_txn(
-                &mut meta,
-                ProducerId(7),
-                fence.producer_epoch,
-                TxnResult::Abort,
-                false,
-                0,
-                0,
-            ) else {
-                panic!("the abort prepares")
-            };
+            fencing_abort(&mut meta, fence.producer_epoch, 0, 0);
             meta.abandon(remember);
             assert_eq!(meta.state, TxnState::Ongoing);
             assert_eq!(meta.prepare_fence_epoch().producer_epoch, expected);
@@ -625,17 +622,7 @@ mod tests {
         ongoing(&mut meta, 0);
         let fence = meta.prepare_fence_epoch();
         assert_eq!(fence.producer_epoch, 1);
-        let Ok(EndStep::Prepare(abort)) = end_txn(
-            &mut meta,
-            ProducerId(7),
-            1,
-            TxnResult::Abort,
-            false,
-            v2,
-            70_000,
-        ) else {
-            panic!("the coordinator's abort prepares")
-        };
+        let abort = fencing_abort(&mut meta, 1, v2, 70_000);
         assert_eq!(
             (abort.state, abort.producer_epoch),
             (TxnState::PrepareAbort, 1)
@@ -720,9 +707,7 @@ mod tests {
                         match init_producer_id(&mut meta, 5_000, None, now) {
                             Ok(InitStep::Bump(t)) => pending = Some((t, Some(i))),
                             Ok(InitStep::FenceAndAbort(f)) => {
-                                let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, version, now);
-                                let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
-                                pending = Some((t, None));
+                                pending = Some((fencing_abort(&mut meta, f.producer_epoch, version, now), None));
                             }
                             Err(_) => {}
                         }
@@ -754,9 +739,7 @@ mod tests {
                     }
                     Op::Timeout if pending.is_none() && timed_out(&meta, now) => {
                         let f = meta.prepare_fence_epoch();
-                        let step = end_txn(&mut meta, ProducerId(7), f.producer_epoch, TxnResult::Abort, false, version, now);
-                        let Ok(EndStep::Prepare(t)) = step else { panic!("{step:?}") };
-                        pending = Some((t, None));
+                        pending = Some((fencing_abort(&mut meta, f.producer_epoch, version, now), None));
                     }
                     Op::Settle(ok) => {
                         if let Some((t, init)) = pending.take() {
